@@ -1,0 +1,115 @@
+"""Records that cross from the model service to the UI: small, frozen, picklable, JSON-able.
+
+No tensors here. Probabilities are rounded to 6 significant digits: enough for any chart, and it
+keeps a step record a few kilobytes whatever the vocabulary size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+def r6(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    source: str  # where it was loaded from (hub id, directory, or cached GGUF)
+    parameters: int
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    device: str
+    dtype: str
+    has_chat_template: bool
+    adds_bos: bool
+    eos_token_ids: tuple[int, ...]
+    load_seconds: float
+    from_cache: bool
+
+    def describe(self) -> str:
+        return (
+            f"{self.name} · {self.parameters / 1e6:.0f}M parameters · vocab {self.vocab_size:,} · "
+            f"d {self.hidden_size} · {self.num_layers} layers · {self.device} · {self.dtype}"
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Token:
+    id: int
+    piece: str  # as it reads in text: leading spaces kept; bytes of a split character as \xNN
+    special: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the pipeline at one step, summarised.
+
+    probs are aligned with StepRecord.candidates (the top-N of the raw ranking, which no transform
+    reorders), 0 where the stage removed the token. kept_mass is the probability, under the stage
+    before, of the tokens this stage kept (1.0 for raw and for temperature).
+    """
+
+    name: str
+    probs: tuple[float, ...]
+    kept_count: int
+    kept_mass: float
+    entropy_bits: float
+    chosen_prob: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DrawInfo:
+    """u ~ U[0,1) on the final distribution's cumulative bar (most probable first); None = argmax."""
+
+    u: float | None
+    rank: int
+    low: float
+    high: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    step: int
+    token_id: int
+    piece: str
+    special: bool
+    text: str  # the generated text so far, safe to show (no partial character, no partial stop string)
+    candidates: tuple[Token, ...]  # top-N by raw logit, most probable first
+    stages: tuple[Stage, ...]  # in pipeline order: raw, ..., final (empty when capture is off)
+    chosen_rank: int  # 0-based rank of the chosen token under the raw logits
+    draw: DrawInfo
+    seed: int
+    forward_ms: float
+    sampling_ms: float
+    stop_reason: str | None = None  # on the last step only: "eos", "max_tokens" or "stop_string"
+    order: str = "hf"
+
+    def stage(self, name: str) -> Stage:
+        return next(s for s in self.stages if s.name == name)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "StepRecord":
+        """Rebuild a record from its JSON form (e.g. what the API streams, or a saved run)."""
+        d = dict(d)
+        d["candidates"] = tuple(Token(**t) for t in d["candidates"])
+        d["stages"] = tuple(Stage(**{**s, "probs": tuple(s["probs"])}) for s in d["stages"])
+        d["draw"] = DrawInfo(**d["draw"])
+        return cls(**d)

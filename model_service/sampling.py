@@ -1,0 +1,372 @@
+"""The sampling pipeline: one row of logits in, every intermediate distribution out, one token drawn.
+
+Pipeline order, per `SamplingSettings.order` (the only place it is written down):
+
+    "hf"        raw -> temperature -> top_k -> top_p -> min_p -> final   (Hugging Face generate(); the lesson's order)
+    "vllm"      raw -> temperature -> min_p -> top_k -> top_p -> final   (vLLM v1 sampler)
+    "llama.cpp" raw -> top_k -> top_p -> min_p -> temperature -> final   (llama.cpp: cut at T=1, then reshape)
+
+Every stage's distribution is softmax of the logits that survive so far ("removed" = -inf), so each one
+is already renormalised. "final" is the distribution the token is drawn from: the last transform's
+distribution, or one-hot on the argmax of the raw logits for a greedy row (temperature 0; in vLLM
+order also any T < 1e-5). A transform that is off still appears, equal to the stage before it.
+The exact semantics are in shared/reference/sampler-semantics.md; transformers' logits warpers are
+the oracle for the "hf" order.
+
+Every transform keeps or drops a tail of the ranking and temperature (T > 0) is monotone, so the
+ranking of surviving tokens never changes: the top-N of every stage are the raw top-N, and a full
+sort of the vocabulary is needed only when a cut falls beyond the best WINDOW tokens.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from .records import DrawInfo
+
+ORDERS: dict[str, tuple[str, ...]] = {
+    "hf": ("temperature", "top_k", "top_p", "min_p"),
+    "vllm": ("temperature", "min_p", "top_k", "top_p"),
+    "llama.cpp": ("top_k", "top_p", "min_p", "temperature"),
+}
+TRANSFORMS = ("temperature", "top_k", "top_p", "min_p")
+# vLLM treats T below this as greedy and clamps (this, 0.01) up to 0.01.
+VLLM_GREEDY_EPS = 1e-5
+VLLM_MIN_TEMPERATURE = 0.01
+MAX_SEED = 2**63 - 1
+
+
+def stage_names(order: str) -> tuple[str, ...]:
+    """The stage names of one order, raw first and final last."""
+    return ("raw", *ORDERS[order], "final")
+
+
+def _number(field: str, value, *, integer: bool = False):
+    """Validate a plain real number (bools and NaN refused); integers must be integral."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{field} must be a number, got {value!r}")
+    if math.isnan(value):
+        raise ValueError(f"{field} must be a number, got NaN")
+    if integer:
+        if not math.isfinite(value) or value != int(value):
+            raise ValueError(f"{field} must be a whole number, got {value!r}")
+        return int(value)
+    return float(value)
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """One request's sampling knobs. Defaults switch every filter off (unlike HF generate(), whose
+    silent default is top_k=50): temperature 1, top_k 0, top_p 1, min_p 0."""
+
+    temperature: float = 1.0  # 0 = greedy
+    top_k: int = 0  # 0 = off
+    top_p: float = 1.0  # 1 = off
+    min_p: float = 0.0  # 0 = off
+    seed: int | None = None  # None = fresh randomness
+    order: str = "hf"
+
+    def __post_init__(self):
+        t = _number("temperature", self.temperature)
+        if not t >= 0 or math.isinf(t):
+            raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {self.temperature!r}")
+        k = _number("top_k", self.top_k, integer=True)
+        if k < 0:
+            raise ValueError(f"top_k must be >= 0 (0 = off), got {self.top_k!r}")
+        p = _number("top_p", self.top_p)
+        if not 0 < p <= 1:
+            raise ValueError(f"top_p must be in (0, 1] (1 = off), got {self.top_p!r}")
+        m = _number("min_p", self.min_p)
+        if not 0 <= m <= 1:
+            raise ValueError(f"min_p must be in [0, 1] (0 = off), got {self.min_p!r}")
+        seed = self.seed
+        if seed is not None:
+            seed = _number("seed", seed, integer=True)
+            if not 0 <= seed <= MAX_SEED:
+                raise ValueError(f"seed must be between 0 and 2**63-1 or empty, got {self.seed!r}")
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}; got {self.order!r}")
+        for name, value in (("temperature", t), ("top_k", k), ("top_p", p), ("min_p", m), ("seed", seed)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def greedy(self) -> bool:
+        limit = VLLM_GREEDY_EPS if self.order == "vllm" else 0.0
+        return self.temperature <= limit
+
+    @property
+    def effective_temperature(self) -> float:
+        """The divisor actually applied (1 for greedy rows: their stages show the untempered shape)."""
+        if self.greedy:
+            return 1.0
+        if self.order == "vllm":
+            return max(self.temperature, VLLM_MIN_TEMPERATURE)
+        return self.temperature
+
+    def to_dict(self) -> dict:
+        return {
+            "temperature": self.temperature,
+            "top_k": self.top_k,
+            "top_p": self.top_p,
+            "min_p": self.min_p,
+            "seed": self.seed,
+            "order": self.order,
+        }
+
+
+@dataclass(frozen=True)
+class BatchParams:
+    """Per-row settings as the sampler receives them: one tensor per knob, shape (B,)."""
+
+    temperature: torch.Tensor  # float32, effective divisor (1 for greedy rows)
+    top_k: torch.Tensor  # int64, 0 = off
+    top_p: torch.Tensor  # float32, 1 = off
+    min_p: torch.Tensor  # float32, 0 = off
+    greedy: torch.Tensor  # bool
+
+    @classmethod
+    def from_settings(cls, settings: Sequence[SamplingSettings], device) -> "BatchParams":
+        return cls(
+            temperature=torch.tensor([s.effective_temperature for s in settings], dtype=torch.float32, device=device),
+            top_k=torch.tensor([s.top_k for s in settings], dtype=torch.int64, device=device),
+            top_p=torch.tensor([s.top_p for s in settings], dtype=torch.float32, device=device),
+            min_p=torch.tensor([s.min_p for s in settings], dtype=torch.float32, device=device),
+            greedy=torch.tensor([s.greedy for s in settings], dtype=torch.bool, device=device),
+        )
+
+    def to_dict(self) -> dict:
+        return {name: getattr(self, name).tolist() for name in ("temperature", "top_k", "top_p", "min_p", "greedy")}
+
+
+# --- the transforms. Each works on full (B, V) rows in vocabulary order; the ranking is needed only
+# to find a cut, and it is read from `window`: the W best token ids per row, most probable first. ---
+
+WINDOW = 1024  # a top-k of 1024 costs a few % of a full sort of 49k-262k logits
+
+
+class _NeedsWiderWindow(Exception):
+    """A cut falls beyond the window: redo the rows with the full ranking."""
+
+
+def _remove_top_k(z: torch.Tensor, k: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
+    """Remove logits below the k-th largest; ties with it are kept."""
+    vocab, width = z.shape[-1], window.shape[-1]
+    active = (k > 0) & (k < vocab)
+    if width < vocab and bool((active & (k > width)).any()):
+        raise _NeedsWiderWindow
+    kth = z.gather(1, window).gather(1, (k.clamp(1, width) - 1).unsqueeze(1))  # (B, 1)
+    return (z < kth) & active.unsqueeze(1)
+
+
+def _remove_top_p(z: torch.Tensor, p: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
+    """HF/vLLM top-p: with tokens sorted ascending, remove those whose cumulative probability is
+    <= 1 - p; the token that crosses p and the most probable token always stay.
+
+    The ascending cumsum at a window token = the mass beyond the window + the window's suffix sum.
+    When the mass beyond the window is itself <= 1 - p, every token out there is removed."""
+    vocab, width = z.shape[-1], window.shape[-1]
+    active = p < 1
+    probs = z.softmax(dim=-1)
+    inside = probs.gather(1, window)  # (B, W), descending
+    beyond = (probs.sum(dim=-1) - inside.sum(dim=-1)).clamp(min=0) if width < vocab else torch.zeros_like(p)
+    if width < vocab and bool((active & (beyond > 1 - p)).any()):
+        raise _NeedsWiderWindow
+    ascending_cum = inside.flip(-1).cumsum(dim=-1).flip(-1) + beyond.unsqueeze(1)  # (B, W)
+    remove_inside = ascending_cum <= (1 - p).unsqueeze(1)
+    remove_inside[:, 0] = False
+    removed = torch.ones_like(z, dtype=torch.bool).scatter_(1, window, remove_inside)
+    return removed & active.unsqueeze(1)
+
+
+def _remove_min_p(z: torch.Tensor, m: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
+    """Remove tokens whose probability is below m times the top token's (no ranking needed)."""
+    probs = z.softmax(dim=-1)
+    return (probs < m.unsqueeze(1) * probs.amax(dim=-1, keepdim=True)) & (m > 0).unsqueeze(1)
+
+
+_REMOVERS = {"top_k": _remove_top_k, "top_p": _remove_top_p, "min_p": _remove_min_p}
+
+
+@dataclass
+class Stages:
+    """The pipeline's result (internal: tensors never leave model_service).
+
+    logits: (B, V) raw float32 logits; window: (B, W) best token ids, most probable first (W >= the
+    top-N any summary asks for); per stage name, probs (B, V) and the surviving mask (B, V), both in
+    vocabulary order. A stage that changed nothing shares its predecessor's tensors.
+    """
+
+    logits: torch.Tensor
+    window: torch.Tensor
+    names: tuple[str, ...]
+    probs: dict[str, torch.Tensor]
+    kept: dict[str, torch.Tensor]
+
+
+def _run_order(x: torch.Tensor, window: torch.Tensor, params: BatchParams, order: str, capture: bool) -> Stages:
+    """Apply one order's chain to rows that all use it. capture=False keeps only "final"."""
+    z = x
+    alive = torch.ones_like(x, dtype=torch.bool)
+    probs, kept = {}, {}
+    last_probs, last_kept = None, alive
+    if capture:
+        last_probs = probs["raw"] = x.softmax(dim=-1)
+        kept["raw"] = alive
+    for name in ORDERS[order]:
+        if name == "temperature":
+            active = bool((params.temperature != 1).any())
+            if active:
+                z = z / params.temperature.unsqueeze(1)
+        else:
+            removed = _REMOVERS[name](z, getattr(params, name), window)
+            active = bool(removed.any())
+            if active:
+                z = z.masked_fill(removed, float("-inf"))
+                alive = alive & ~removed
+        if capture:
+            if active or last_probs is None:
+                last_probs, last_kept = z.softmax(dim=-1), alive
+            probs[name], kept[name] = last_probs, last_kept
+    final = last_probs if capture else z.softmax(dim=-1)
+    if params.greedy.any():
+        # Greedy = argmax of the raw logits; argmax returns the first maximum, the lowest id among ties.
+        one_hot = torch.zeros_like(final).scatter_(1, x.argmax(dim=-1, keepdim=True), 1.0)
+        g = params.greedy.unsqueeze(1)
+        final, alive = torch.where(g, one_hot, final), torch.where(g, one_hot.bool(), alive)
+    probs["final"], kept["final"] = final, alive
+    return Stages(logits=x, window=window, names=stage_names(order), probs=probs, kept=kept)
+
+
+def _ranked_window(x: torch.Tensor, width: int) -> torch.Tensor:
+    """The `width` best token ids per row, most probable first, ties ranked by lower id."""
+    if width >= x.shape[-1]:
+        return x.sort(dim=-1, descending=True, stable=True).indices
+    values, ids = torch.topk(x, width, dim=-1)
+    ids, by_id = ids.sort(dim=-1)
+    _, by_value = values.gather(1, by_id).sort(dim=-1, descending=True, stable=True)
+    return ids.gather(1, by_value)
+
+
+def run_stages(
+    logits: torch.Tensor, settings: Sequence[SamplingSettings], capture: bool = True, min_window: int = 0
+) -> Stages:
+    """All stages for a (B, V) batch. Rows are grouped by order (at most three groups); within a
+    group every knob is a (B,) tensor, so there is no loop over rows. A group whose cut falls beyond
+    the window is redone with the full ranking. With mixed orders the stage dict uses HF's names;
+    each row's own chain is its settings.order."""
+    x = logits.float()
+    vocab = x.shape[-1]
+    window = _ranked_window(x, min(vocab, max(WINDOW, min_window)))
+    orders = [s.order for s in settings]
+
+    def run(rows_x, rows_window, rows_settings, order):
+        params = BatchParams.from_settings(rows_settings, x.device)
+        try:
+            return _run_order(rows_x, rows_window, params, order, capture)
+        except _NeedsWiderWindow:
+            return _run_order(rows_x, _ranked_window(rows_x, vocab), params, order, capture)
+
+    if len(set(orders)) == 1:
+        return run(x, window, settings, orders[0])
+    names = stage_names("hf") if capture else ("final",)
+    probs = {n: torch.empty_like(x) for n in names}
+    kept = {n: torch.empty_like(x, dtype=torch.bool) for n in names}
+    for order in dict.fromkeys(orders):
+        rows = torch.tensor([i for i, o in enumerate(orders) if o == order], device=x.device)
+        group = run(x[rows], window[rows], [settings[i] for i in rows.tolist()], order)
+        for n in names:
+            probs[n][rows], kept[n][rows] = group.probs[n], group.kept[n]
+    return Stages(logits=x, window=window, names=names, probs=probs, kept=kept)
+
+
+def _as_batch(logits: torch.Tensor, settings) -> tuple[torch.Tensor, list[SamplingSettings], bool]:
+    single = logits.dim() == 1
+    x = logits.unsqueeze(0) if single else logits
+    if x.dim() != 2:
+        raise ValueError(f"logits must have shape (V,) or (B, V), got {tuple(logits.shape)}")
+    rows = [settings] * x.shape[0] if isinstance(settings, SamplingSettings) else list(settings)
+    if len(rows) != x.shape[0]:
+        raise ValueError(f"got {len(rows)} settings for {x.shape[0]} rows of logits")
+    return x, rows, single
+
+
+def pipeline(logits: torch.Tensor, settings) -> list[tuple[str, torch.Tensor]]:
+    """Every stage of the sampling pipeline, in order: [("raw", p), ..., ("final", p)].
+
+    logits: (V,) or (B, V); settings: one SamplingSettings or one per row. Each probability tensor
+    has the shape of `logits`, in vocabulary order. The input is never modified.
+    """
+    x, rows, single = _as_batch(logits, settings)
+    stages = run_stages(x, rows)
+    return [(name, stages.probs[name][0] if single else stages.probs[name]) for name in stages.names]
+
+
+def draw(stages: Stages, greedy: Sequence[bool], generators: Sequence[torch.Generator | None]):
+    """Draw one token per row from stages.probs["final"] by inverse CDF (the same law as multinomial).
+
+    Layout of the cumulative bar: the window's tokens from most to least probable, then the rest in
+    id order; u ~ U[0, 1) picks the token whose interval [low, high) holds it. Each row uses its own
+    generator, so a seeded row's draw does not depend on its batch-mates.
+    Returns (token_ids (B,) int64, [DrawInfo per row]).
+    """
+    final = stages.probs["final"].double()  # (B, V)
+    window = stages.window
+    us = [None if g else float(torch.rand((), generator=gen, device=gen.device)) for g, gen in zip(greedy, generators)]
+    u = torch.tensor([0.0 if v is None else v for v in us], dtype=torch.float64, device=final.device)
+    inside = final.gather(1, window)  # (B, W)
+    cum_inside = inside.cumsum(dim=-1)
+    rest = final.scatter(1, window, 0.0)  # (B, V): the tail, in id order
+    total = cum_inside[:, -1] + rest.sum(dim=-1)
+    target = (u * total).unsqueeze(1)  # scaled, so float round-off never runs past the end
+    position = torch.searchsorted(cum_inside, target, right=True).squeeze(1)  # W = beyond the window
+    beyond = position >= window.shape[-1]
+    tokens = window.gather(1, position.clamp(max=window.shape[-1] - 1).unsqueeze(1)).squeeze(1)
+    high = cum_inside.gather(1, position.clamp(max=window.shape[-1] - 1).unsqueeze(1)).squeeze(1)
+    if bool(beyond.any()):
+        cum_rest = cum_inside[:, -1:] + rest.cumsum(dim=-1)
+        in_rest = torch.searchsorted(cum_rest, target, right=True).squeeze(1).clamp(max=final.shape[-1] - 1)
+        tokens = torch.where(beyond, in_rest, tokens)
+        high = torch.where(beyond, cum_rest.gather(1, in_rest.unsqueeze(1)).squeeze(1), high)
+    greedy_t = torch.tensor(list(greedy), device=final.device)
+    tokens = torch.where(greedy_t, final.argmax(dim=-1), tokens)
+    p_token = final.gather(1, tokens.unsqueeze(1)).squeeze(1)
+    high = torch.where(greedy_t, torch.ones_like(high), high)
+    ranks = rank_of(stages.logits, tokens)
+    draws = [
+        DrawInfo(u=v, rank=int(r), low=max(0.0, (h - p) / t), high=min(1.0, h / t))
+        for v, r, h, p, t in zip(us, ranks.tolist(), high.tolist(), p_token.tolist(), total.tolist())
+    ]
+    return tokens, draws
+
+
+def rank_of(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """0-based rank of each row's token under the raw logits (ties ranked by lower id). (B,)"""
+    value = logits.gather(1, tokens.unsqueeze(1))
+    ids = torch.arange(logits.shape[-1], device=logits.device)
+    ahead = (logits > value) | ((logits == value) & (ids < tokens.unsqueeze(1)))
+    return ahead.sum(dim=-1)
+
+
+def make_generator(seed: int, device="cpu") -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(seed)
+
+
+def sample(logits: torch.Tensor, settings, generators=None):
+    """Convenience: pipeline + draw for (V,) or (B, V) logits. Returns (token ids (B,), draws).
+    Without generators each row gets one seeded from its settings (or fresh randomness)."""
+    x, rows, _ = _as_batch(logits, settings)
+    if generators is None:
+        generators = [make_generator(s.seed if s.seed is not None else fresh_seed()) for s in rows]
+    stages = run_stages(x, rows, capture=False)
+    return draw(stages, [s.greedy for s in rows], generators)
+
+
+def fresh_seed() -> int:
+    """A random seed from the OS, recorded so an unseeded run can still be replayed."""
+    return int.from_bytes(os.urandom(8), "little") & MAX_SEED

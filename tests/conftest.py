@@ -1,0 +1,57 @@
+"""Shared fixtures: a tiny random Llama with a real byte-level tokenizer (milliseconds, no download)
+and the embedded model, loaded once per test session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def byte_tokenizer():
+    """A real fast tokenizer: one token per byte (GPT-2 byte alphabet), plus <eos> and <bos>.
+    Multi-byte characters span several tokens, which is what the UTF-8 hold-back must handle."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {"<eos>": 0, "<bos>": 1, **{c: i + 2 for i, c in enumerate(alphabet)}}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", bos_token="<bos>")
+
+
+def tiny_llama(vocab_size: int = 258, seed: int = 0):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        bos_token_id=1, eos_token_id=0, pad_token_id=0, tie_word_embeddings=False,
+    )
+    model = LlamaForCausalLM(config).eval()
+    # Random init gives near-uniform logits; scale the head so distributions have a real shape.
+    with torch.no_grad():
+        model.lm_head.weight.mul_(8)
+    return model
+
+
+@pytest.fixture(scope="session")
+def tiny_service():
+    from model_service import ModelService
+
+    return ModelService(tiny_llama(), byte_tokenizer())
+
+
+@pytest.fixture(scope="session")
+def embedded():
+    from model_service import ModelService
+
+    return ModelService.load()
