@@ -3,6 +3,7 @@ and the embedded model, loaded once per test session."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -10,6 +11,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# Tests never reach the Hub or phone home: CI has no internet beyond the package registries.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 
 def byte_tokenizer():

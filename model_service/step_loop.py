@@ -1,0 +1,93 @@
+"""The decode loop's two halves: a KV-cached forward pass per token, and the per-step summary of the
+sampling stages that becomes a record.
+
+Prefill runs the whole prompt once with logits_to_keep=1 (the LM head only for the last position,
+the one that decides the next token); every later step feeds one token and reuses the cache.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+from transformers import DynamicCache
+
+from .records import Stage, r6
+from .sampling import Stages, stage_names
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class Decoder:
+    """Forward passes for one sequence (B = 1) with a KV cache. Returns float32 logits (1, V)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.device = model.device
+        self.cache = DynamicCache(config=model.config)
+        self.forward_ms = 0.0  # time of the last forward pass
+
+    @torch.inference_mode()
+    def prefill(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self._forward(input_ids.to(self.device), logits_to_keep=1)  # (1, T) -> (1, V)
+
+    @torch.inference_mode()
+    def step(self, token_id: int) -> torch.Tensor:
+        ids = torch.tensor([[token_id]], device=self.device)  # (1, 1)
+        return self._forward(ids)
+
+    def _forward(self, ids: torch.Tensor, **kwargs) -> torch.Tensor:
+        started = time.perf_counter()
+        out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True, **kwargs)
+        logits = out.logits[:, -1, :].float()  # upcast once: every stage works in float32
+        _sync(self.device)
+        self.forward_ms = (time.perf_counter() - started) * 1000
+        return logits
+
+
+def summarise(stages: Stages, tokens: torch.Tensor, top_n: int, orders: list[str]):
+    """Per row: (top-N token ids, tuple[Stage]) — only N + a few scalars per stage leave the device.
+
+    tokens: (B,) each row's chosen token; orders: each row's order, which sets the sequence of its
+    stages (a mixed batch computes them under shared names)."""
+    # Stages a transform left unchanged share tensors: summarise each distinct one once.
+    unique: dict[int, int] = {}  # id(probs tensor) -> index among the distinct ones
+    names = []  # first stage name of each distinct distribution
+    for n in stages.names:
+        if id(stages.probs[n]) not in unique:
+            unique[id(stages.probs[n])] = len(names)
+            names.append(n)
+    column = [unique[id(stages.probs[n])] for n in stages.names]  # stage -> distinct index
+    probs = torch.stack([stages.probs[n] for n in names], dim=1)  # (B, U, V)
+    kept = torch.stack([stages.kept[n] for n in names], dim=1)  # (B, U, V)
+    kept_count = kept.sum(dim=-1)  # (B, U)
+    # kept mass: each stage's survivors measured under the stage before it (raw's is itself)
+    kept_mass = torch.stack(
+        [(probs[:, column[max(i - 1, 0)]] * kept[:, column[i]]).sum(dim=-1) for i in range(len(column))], dim=1
+    )  # (B, S)
+    entropy = -torch.special.xlogy(probs, probs).sum(dim=-1) / math.log(2)  # (B, U) bits
+    chosen = probs.gather(2, tokens.view(-1, 1, 1).expand(-1, probs.shape[1], 1)).squeeze(2)  # (B, U)
+    ids = stages.window[:, :top_n]  # (B, N)
+    top = probs.gather(2, ids.unsqueeze(1).expand(-1, probs.shape[1], -1))  # (B, U, N)
+
+    rows = []
+    for b, (row_ids, row_top, counts, masses, ents, ch) in enumerate(
+        zip(ids.tolist(), top.tolist(), kept_count.tolist(), kept_mass.tolist(), entropy.tolist(), chosen.tolist())
+    ):
+        by_name = {
+            name: Stage(
+                name=name,
+                probs=tuple(r6(p) for p in row_top[column[s]]),
+                kept_count=int(counts[column[s]]),
+                kept_mass=r6(min(masses[s], 1.0)),
+                entropy_bits=r6(max(ents[column[s]], 0.0)),
+                chosen_prob=r6(ch[column[s]]),
+            )
+            for s, name in enumerate(stages.names)
+        }
+        rows.append((row_ids, tuple(by_name[n] for n in stage_names(orders[b]))))
+    return rows

@@ -1,0 +1,148 @@
+"""The step loop on a tiny random Llama with a byte-level tokenizer (milliseconds per test)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+import torch
+
+from model_service import SamplingSettings, StepRecord
+from model_service.step_loop import Decoder
+
+GREEDY = SamplingSettings(temperature=0)
+
+
+def tokens(records):
+    return [r.token_id for r in records]
+
+
+def test_kv_cache_logits_equal_a_full_forward_at_every_position(tiny_service):
+    model = tiny_service.model
+    prompt = tiny_service.encode("The capital of France is")
+    generated = tokens(tiny_service.generate("The capital of France is", GREEDY, max_new_tokens=12))
+    decoder = Decoder(model)
+    step_logits = [decoder.prefill(torch.tensor([prompt]))[0]]
+    for t in generated[:-1]:
+        step_logits.append(decoder.step(t)[0])
+    with torch.no_grad():
+        full = model(torch.tensor([prompt + generated])).logits[0]  # (T, V)
+    for i, logits in enumerate(step_logits):
+        torch.testing.assert_close(logits, full[len(prompt) - 1 + i], atol=1e-5, rtol=1e-5)
+    # and greedy picked the argmax of the full forward at every step
+    assert generated == full[len(prompt) - 1 : -1].argmax(-1).tolist()
+
+
+def test_prefill_runs_the_lm_head_for_the_last_position_only(tiny_service):
+    seen = []
+    hook = tiny_service.model.lm_head.register_forward_hook(lambda m, i, o: seen.append(tuple(o.shape)))
+    try:
+        list(tiny_service.generate("a longer prompt of many bytes", GREEDY, max_new_tokens=2))
+    finally:
+        hook.remove()
+    assert seen == [(1, 1, 258), (1, 1, 258)]
+
+
+def test_seeded_runs_are_identical_and_seeds_differ(tiny_service):
+    run = lambda seed: tokens(tiny_service.generate("hi", SamplingSettings(temperature=1.0, seed=seed), max_new_tokens=16))
+    assert run(7) == run(7)
+    assert run(7) != run(8)
+
+
+def test_unseeded_runs_report_the_seed_that_replays_them(tiny_service):
+    first = list(tiny_service.generate("hi", SamplingSettings(), max_new_tokens=10))
+    seed = first[0].seed
+    assert all(r.seed == seed for r in first)
+    replay = tiny_service.generate("hi", SamplingSettings(seed=seed), max_new_tokens=10)
+    assert tokens(replay) == tokens(first)
+
+
+def test_capture_off_picks_the_same_tokens(tiny_service):
+    s = SamplingSettings(temperature=0.9, top_p=0.8, seed=3)
+    on = list(tiny_service.generate("abc", s, max_new_tokens=10))
+    off = list(tiny_service.generate("abc", s, max_new_tokens=10, capture=False))
+    assert tokens(on) == tokens(off)
+    assert off[0].stages == () and len(on[0].stages) == 6
+
+
+def test_max_tokens_stops_with_a_reason_on_the_last_step_only(tiny_service):
+    records = list(tiny_service.generate("x", GREEDY, max_new_tokens=5))
+    assert len(records) == 5
+    assert [r.stop_reason for r in records] == [None] * 4 + ["max_tokens"]
+    assert [r.step for r in records] == list(range(5))
+
+
+def test_eos_stops_and_is_not_part_of_the_text(tiny_service, monkeypatch):
+    first = next(iter(tiny_service.generate("x", GREEDY, max_new_tokens=1))).token_id
+    monkeypatch.setattr(tiny_service, "eos_token_ids", {first})
+    records = list(tiny_service.generate("x", GREEDY, max_new_tokens=5))
+    assert len(records) == 1 and records[0].stop_reason == "eos" and records[0].text == ""
+    ignored = list(tiny_service.generate("x", GREEDY, max_new_tokens=5, ignore_eos=True))
+    assert len(ignored) == 5
+
+
+def test_stop_string_spanning_tokens_ends_the_run(tiny_service):
+    full = list(tiny_service.generate("q", SamplingSettings(seed=1), max_new_tokens=30))
+    text = full[-1].text
+    # byte tokenizer: any two printable characters are two tokens
+    i = next(i for i in range(3, len(text) - 1) if text[i : i + 2].isprintable() and text[i : i + 2].strip() == text[i : i + 2])
+    stop = text[i : i + 2]
+    cut = list(tiny_service.generate("q", SamplingSettings(seed=1), max_new_tokens=30, stop=[stop]))
+    assert cut[-1].stop_reason == "stop_string"
+    assert cut[-1].text == text[: text.index(stop)]
+    assert all(stop not in r.text for r in cut)
+
+
+def test_streamed_text_only_grows(tiny_service):
+    records = list(tiny_service.generate("hello", SamplingSettings(temperature=1.5, seed=11), max_new_tokens=40))
+    for before, after in zip(records, records[1:]):
+        assert after.text.startswith(before.text)
+    ids = tokens(records)
+    assert records[-1].text == tiny_service.decode(ids)
+
+
+def test_step_record_is_small_picklable_and_round_trips(tiny_service):
+    records = list(tiny_service.generate("hello", SamplingSettings(temperature=0.8, top_k=50, seed=1), max_new_tokens=8, top_n=20))
+    for r in records:
+        d = r.to_dict()
+        assert len(json.dumps(d).encode()) <= 8192
+        assert StepRecord.from_dict(json.loads(json.dumps(d))) == r
+        assert pickle.loads(pickle.dumps(r)) == r
+        assert len(r.candidates) == 20 and all(len(s.probs) == 20 for s in r.stages)
+        assert [s.name for s in r.stages] == ["raw", "temperature", "top_k", "top_p", "min_p", "final"]
+        assert r.stage("top_k").kept_count == 50
+
+
+def test_stage_summaries_are_consistent(tiny_service):
+    r = next(iter(tiny_service.generate("hello", SamplingSettings(temperature=0.7, top_p=0.5, seed=2), max_new_tokens=1)))
+    raw, temp, top_p, final = r.stage("raw"), r.stage("temperature"), r.stage("top_p"), r.stage("final")
+    assert raw.kept_count == 258 and raw.kept_mass == 1.0
+    assert temp.entropy_bits < raw.entropy_bits  # T < 1 sharpens
+    assert top_p.kept_count < 258 and 0.5 <= top_p.kept_mass <= 1.0
+    assert final == top_p.__class__(**{**top_p.to_dict(), "name": "final", "kept_mass": final.kept_mass})
+    assert r.draw.low <= r.draw.u < r.draw.high
+    assert final.chosen_prob == pytest.approx(r.draw.high - r.draw.low, abs=1e-5)
+    assert list(raw.probs) == sorted(raw.probs, reverse=True)  # candidates are the raw ranking
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        (dict(max_new_tokens=0), "max_new_tokens"),
+        (dict(max_new_tokens=2.5), "max_new_tokens"),
+        (dict(top_n=0), "top_n"),
+        (dict(stop=[""]), "stop"),
+        (dict(settings={"temprature": 1}), "temprature"),
+        (dict(settings={"temperature": -1}), "temperature"),
+        (dict(prompt=""), "empty"),
+        (dict(prompt="x" * 300), "context"),
+        (dict(chat=True), "chat template"),
+    ],
+)
+def test_bad_input_is_refused_before_any_work(tiny_service, kwargs, field):
+    args = dict(prompt="hello", settings=None, **{k: v for k, v in kwargs.items() if k not in ("prompt", "settings")})
+    args["prompt"] = kwargs.get("prompt", "hello")
+    args["settings"] = kwargs.get("settings")
+    with pytest.raises(ValueError, match=field):
+        tiny_service.generate(**args)
