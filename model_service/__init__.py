@@ -4,27 +4,38 @@
     service = ModelService.load()                      # the embedded SmolLM2-135M-Instruct
     for record in service.generate("The capital of France is", SamplingSettings(temperature=0)):
         print(record.piece, record.stage("final").chosen_prob)
+
+`model_service.records` imports nothing heavy, so the UI can hold and rebuild records without torch;
+the names below load their modules (and torch) on first use.
 """
 
-from .loading import EMBEDDED, ModelLoadError
-from .records import DrawInfo, ModelInfo, Stage, StepRecord, Token
-from .sampling import ORDERS, SamplingSettings, pipeline, sample, stage_names
-from .service import ModelService, PlaygroundService, as_settings
+from __future__ import annotations
 
-__all__ = [
-    "EMBEDDED",
-    "ORDERS",
-    "DrawInfo",
-    "ModelInfo",
-    "ModelLoadError",
-    "ModelService",
-    "PlaygroundService",
-    "SamplingSettings",
-    "Stage",
-    "StepRecord",
-    "Token",
-    "as_settings",
-    "pipeline",
-    "sample",
-    "stage_names",
-]
+import importlib
+
+_EXPORTS = {
+    "EMBEDDED": "loading",
+    "ModelLoadError": "loading",
+    "DrawInfo": "records",
+    "ModelInfo": "records",
+    "Stage": "records",
+    "StepRecord": "records",
+    "Token": "records",
+    "ORDERS": "settings",
+    "SamplingSettings": "settings",
+    "pipeline": "sampling",
+    "sample": "sampling",
+    "stage_names": "settings",
+    "ModelService": "service",
+    "PlaygroundService": "service",
+    "as_settings": "service",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'model_service' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value

@@ -138,6 +138,8 @@ def resolve(model: str | None) -> tuple[str, str, EmbeddedModel | None]:
     if not key:
         raise ModelLoadError("model name is empty")
     path = Path(key).expanduser()
+    if not path.exists() and (key.startswith(("/", "./", "../", "~"))):
+        raise ModelLoadError(f"no such model directory: {key!r}")
     if path.exists():
         if not path.is_dir() or not (path / "config.json").exists():
             raise ModelLoadError(
@@ -151,7 +153,9 @@ def resolve(model: str | None) -> tuple[str, str, EmbeddedModel | None]:
 def load(model: str | None = None, device: str | None = None, progress: Progress | None = None):
     """Load (model, tokenizer, info). Never enables trust_remote_code."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # progress goes to `progress`, not to tqdm bars on stderr
     report = progress or (lambda fraction, message: None)
     started = time.perf_counter()
     name, target, spec = resolve(model)
