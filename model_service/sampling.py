@@ -228,7 +228,10 @@ def draw(stages: Stages, greedy: Sequence[bool], generators: Sequence[torch.Gene
     """
     final = stages.probs["final"].double()  # (B, V)
     window = stages.window
-    us = [None if g else float(torch.rand((), generator=gen, device=gen.device)) for g, gen in zip(greedy, generators)]
+    # Every row consumes one draw per step, greedy or not, so the generator's state after k steps is
+    # the same whatever the settings were: a run continued step by step replays a full run.
+    us = [float(torch.rand((), generator=gen, device=gen.device)) for gen in generators]
+    us = [None if g else v for g, v in zip(greedy, us)]
     u = torch.tensor([0.0 if v is None else v for v in us], dtype=torch.float64, device=final.device)
     inside = final.gather(1, window)  # (B, W)
     cum_inside = inside.cumsum(dim=-1)

@@ -109,9 +109,13 @@ class ModelService:
         *,
         capture: bool = True,
         ignore_eos: bool = False,
+        continue_from: Sequence[int] = (),
     ) -> Iterator[StepRecord]:
         """Stream one StepRecord per generated token.
 
+        continue_from: tokens already generated for this prompt (the UI's Step button); the run
+        resumes after them, step numbers and the seeded generator's state included, so stepping
+        replays exactly what one Generate with the same seed produces. max_new_tokens counts them.
         capture=False skips the per-stage summaries (the benchmark's baseline); ignore_eos keeps going
         past end-of-text (to compare equal token counts). Arguments are checked before the first
         forward pass, so bad input fails fast with a ValueError naming the field.
@@ -126,16 +130,23 @@ class ModelService:
                 f"prompt ({len(ids)} tokens) + max_new_tokens ({max_new_tokens}) exceeds the model's "
                 f"context of {self.max_context} tokens"
             )
-        return self._generate(ids, settings, max_new_tokens, stop, top_n, capture, ignore_eos)
+        prefix = [_count("continue_from token", t, 0, self.info.vocab_size - 1) for t in continue_from]
+        if len(prefix) >= max_new_tokens:
+            raise ValueError(f"already {len(prefix)} tokens generated: max_new_tokens ({max_new_tokens}) reached")
+        return self._generate(ids, prefix, settings, max_new_tokens, stop, top_n, capture, ignore_eos)
 
-    def _generate(self, ids, settings, max_new_tokens, stop, top_n, capture, ignore_eos):
+    def _generate(self, ids, prefix, settings, max_new_tokens, stop, top_n, capture, ignore_eos):
         seed = settings.seed if settings.seed is not None else fresh_seed()
         generator = make_generator(seed, self.model.device)
+        if prefix:
+            torch.rand(len(prefix), generator=generator, device=generator.device)  # one draw per step taken
         text = TextStream(self.decode, stop)
+        for t in prefix:
+            text.push(t)
         decoder = Decoder(self.model)
-        logits = decoder.prefill(torch.tensor([ids]))  # (1, V): only the last position's logits
+        logits = decoder.prefill(torch.tensor([ids + prefix]))  # (1, V): only the last position's logits
 
-        for step in range(max_new_tokens):
+        for step in range(len(prefix), max_new_tokens):
             # 1. The pipeline: every stage's distribution, then one draw from "final".
             started = time.perf_counter()
             stages = run_stages(logits, [settings], capture=capture, min_window=top_n)

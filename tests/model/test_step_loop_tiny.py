@@ -146,3 +146,24 @@ def test_bad_input_is_refused_before_any_work(tiny_service, kwargs, field):
     args["settings"] = kwargs.get("settings")
     with pytest.raises(ValueError, match=field):
         tiny_service.generate(**args)
+
+
+def test_stepping_one_token_at_a_time_replays_a_full_run(tiny_service):
+    s = SamplingSettings(temperature=1.1, top_p=0.9, seed=21)
+    full = list(tiny_service.generate("step", s, max_new_tokens=8))
+    stepped = []
+    for _ in range(8):
+        run = tiny_service.generate("step", s, max_new_tokens=8, continue_from=[x.token_id for x in stepped])
+        stepped.append(next(run))  # the Step button takes one record and drops the rest of the run
+    # Exact: what was drawn and shown. Approximate: probabilities (a prefill over prompt + prefix
+    # and one-token steps round differently in the last bits).
+    exact = lambda r: (r.step, r.token_id, r.text, r.stop_reason, r.draw.u, r.chosen_rank, r.seed)
+    assert [exact(r) for r in stepped] == [exact(r) for r in full]
+    for a, b in zip(stepped, full):
+        flat = lambda r: [p for s in r.stages for p in s.probs]
+        assert flat(a) == pytest.approx(flat(b), abs=1e-5)
+
+
+def test_continuing_past_max_tokens_is_refused(tiny_service):
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        tiny_service.generate("x", GREEDY, max_new_tokens=2, continue_from=[5, 6])

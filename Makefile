@@ -1,0 +1,14 @@
+# The two commands of the README.
+.PHONY: run test bench
+
+run:  ## set up, then start the app on the embedded model (http://127.0.0.1:7860)
+	./scripts/setup.sh
+	.venv/bin/python app.py $(ARGS)
+
+test:  ## set up (with test tools and Chromium), then run the whole test suite
+	./scripts/setup.sh --dev
+	.venv/bin/python -m pytest -q
+
+bench:  ## the benchmarks (not timed tests: they print ratios measured in one run)
+	./scripts/setup.sh --dev
+	.venv/bin/python bench/bench_service.py
