@@ -30,7 +30,7 @@ class LoadStatus:
 class LoadingService:
     def __init__(self, model: str | None = None, device: str | None = None, *, service=None):
         self._service = service
-        self._status = LoadStatus(1.0, "ready", True) if service else LoadStatus(0.0, "starting", False)
+        self._status = LoadStatus(1.0, service.description, True) if service else LoadStatus(0.0, "starting", False)
         self._done = threading.Event()
         if service is not None:
             self._done.set()

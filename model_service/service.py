@@ -95,6 +95,19 @@ class ModelService:
             raise ValueError("the prompt is empty: type some text for the model to continue")
         return list(ids)
 
+    def pieces_of(self, ids: Sequence[int]) -> dict[int, str]:
+        """How each token reads on its own (leading spaces kept, split characters as bytes)."""
+        return {int(i): self.pieces(int(i)).piece for i in ids}
+
+    def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (), top_k: int = 10):
+        """The LM head at the position after prompt + continue_from: for the top tokens, logit = h·w
+        shown as ‖h‖·‖w‖·cos (an LmHeadView record)."""
+        from .lm_head import lm_head_breakdown
+
+        top_k = _count("top_k", top_k, 1, MAX_TOP_N)
+        ids = self.encode(prompt, chat) + [_count("token", t, 0, self.info.vocab_size - 1) for t in continue_from]
+        return lm_head_breakdown(self.model, ids, None, top_k)
+
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 

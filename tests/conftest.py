@@ -4,6 +4,7 @@ and the embedded model, loaded once per test session."""
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -59,3 +60,32 @@ def embedded():
     from model_service import ModelService
 
     return ModelService.load()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_url(embedded):
+    from model_service.background import LoadingService
+    from playground.ui import build_demo, launch_options
+
+    demo = build_demo(LoadingService(service=embedded))
+    demo.queue(default_concurrency_limit=1)
+    port = free_port()
+    demo.launch(
+        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, ssr_mode=False,
+        show_error=True, **launch_options(),
+    )
+    yield f"http://127.0.0.1:{port}/"
+    demo.close(verbose=False)
+
+
+@pytest.fixture()
+def client(app_url):
+    from gradio_client import Client
+
+    return Client(app_url, verbose=False)

@@ -1,0 +1,1 @@
+"""The UI side of the playground: layout, events, figures and HTML built from records (no torch)."""

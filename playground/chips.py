@@ -1,0 +1,129 @@
+"""The generated text as token chips coloured by how probable each chosen token was.
+
+A learner sees at a glance where the model was sure (bright) and where the draw went out on a limb
+(dark), and hovering a chip gives its id, piece, probability and rank. Plain HTML with one <style>
+block (classes prefixed ntp-), so it works in gr.HTML and in a saved page alike.
+"""
+
+from __future__ import annotations
+
+import html
+
+from model_service.records import StepRecord
+from playground.charts import quoted_piece, visible_piece
+
+# Cividis (Nuñez et al. 2018): sequential, readable with every common colour-vision deficiency.
+CIVIDIS = (
+    "#00224e", "#123570", "#3b496c", "#575d6d", "#707173",
+    "#8a8678", "#a59c74", "#c3b369", "#e1cc55", "#fee838",
+)
+NO_DATA = "#e6e6e6"  # chips of a run without stage data (capture off)
+MARKERS = ("␣", "↵", "⇥")
+
+STYLE = """<style>
+.ntp-chips{font-size:15px;line-height:2;word-break:break-word}
+.ntp-chip{display:inline-block;padding:0 3px;margin:1px;border-radius:4px;white-space:pre;line-height:1.5}
+.ntp-ws{opacity:.6}
+.ntp-special{font-style:italic;box-shadow:inset 0 0 0 1px currentColor}
+.ntp-selected{outline:2px solid #D55E00;outline-offset:1px}
+.ntp-legend{display:flex;align-items:center;gap:6px;margin-top:6px;font-size:12px;opacity:.85}
+.ntp-scale{display:inline-block;width:140px;height:10px;border-radius:2px}
+.ntp-empty{opacity:.7;font-style:italic}
+</style>"""
+
+
+def _rgb(hex_colour: str) -> tuple[int, int, int]:
+    h = hex_colour.lstrip("#")
+    return int(h[0:2], 16), int(h[2:4], 16), int(h[4:6], 16)
+
+
+def prob_colour(p: float) -> str:
+    """The cividis colour of a probability in [0, 1], linearly interpolated between the stops."""
+    p = min(max(float(p), 0.0), 1.0)
+    pos = p * (len(CIVIDIS) - 1)
+    i = min(int(pos), len(CIVIDIS) - 2)
+    t = pos - i
+    a, b = _rgb(CIVIDIS[i]), _rgb(CIVIDIS[i + 1])
+    return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(a, b))
+
+
+def _luminance(hex_colour: str) -> float:
+    """WCAG relative luminance."""
+    def lin(c: int) -> float:
+        c = c / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (lin(c) for c in _rgb(hex_colour))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def text_colour(background: str) -> str:
+    """Black or white, whichever contrasts more (they tie at luminance ~0.179)."""
+    return "#000000" if _luminance(background) > 0.179 else "#ffffff"
+
+
+def chosen_prob(record: StepRecord, stage: str = "raw") -> float | None:
+    """The chosen token's probability under a stage; None without stage data. Chips use "raw", the
+    model's own belief: under greedy the final probability is always 1 and would say nothing."""
+    by_name = {s.name: s for s in record.stages}
+    return by_name[stage].chosen_prob if stage in by_name else None
+
+
+def _fmt_p(p: float) -> str:
+    return f"{p:.2f}" if p >= 0.01 else f"{p:.2g}"
+
+
+def chip_title(record: StepRecord) -> str:
+    """Hover text: "id 3575 · ' Paris' · p=0.77 · 0.95 after the pipeline · rank 1" (rank 1-based, raw logits)."""
+    p, final = chosen_prob(record), chosen_prob(record, "final")
+    parts = [f"id {record.token_id}", quoted_piece(record.piece)]
+    if p is not None:
+        parts.append(f"p={_fmt_p(p)}")
+    if final is not None and final != p:
+        parts.append(f"{_fmt_p(final)} after the pipeline")
+    parts.append(f"rank {record.chosen_rank + 1}")
+    if record.stop_reason:
+        parts.append(f"stop: {record.stop_reason}")
+    return " · ".join(parts)
+
+
+def _chip_text(record: StepRecord) -> str:
+    text = html.escape(visible_piece(record.piece, record.special), quote=False)
+    for mark in MARKERS:
+        text = text.replace(mark, f'<span class="ntp-ws">{mark}</span>')
+    return text
+
+
+def _chip(record: StepRecord, index: int, selected: int | None) -> str:
+    p = chosen_prob(record)
+    background = prob_colour(p) if p is not None else NO_DATA
+    classes = ["ntp-chip"]
+    if record.special:
+        classes.append("ntp-special")
+    if selected is not None and index == selected:
+        classes.append("ntp-selected")
+    chip = (
+        f'<span class="{" ".join(classes)}" data-step="{record.step}" '
+        f'style="background:{background};color:{text_colour(background)}" '
+        f'title="{html.escape(chip_title(record), quote=True)}">{_chip_text(record)}</span>'
+    )
+    breaks = 0 if record.special else record.piece.count("\n")
+    return chip + "<br>" * breaks
+
+
+def legend_html() -> str:
+    stops = ", ".join(f"{c} {i / (len(CIVIDIS) - 1):.0%}" for i, c in enumerate(CIVIDIS))
+    return (
+        '<div class="ntp-legend"><span>0</span>'
+        f'<span class="ntp-scale" style="background:linear-gradient(to right, {stops})"></span>'
+        "<span>1</span><span>the model's probability of the chosen token</span></div>"
+    )
+
+
+def token_chips_html(records: list[StepRecord], selected: int | None = None) -> str:
+    """One chip per step, in order; `selected` is an index into records (the chip gets an outline)."""
+    if records:
+        body = "".join(_chip(r, i, selected) for i, r in enumerate(records))
+    else:
+        body = '<span class="ntp-empty">No tokens yet.</span>'
+    return f'{STYLE}<div class="ntp-chips">{body}</div>{legend_html()}'

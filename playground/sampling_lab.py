@@ -1,0 +1,185 @@
+"""The Sampling lab tab: lesson 13 on the live model.
+
+Layout and wiring only. The service streams StepRecords; this module turns each into chips, charts
+and a status line. Text goes out on every token; charts at most every CHART_INTERVAL seconds (and
+always on the last step), because each Plotly update re-sends and re-draws the whole figure.
+Finished runs live in gr.State as records, so scrubbing back never recomputes anything.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import gradio as gr
+
+from model_service.records import StepRecord
+
+from . import charts
+from .chips import token_chips_html
+from .controls import DEFAULTS, DEFAULTS_NOTE, MAX_NEW_TOKENS, ORDER_LABELS, ORDER_NOTES, RunRequest, parse_request
+
+CHART_INTERVAL = 0.1  # seconds: at most 10 chart updates a second
+LESSON_PROMPT = "The capital of France is"
+STOP_REASONS = {
+    "eos": "the model chose its end-of-text token",
+    "max_tokens": "reached max new tokens",
+    "stop_string": "a stop string appeared (not shown)",
+}
+
+
+@dataclass
+class Run:
+    """One generation as the page keeps it: what was asked and the records that came back."""
+
+    request: RunRequest | None = None
+    records: list[StepRecord] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.records) and self.records[-1].stop_reason is not None
+
+
+def status_markdown(run: Run, index: int | None = None, rate: float | None = None) -> str:
+    if not run.records:
+        return "Press **Generate** to stream a run, or **Step** to take one token at a time."
+    r = run.records[-1 if index is None else index]
+    final = r.stage("final").chosen_prob if r.stages else None
+    parts = [
+        f"**Step {r.step + 1}** of {len(run.records)}",
+        f"token `{r.piece!r}` (id {r.token_id})",
+        f"rank {r.chosen_rank + 1}" + (f", p = {final:.3f} after the pipeline" if final is not None else ""),
+        "greedy: argmax" if r.draw.u is None else f"drawn with u = {r.draw.u:.3f}",
+        f"seed {r.seed}",
+        f"forward {r.forward_ms:.0f} ms · sampling {r.sampling_ms:.1f} ms",
+    ]
+    if rate:
+        parts.append(f"{rate:.1f} tokens/s")
+    last = run.records[-1]
+    if last.stop_reason:
+        parts.append(f"**stopped: {STOP_REASONS[last.stop_reason]}**")
+    return " · ".join(parts)
+
+
+def _views(run: Run, index: int | None = None):
+    """(stage figure, draw figure) for one step of a run."""
+    r = run.records[-1 if index is None else index]
+    return charts.stage_figure(r), charts.draw_figure(r)
+
+
+def _scrub_update(run: Run):
+    n = len(run.records)
+    return gr.update(minimum=0, maximum=max(n - 1, 1), value=n - 1, step=1, interactive=n > 1, visible=n > 0)
+
+
+def build_sampling_lab(service) -> dict:
+    """Create the tab's components inside the current Blocks context and wire their events."""
+    run_state = gr.State(Run())
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=320):
+            prompt = gr.Textbox(LESSON_PROMPT, label="Prompt", lines=3, elem_id="prompt")
+            chat = gr.Checkbox(False, label="Chat template (wrap the prompt as a user message for instruct models)")
+            temperature = gr.Slider(0, 2, DEFAULTS["temperature"], step=0.05, label="Temperature", info="0 = greedy (argmax)", elem_id="temperature")
+            top_k = gr.Slider(0, 200, DEFAULTS["top_k"], step=1, label="Top-k", info="0 = off", elem_id="top-k")
+            top_p = gr.Slider(0.01, 1, DEFAULTS["top_p"], step=0.01, label="Top-p", info="1 = off", elem_id="top-p")
+            min_p = gr.Slider(0, 1, DEFAULTS["min_p"], step=0.01, label="Min-p", info="0 = off", elem_id="min-p")
+            order = gr.Radio([(label, key) for key, label in ORDER_LABELS.items()], value="hf", label="Sampler order", elem_id="order")
+            order_note = gr.Markdown(ORDER_NOTES["hf"])
+            with gr.Row():
+                seed = gr.Textbox("", label="Seed", placeholder="blank = random", elem_id="seed", scale=1)
+                max_new = gr.Slider(1, MAX_NEW_TOKENS, DEFAULTS["max_new_tokens"], step=1, label="Max new tokens", scale=2)
+            stop = gr.Textbox("", label="Stop strings", placeholder="one per line; \\n = newline", lines=1)
+            with gr.Row():
+                generate_btn = gr.Button("Generate", variant="primary", elem_id="generate")
+                step_btn = gr.Button("Step", elem_id="step")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+            gr.Markdown(DEFAULTS_NOTE, elem_classes=["ntp-note"])
+        with gr.Column(scale=3):
+            chips = gr.HTML(token_chips_html([]), elem_id="chips")
+            status = gr.Markdown(status_markdown(Run()), elem_id="run-status")
+            stage_plot = gr.Plot(charts.empty_figure("The distributions of each step appear here."), show_label=False, elem_id="stage-plot")
+            draw_plot = gr.Plot(charts.empty_figure("The random draw appears here.", height=120), show_label=False, elem_id="draw-plot")
+            scrub = gr.Slider(0, 1, 0, step=1, label="Scrub through the steps of the last run", visible=False, elem_id="scrub")
+            run_plot = gr.Plot(charts.empty_figure("Entropy, chosen-token probability and kept count over the run.", height=220), show_label=False, elem_id="run-plot")
+
+    controls = [prompt, chat, temperature, top_k, top_p, min_p, seed, max_new, stop, order]
+    live = [chips, status, stage_plot, draw_plot, run_state]
+
+    def request_of(*values) -> RunRequest:
+        try:
+            return parse_request(*values)
+        except ValueError as e:
+            raise gr.Error(str(e)) from None
+
+    def open_stream(request: RunRequest, continue_from=()):
+        try:
+            return service.generate(
+                request.prompt, request.settings, max_new_tokens=request.max_new_tokens, stop=request.stop,
+                chat=request.chat, continue_from=continue_from,
+            )
+        except (ValueError, RuntimeError) as e:  # bad input, or the model still loading
+            raise gr.Error(str(e)) from None
+
+    def generate(*values):
+        request = request_of(*values)
+        run = Run(request)
+        stream = open_stream(request)
+        started = last_chart = time.monotonic()
+        for record in stream:
+            run.records.append(record)
+            now = time.monotonic()
+            rate = len(run.records) / max(now - started, 1e-6)
+            text = token_chips_html(run.records), status_markdown(run, rate=rate)
+            if record.stop_reason or now - last_chart >= CHART_INTERVAL:
+                last_chart = now
+                yield (*text, *_views(run), run)
+            else:
+                yield (*text, gr.skip(), gr.skip(), run)
+
+    def step(state: Run, *values):
+        request = request_of(*values)
+        same_run = state.request is not None and not state.finished and (
+            (state.request.prompt, state.request.chat) == (request.prompt, request.chat)
+        )
+        taken = [r.token_id for r in state.records] if same_run else []
+        if same_run and request.settings.seed is None:  # blank seed: keep following the run's own
+            request = RunRequest(**{**request.__dict__, "settings": _with_seed(request.settings, state.records[0].seed)})
+        record = next(iter(open_stream(request, continue_from=taken)))
+        run = Run(request, (state.records if same_run else []) + [record])
+        return (token_chips_html(run.records), status_markdown(run), *_views(run), run, _scrub_update(run), charts.run_figure(run.records))
+
+    def finish(state: Run):
+        """After a run (or Stop): the scrub slider and the over-the-run chart, from the records."""
+        if not state.records:
+            return gr.skip(), gr.skip()
+        return _scrub_update(state), charts.run_figure(state.records)
+
+    def scrub_to(index, state: Run):
+        if not state.records:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        i = min(max(int(index), 0), len(state.records) - 1)
+        return (token_chips_html(state.records, selected=i), status_markdown(state, index=i), *_views(state, i))
+
+    gen_event = generate_btn.click(
+        generate, controls, live, api_name="generate", concurrency_id="model", show_progress="hidden"
+    )
+    gen_event.then(finish, run_state, [scrub, run_plot], api_visibility="private")
+    step_btn.click(
+        step, [run_state, *controls], [*live, scrub, run_plot], api_name="step", concurrency_id="model",
+        show_progress="hidden",
+    )
+    stop_btn.click(finish, run_state, [scrub, run_plot], cancels=[gen_event], api_name="stop", queue=False)
+    scrub.release(scrub_to, [scrub, run_state], [chips, status, stage_plot, draw_plot], api_name="scrub", show_progress="hidden")
+    order.change(lambda o: ORDER_NOTES.get(o, ""), order, order_note, api_visibility="private", show_progress="hidden")
+
+    return {
+        "prompt": prompt, "chat": chat, "temperature": temperature, "top_k": top_k, "top_p": top_p,
+        "min_p": min_p, "seed": seed, "max_new_tokens": max_new, "stop": stop, "order": order,
+        "run_state": run_state, "chips": chips, "status": status, "scrub": scrub,
+    }
+
+
+def _with_seed(settings, seed):
+    from dataclasses import replace
+
+    return replace(settings, seed=seed)

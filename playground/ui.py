@@ -1,0 +1,57 @@
+"""The whole page: a header that tracks model loading, then one tab per lesson.
+
+UI code only lays out and wires; the service (any PlaygroundService, here usually a
+LoadingService) is passed in, so a remote service can stand in without touching this file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+
+from .api import register_api
+from .greedy_loop import build_greedy_loop
+from .lesson_tab import build_softmax_lesson
+from .lm_head_panel import build_lm_head_panel
+from .sampling_lab import build_sampling_lab
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+TITLE = "Next-Token Playground"
+
+
+def _model_line(status) -> str:
+    if status.error:
+        return f"⚠️ **The model failed to load:** {status.error}"
+    if not status.ready:
+        return f"⏳ Loading the model… {status.fraction:.0%} — {status.message}"
+    return f"**Model:** {status.message}"
+
+
+def build_demo(service) -> gr.Blocks:
+    with gr.Blocks(title=TITLE) as demo:
+        gr.Markdown(f"# {TITLE}\nHow text becomes the next token, on a real language model.", elem_id="title")
+        model_status = gr.Markdown(_model_line(service.status), elem_id="model-status")
+        with gr.Tabs():
+            with gr.Tab("Sampling lab", id="lab"):
+                lab = build_sampling_lab(service)
+                with gr.Accordion("Greedy's repetition loop", open=False):
+                    build_greedy_loop(service)
+            with gr.Tab("Softmax & LM head", id="softmax"):
+                build_softmax_lesson()
+                build_lm_head_panel(service, lab)
+        register_api(service)
+
+        def track_loading():
+            from model_service.background import wait_until_ready
+
+            for status in wait_until_ready(service):
+                yield _model_line(status)
+
+        demo.load(track_loading, None, model_status, api_visibility="private", show_progress="hidden")
+    return demo
+
+
+def launch_options() -> dict:
+    """What Gradio 6 takes in launch() rather than Blocks(): theme and CSS."""
+    return {"theme": gr.themes.Soft(), "css": (ASSETS / "style.css").read_text(encoding="utf-8")}

@@ -1,0 +1,75 @@
+"""The app through its API, as scripts and notebooks use it (gradio_client against the launched app)."""
+
+from __future__ import annotations
+
+import pytest
+from gradio_client.exceptions import AppError
+
+LESSON = "The capital of France is"
+# /generate takes the lab's controls in order: prompt, chat, temperature, top-k, top-p, min-p, seed,
+# max new tokens, stop strings, order.
+UI_ARGS = dict(chat=False, temperature=0.8, top_k=0, top_p=0.95, min_p=0.0, seed="3", max_new=6, stop="", order="hf")
+
+
+def test_every_event_has_a_named_endpoint(client):
+    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/generate", "/step", "/stop", "/scrub", "/stream_records", "/greedy_loop", "/toy_softmax"} <= names
+
+
+def test_stream_records_yields_every_step_and_a_stop_reason(client):
+    job = client.submit(LESSON, 0.0, 0, 1.0, 0.0, None, "hf", 5, api_name="/stream_records")
+    records = list(job)
+    assert len(records) == 5
+    assert records[0]["piece"] == " Paris" and records[0]["chosen_rank"] == 0
+    assert [r["stop_reason"] for r in records] == [None] * 4 + ["max_tokens"]
+    assert [s["name"] for s in records[0]["stages"]] == ["raw", "temperature", "top_k", "top_p", "min_p", "final"]
+
+
+def test_a_seeded_run_replays_identically_through_the_api(client):
+    run = lambda: [r["token_id"] for r in client.submit(LESSON, 1.0, 0, 0.9, 0.0, 42, "vllm", 10, api_name="/stream_records")]
+    first = run()
+    assert len(first) >= 1 and run() == first
+
+
+def test_invalid_settings_come_back_as_a_clear_error_and_the_app_keeps_serving(client):
+    job = client.submit(LESSON, 1.0, 0, 2.0, 0.0, None, "hf", 5, api_name="/stream_records")
+    assert list(job) == []
+    with pytest.raises(AppError, match="top_p must be in"):
+        job.result()
+    with pytest.raises(AppError, match="prompt is empty"):
+        client.predict("  ", *UI_ARGS.values(), api_name="/generate")
+    with pytest.raises(AppError, match="seed"):
+        client.predict(LESSON, *{**UI_ARGS, "seed": "abc"}.values(), api_name="/generate")
+    records = list(client.submit(LESSON, 0.0, 0, 1.0, 0.0, None, "hf", 2, api_name="/stream_records"))
+    assert len(records) == 2
+
+
+def test_the_lab_streams_text_and_ends_with_the_stop_reason(client):
+    job = client.submit(LESSON, *UI_ARGS.values(), api_name="/generate")
+    outputs = list(job)
+    assert len(outputs) == 6  # one update per token
+    chips, status = outputs[-1][0], outputs[-1][1]
+    assert "stopped: reached max new tokens" in status and "seed 3" in status
+    assert chips.count("title=") >= 6
+    stage_plot = outputs[-1][2]
+    assert stage_plot["type"] == "plotly"  # the last step's charts are always drawn
+
+
+def test_step_advances_one_token_and_replays_generate(client):
+    full = client.predict(LESSON, *{**UI_ARGS, "max_new": 3}.values(), api_name="/generate")
+    for i in range(3):
+        out = client.predict(LESSON, *{**UI_ARGS, "max_new": 3}.values(), api_name="/step")
+        assert f"**Step {i + 1}**" in out[1]
+    assert out[0] == full[0]  # the same chips: stepping replays the seeded run
+
+
+def test_greedy_loop_demo_repeats_where_sampling_does_not(client):
+    greedy, sampled = client.predict("Write whatever comes to mind:", api_name="/greedy_loop")
+    pct = lambda html: int(html.split("% of its")[0].rsplit("· ", 1)[-1])
+    assert pct(greedy) > 40 > pct(sampled)
+
+
+def test_lm_head_panel_explains_the_top_logits(client):
+    summary, plot = client.predict(LESSON, False, api_name="/lm_head")
+    assert "49,152 × 576" in summary and "Paris" in summary
+    assert plot["type"] == "plotly"

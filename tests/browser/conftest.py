@@ -1,0 +1,38 @@
+"""Headless Debian Chromium driven by Playwright; screenshots are kept in artifacts/ for a human eye."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from ..conftest import ROOT
+
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not shutil.which("chromium"):
+        pytest.fail("Debian chromium is not installed: run ./scripts/setup.sh --dev")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser, app_url):
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    page.goto(app_url, wait_until="domcontentloaded")
+    expect(page.locator("#model-status")).to_contain_text("Model:", timeout=60_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    yield page
+    context.close()

@@ -1,0 +1,35 @@
+"""The Sampling lab in a real browser: type the lesson prompt, Generate, see charts and text."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import ARTIFACTS
+
+pytestmark = pytest.mark.browser
+
+
+def test_generate_shows_the_stage_charts_and_the_text(page):
+    page.locator("#prompt textarea").fill("The capital of France is")
+    page.locator("#temperature input[type=number]").fill("0")
+    page.locator("#temperature input[type=number]").press("Enter")
+    page.locator("#generate").click()
+    expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
+    expect(page.locator("#chips")).to_contain_text("Paris")
+    # one subplot per stage: six titled panels, with the stage names readable
+    stage = page.locator("#stage-plot")
+    for title in ("raw softmax", "after temperature", "after top-k", "after top-p", "after min-p", "final"):
+        expect(stage).to_contain_text(title)
+    expect(page.locator("#draw-plot")).to_contain_text("argmax")
+    expect(page.locator("#scrub")).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "sampling_lab.png"), full_page=True)
+
+
+def test_a_bad_seed_shows_an_error_and_the_page_keeps_working(page):
+    page.locator("#seed textarea, #seed input").first.fill("not a number")
+    page.locator("#generate").click()
+    expect(page.get_by_text("seed must be a whole number")).to_be_visible(timeout=30_000)
+    page.locator("#seed textarea, #seed input").first.fill("1")
+    page.locator("#step").click()
+    expect(page.locator("#run-status")).to_contain_text("Step 1", timeout=60_000)
