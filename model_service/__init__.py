@@ -26,6 +26,8 @@ _EXPORTS = {
     "pipeline": "sampling",
     "sample": "sampling",
     "stage_names": "settings",
+    "Request": "settings",
+    "BatchStep": "records",
     "ModelService": "service",
     "PlaygroundService": "service",
     "as_settings": "service",

@@ -113,3 +113,32 @@ class StepRecord:
         d["stages"] = tuple(Stage(**{**s, "probs": tuple(s["probs"])}) for s in d["stages"])
         d["draw"] = DrawInfo(**d["draw"])
         return cls(**d)
+
+
+@dataclass(frozen=True)
+class BatchStep:
+    """One step of the batched engine: a StepRecord per request (None once it has finished) and the
+    batch as the sampler saw it."""
+
+    step: int
+    rows: tuple[StepRecord | None, ...]  # one per request, in request order
+    active: tuple[int, ...]  # the requests in this step's batch, in batch-row order
+    logits_shape: tuple[int, int]  # (B, V) actually sampled
+    params: dict  # per-row parameter tensors as they entered the sampler, as lists: temperature, top_k, ...
+    forward_ms: float
+    sampling_ms: float
+
+    def to_dict(self) -> dict:
+        return {
+            "step": self.step, "rows": [r.to_dict() if r else None for r in self.rows], "active": list(self.active),
+            "logits_shape": list(self.logits_shape), "params": self.params,
+            "forward_ms": self.forward_ms, "sampling_ms": self.sampling_ms,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "BatchStep":
+        return cls(
+            step=d["step"], rows=tuple(StepRecord.from_dict(r) if r else None for r in d["rows"]),
+            active=tuple(d["active"]), logits_shape=tuple(d["logits_shape"]), params=d["params"],
+            forward_ms=d["forward_ms"], sampling_ms=d["sampling_ms"],
+        )

@@ -7,17 +7,17 @@ The UI only calls the methods of `PlaygroundService`; it never sees a tensor. A 
 from __future__ import annotations
 
 import numbers
-import time
 from typing import Iterator, Mapping, Protocol, Sequence
 
 import torch
 
 from . import loading
 from .pieces import PieceTable
-from .records import DrawInfo, ModelInfo, StepRecord
-from .sampling import SamplingSettings, draw, fresh_seed, make_generator, run_stages
-from .step_loop import Decoder, summarise
-from .text_stream import TextStream, validate_stop
+from .engine import run_batch
+from .records import BatchStep, DrawInfo, ModelInfo, StepRecord
+from .settings import Request, SamplingSettings
+from .step_loop import Decoder, RowState, sample_rows
+from .text_stream import validate_stop
 
 MAX_NEW_TOKENS = 4096
 MAX_TOP_N = 100
@@ -148,60 +148,44 @@ class ModelService:
             raise ValueError(f"already {len(prefix)} tokens generated: max_new_tokens ({max_new_tokens}) reached")
         return self._generate(ids, prefix, settings, max_new_tokens, stop, top_n, capture, ignore_eos)
 
+    def generate_batch(self, requests: Sequence, top_n: int = 20, max_batch: int = 64) -> Iterator[BatchStep]:
+        """Run requests together: one batched forward pass per step, each row sampled with its own
+        settings in one vectorised pass, each row stopping on its own. Yields a BatchStep per step.
+        A request's tokens equal what `generate` gives it alone. Invalid requests raise ValueError
+        naming the request (1-based) and the field, before any work."""
+        top_n = _count("top_n", top_n, 1, MAX_TOP_N)
+        requests = list(requests)
+        if not 1 <= len(requests) <= max_batch:
+            raise ValueError(f"a batch needs 1 to {max_batch} requests, got {len(requests)}")
+        prompts, rows = [], []
+        for n, request in enumerate(requests, start=1):
+            try:
+                if isinstance(request, Mapping):
+                    request = Request(**{**request, "settings": as_settings(request.get("settings"))})
+                elif not isinstance(request, Request):
+                    raise ValueError(f"expected a Request, got {type(request).__name__}")
+                max_new = _count("max_new_tokens", request.max_new_tokens, 1, MAX_NEW_TOKENS)
+                ids = self.encode(request.prompt, request.chat)
+                if len(ids) + max_new > self.max_context:
+                    raise ValueError(f"prompt + max_new_tokens exceeds the model's context of {self.max_context} tokens")
+                rows.append(RowState(self, as_settings(request.settings), max_new, validate_stop(request.stop)))
+                prompts.append(ids)
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"request {n}: {e}") from None
+        return run_batch(self, prompts, rows, top_n)
+
     def _generate(self, ids, prefix, settings, max_new_tokens, stop, top_n, capture, ignore_eos):
-        seed = settings.seed if settings.seed is not None else fresh_seed()
-        generator = make_generator(seed, self.model.device)
-        if prefix:
-            torch.rand(len(prefix), generator=generator, device=generator.device)  # one draw per step taken
-        text = TextStream(self.decode, stop)
-        for t in prefix:
-            text.push(t)
+        row = RowState(self, settings, max_new_tokens, stop, prefix, ignore_eos)
         decoder = Decoder(self.model)
         logits = decoder.prefill(torch.tensor([ids + prefix]))  # (1, V): only the last position's logits
-
         for step in range(len(prefix), max_new_tokens):
-            # 1. The pipeline: every stage's distribution, then one draw from "final".
-            started = time.perf_counter()
-            stages = run_stages(logits, [settings], capture=capture, min_window=top_n)
-            token_ids, draws = draw(stages, [settings.greedy], [generator])
-            token_id = int(token_ids[0])
-            if capture:
-                ((candidate_ids, stage_summaries),) = summarise(stages, token_ids, top_n, [settings.order])
-                candidates = tuple(self.pieces(i) for i in candidate_ids)
-            else:
-                candidates, stage_summaries = (), ()
-            sampling_ms = (time.perf_counter() - started) * 1000
-
-            # 2. Stop conditions, then the text a viewer may see.
-            is_eos = token_id in self.eos_token_ids and not ignore_eos
-            if not is_eos:
-                text.push(token_id)
-            stop_reason = (
-                "eos" if is_eos else "stop_string" if text.stopped else "max_tokens" if step == max_new_tokens - 1 else None
-            )
-            if stop_reason is not None:
-                text.flush()
-            token = self.pieces(token_id)
-            yield StepRecord(
-                step=step,
-                token_id=token_id,
-                piece=token.piece,
-                special=token.special,
-                text=text.visible,
-                candidates=candidates,
-                stages=stage_summaries,
-                chosen_rank=draws[0].rank,
-                draw=draws[0],
-                seed=seed,
-                forward_ms=round(decoder.forward_ms, 3),
-                sampling_ms=round(sampling_ms, 3),
-                stop_reason=stop_reason,
-                order=settings.order,
-            )
-            if stop_reason is not None:
+            # the pipeline's stages, one draw from "final", then the stop conditions
+            (token_id,), (draw_info,), (summary,), sampling_ms = sample_rows(logits, [row], top_n, capture)
+            record = row.record(step, token_id, draw_info, summary, decoder.forward_ms, sampling_ms)
+            yield record
+            if record.stop_reason is not None:
                 return
-            # 3. Append the token: one forward pass over it, reusing the KV cache.
-            logits = decoder.step(token_id)
+            logits = decoder.step(token_id)  # append the token: one forward pass, reusing the KV cache
 
 
 __all__ = ["ModelService", "PlaygroundService", "DrawInfo", "as_settings"]

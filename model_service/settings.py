@@ -97,3 +97,20 @@ class SamplingSettings:
             "seed": self.seed,
             "order": self.order,
         }
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request of a batch: its prompt, its own sampling settings and its own stop conditions."""
+
+    prompt: str
+    settings: SamplingSettings = SamplingSettings()
+    max_new_tokens: int = 64
+    stop: tuple[str, ...] = ()
+    chat: bool = False
+
+    def to_dict(self) -> dict:
+        return {
+            "prompt": self.prompt, "settings": self.settings.to_dict(), "max_new_tokens": self.max_new_tokens,
+            "stop": list(self.stop), "chat": self.chat,
+        }

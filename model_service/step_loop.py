@@ -1,5 +1,6 @@
-"""The decode loop's two halves: a KV-cached forward pass per token, and the per-step summary of the
-sampling stages that becomes a record.
+"""The decode loop's parts: a KV-cached forward pass per token, one sampling step for a batch of
+rows, and each row's running state (its generator, its text, its stop conditions) that turns a
+sampled token into a StepRecord. `ModelService.generate` and the batched engine share all of them.
 
 Prefill runs the whole prompt once with logits_to_keep=1 (the LM head only for the last position,
 the one that decides the next token); every later step feeds one token and reuses the cache.
@@ -13,8 +14,10 @@ import time
 import torch
 from transformers import DynamicCache
 
-from .records import Stage, r6
-from .sampling import Stages, stage_names
+from .records import Stage, StepRecord, r6
+from .sampling import Stages, draw, fresh_seed, make_generator, run_stages, stage_names
+from .settings import SamplingSettings
+from .text_stream import TextStream
 
 
 def _sync(device: torch.device) -> None:
@@ -91,3 +94,65 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: int, orders: list[str
         }
         rows.append((row_ids, tuple(by_name[n] for n in stage_names(orders[b]))))
     return rows
+
+
+class RowState:
+    """One request's running state across steps."""
+
+    def __init__(self, service, settings: SamplingSettings, max_new_tokens: int, stop=(), prefix=(), ignore_eos=False):
+        self.service = service
+        self.settings = settings
+        self.max_new_tokens = max_new_tokens
+        self.ignore_eos = ignore_eos
+        self.seed = settings.seed if settings.seed is not None else fresh_seed()
+        self.generator = make_generator(self.seed, service.model.device)
+        if prefix:
+            # one draw per step already taken: the generator resumes where a full run would be
+            torch.rand(len(prefix), generator=self.generator, device=self.generator.device)
+        self.text = TextStream(service.decode, stop)
+        for t in prefix:
+            self.text.push(t)
+
+    def record(self, step, token_id, draw_info, summary, forward_ms, sampling_ms) -> StepRecord:
+        """Check the stop conditions for the token just drawn; the record a viewer may see."""
+        is_eos = token_id in self.service.eos_token_ids and not self.ignore_eos
+        if not is_eos:
+            self.text.push(token_id)
+        stop_reason = (
+            "eos" if is_eos
+            else "stop_string" if self.text.stopped
+            else "max_tokens" if step == self.max_new_tokens - 1
+            else None
+        )
+        if stop_reason is not None:
+            self.text.flush()
+        token = self.service.pieces(token_id)
+        candidate_ids, stages = summary if summary is not None else ((), ())
+        return StepRecord(
+            step=step,
+            token_id=token_id,
+            piece=token.piece,
+            special=token.special,
+            text=self.text.visible,
+            candidates=tuple(self.service.pieces(i) for i in candidate_ids),
+            stages=stages,
+            chosen_rank=draw_info.rank,
+            draw=draw_info,
+            seed=self.seed,
+            forward_ms=round(forward_ms, 3),
+            sampling_ms=round(sampling_ms, 3),
+            stop_reason=stop_reason,
+            order=self.settings.order,
+        )
+
+
+def sample_rows(logits: torch.Tensor, rows: list[RowState], top_n: int, capture: bool = True):
+    """One sampling step for (B, V) logits, row i with rows[i]'s settings and generator.
+    Returns (token ids, draws, summaries or Nones, sampling ms)."""
+    started = time.perf_counter()
+    settings = [r.settings for r in rows]
+    stages = run_stages(logits, settings, capture=capture, min_window=top_n)
+    token_ids, draws = draw(stages, [s.greedy for s in settings], [r.generator for r in rows])
+    summaries = summarise(stages, token_ids, top_n, [s.order for s in settings]) if capture else [None] * len(rows)
+    tokens = token_ids.tolist()
+    return tokens, draws, summaries, (time.perf_counter() - started) * 1000
