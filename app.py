@@ -32,7 +32,10 @@ def main(argv=None) -> None:
     from model_service.background import LoadingService
     from playground.ui import build_demo, launch_options
 
-    service = LoadingService(args.model, args.device)
+    try:
+        service = LoadingService(args.model, args.device)
+    except RuntimeError as e:  # ModelLoadError, e.g. a bad NTP_THREADS
+        sys.exit(f"error: {e}")
     demo = build_demo(service)
     demo.queue(default_concurrency_limit=args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, ssr_mode=False, **launch_options())

@@ -28,7 +28,12 @@ class LoadStatus:
 
 
 class LoadingService:
-    def __init__(self, model: str | None = None, device: str | None = None, *, service=None):
+    def __init__(self, model: str | None = None, device: str | None = None, *, service=None, threads: int | None = None):
+        import torch
+
+        from .loading import serving_threads
+
+        torch.set_num_threads(threads or serving_threads())  # leave a core to the web server
         self._service = service
         self._status = LoadStatus(1.0, service.description, True) if service else LoadStatus(0.0, "starting", False)
         self._done = threading.Event()

@@ -24,6 +24,7 @@ Progress = Callable[[float, str], None]
 ENV_MODEL = "NTP_MODEL"
 ENV_DEVICE = "NTP_DEVICE"
 ENV_CACHE = "NTP_CACHE_DIR"
+ENV_THREADS = "NTP_THREADS"
 
 
 class ModelLoadError(RuntimeError):
@@ -97,6 +98,21 @@ def pick_device(device: str | None = None) -> tuple[torch.device, torch.dtype]:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ModelLoadError(f"device {name!r} asked for, but this machine has no CUDA GPU")
     return dev, (torch.bfloat16 if dev.type == "cuda" else torch.float32)
+
+
+def serving_threads() -> int:
+    """CPU threads for the model while a web UI shares the machine: all cores but one.
+
+    Measured on 2 cores: one intra-op thread runs SmolLM2's forward as fast as two, and when the web
+    server or a browser wants the other core, two threads spin-wait on each other (sampling went
+    from 3 ms to 400 ms a step under load). NTP_THREADS overrides."""
+    value = os.environ.get(ENV_THREADS)
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise ModelLoadError(f"{ENV_THREADS} must be a whole number, got {value!r}") from None
+    return max(1, (os.cpu_count() or 2) - 1)
 
 
 def _dequantised_dir(spec: EmbeddedModel, progress: Progress) -> tuple[Path, bool]:
