@@ -11,6 +11,7 @@ from pathlib import Path
 import gradio as gr
 
 from .api import register_api
+from .deep_link import FIELDS, make_query, parse_query
 from .greedy_loop import build_greedy_loop
 from .lesson_tab import build_softmax_lesson
 from .lm_head_panel import build_lm_head_panel
@@ -18,6 +19,7 @@ from .sampling_lab import build_sampling_lab
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TITLE = "Next-Token Playground"
+FIELDS_TO_CONTROLS = {key: name for name, (key, _) in FIELDS.items()}  # lab control key -> query name
 
 
 def _model_line(status) -> str:
@@ -35,12 +37,31 @@ def build_demo(service) -> gr.Blocks:
         with gr.Tabs():
             with gr.Tab("Sampling lab", id="lab"):
                 lab = build_sampling_lab(service)
+                with gr.Row():
+                    link_btn = gr.Button("🔗 Link to these settings", size="sm", scale=0, elem_id="make-link")
+                    link = gr.Textbox(show_label=False, placeholder="a link that opens the lab with these settings", buttons=["copy"], scale=4, elem_id="link")
                 with gr.Accordion("Greedy's repetition loop", open=False):
                     build_greedy_loop(service)
             with gr.Tab("Softmax & LM head", id="softmax"):
                 build_softmax_lesson()
                 build_lm_head_panel(service, lab)
         register_api(service)
+
+        keys = list(FIELDS_TO_CONTROLS)
+        controls = [lab[k] for k in keys]
+
+        def apply_link(request: gr.Request):
+            values, problems = parse_query(dict(request.query_params)) if request else ({}, [])
+            for problem in problems:
+                gr.Warning(f"Link: {problem}; ignored")
+            return [gr.update(value=values[k]) if k in values else gr.skip() for k in keys]
+
+        def make_link(*values, request: gr.Request = None):
+            page = (request.headers.get("referer") or "").split("?")[0] if request else ""
+            return f"{page}?{make_query(dict(zip(keys, values)))}"
+
+        demo.load(apply_link, None, controls, api_visibility="private", show_progress="hidden")
+        link_btn.click(make_link, controls, link, api_name="make_link", show_progress="hidden")
 
         def track_loading():
             from model_service.background import wait_until_ready

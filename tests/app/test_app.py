@@ -73,3 +73,8 @@ def test_lm_head_panel_explains_the_top_logits(client):
     summary, plot = client.predict(LESSON, False, api_name="/lm_head")
     assert "49,152 × 576" in summary and "Paris" in summary
     assert plot["type"] == "plotly"
+
+
+def test_make_link_encodes_the_controls(client):
+    link = client.predict(LESSON, True, 0.5, 40, 0.9, 0.05, "7", 30, "", "vllm", api_name="/make_link")
+    assert link.endswith("?prompt=The+capital+of+France+is&chat=true&temperature=0.5&top_k=40&top_p=0.9&min_p=0.05&seed=7&max_new_tokens=30&order=vllm")

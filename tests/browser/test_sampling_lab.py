@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -33,3 +35,15 @@ def test_a_bad_seed_shows_an_error_and_the_page_keeps_working(page):
     page.locator("#seed textarea, #seed input").first.fill("1")
     page.locator("#step").click()
     expect(page.locator("#run-status")).to_contain_text("Step 1", timeout=60_000)
+
+
+def test_a_deep_link_sets_the_controls(page, app_url):
+    page.goto(app_url + "?prompt=Hello+there&temperature=0.3&top_k=7&order=llama.cpp&seed=5", wait_until="domcontentloaded")
+    expect(page.locator("#prompt textarea")).to_have_value("Hello there", timeout=30_000)
+    expect(page.locator("#temperature input[type=number]")).to_have_value("0.3")
+    expect(page.locator("#top-k input[type=number]")).to_have_value("7")
+    expect(page.locator("#seed textarea, #seed input").first).to_have_value("5")
+    page.locator("#make-link").click()
+    expect(page.locator("#link textarea, #link input").first).to_have_value(
+        re.compile(r"\?prompt=Hello\+there&temperature=0\.3&top_k=7&seed=5&max_new_tokens=48&order=llama\.cpp$")
+    )
