@@ -7,6 +7,7 @@ The UI only calls the methods of `PlaygroundService`; it never sees a tensor. A 
 from __future__ import annotations
 
 import numbers
+import time
 from typing import Iterator, Mapping, Protocol, Sequence
 
 import torch
@@ -107,6 +108,25 @@ class ModelService:
         top_k = _count("top_k", top_k, 1, MAX_TOP_N)
         ids = self.encode(prompt, chat) + [_count("token", t, 0, self.info.vocab_size - 1) for t in continue_from]
         return lm_head_breakdown(self.model, ids, None, top_k)
+
+    def trace(self, prompt: str, chat: bool = False, block: int | None = None, top_n: int = 5):
+        """Lesson 10: one forward pass traced from token ids to logits at every position (a Trace
+        record). block: whose attention to keep (1-based; default the middle block)."""
+        from .tracing import trace
+
+        started = time.perf_counter()
+        ids = self.encode(prompt, chat)
+        tokenize_ms = (time.perf_counter() - started) * 1000
+        return trace(
+            self.model, self.tokenizer, self.pieces, ids, prompt=prompt, chat=chat, model_name=self.info.name,
+            tokenize_ms=tokenize_ms, block=block, top_n=top_n,
+        )
+
+    def trace_attention(self, prompt: str, chat: bool = False, block: int = 1):
+        """One block's attention (1-based) for the prompt: the Trace's AttentionMap for another block."""
+        from .tracing import attention
+
+        return attention(self.model, self.pieces, self.encode(prompt, chat), block)
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)

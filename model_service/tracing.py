@@ -33,7 +33,7 @@ from .trace_records import (
 MAX_TRACE_TOKENS = 2048  # logits (1, T, V) in float32 for Gemma's 262k vocabulary: 2 GB at this length
 FIRST_NUMBERS = 8  # "the first few numbers" of a vector
 MAP_POSITIONS = 256  # heatmap columns (norms, updates) kept: the last positions
-DETAIL_POSITIONS = 32  # per-position tables (embedding rows, top-N logits) kept: the last positions
+DETAIL_POSITIONS = 16  # per-position tables (embedding rows, top-N logits) kept: the last positions
 ATTENTION_WINDOW = 64  # at most this many positions of attention per head ...
 ATTENTION_BUDGET = 40_000  # ... and at most about this many weights per map, whatever the head count
 MAX_TOP_N = 20
@@ -165,12 +165,11 @@ def _attention_record(model, pieces, ids, block, captured, own_output, started) 
     if weights is None or weights.dim() != 4:
         raise ValueError("the eager attention returned no weights")
     diff = float((out.float() - own_output.float()).abs().max())
-    w = weights[0].float()  # (H, T, T)
-    heads = w.shape[0]
+    heads = weights.shape[1]  # weights: (1, H, T, T)
     size = min(t, ATTENTION_WINDOW, max(8, int(math.sqrt(ATTENTION_BUDGET / heads))))
     start = t - size
-    window = w[:, start:, start:]
-    earlier = w[:, start:, :start].sum(-1) if start else torch.zeros(heads, size)
+    window = weights[0, :, start:, start:].float()
+    earlier = weights[0, :, start:, :start].float().sum(-1) if start else torch.zeros(heads, size)
     config = model.config.get_text_config()
     return AttentionMap(
         block=block,

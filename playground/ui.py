@@ -12,6 +12,7 @@ import gradio as gr
 
 from .api import register_api
 from .deep_link import FIELDS, make_query, parse_query
+from .forward_tab import build_forward_tab
 from .greedy_loop import build_greedy_loop
 from .lesson_tab import build_softmax_lesson
 from .lm_head_panel import build_lm_head_panel
@@ -19,7 +20,7 @@ from .sampling_lab import build_sampling_lab
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TITLE = "Next-Token Playground"
-FIELDS_TO_CONTROLS = {key: name for name, (key, _) in FIELDS.items()}  # lab control key -> query name
+LINK_CONTROLS = [key for key, _ in FIELDS.values()]  # the lab controls a link can set
 
 
 def _model_line(status) -> str:
@@ -34,7 +35,7 @@ def build_demo(service) -> gr.Blocks:
     with gr.Blocks(title=TITLE) as demo:
         gr.Markdown(f"# {TITLE}\nHow text becomes the next token, on a real language model.", elem_id="title")
         model_status = gr.Markdown(_model_line(service.status), elem_id="model-status")
-        with gr.Tabs():
+        with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab("Sampling lab", id="lab"):
                 lab = build_sampling_lab(service)
                 with gr.Row():
@@ -45,9 +46,15 @@ def build_demo(service) -> gr.Blocks:
             with gr.Tab("Softmax & LM head", id="softmax"):
                 build_softmax_lesson()
                 build_lm_head_panel(service, lab)
+            with gr.Tab("Forward pass", id="forward") as forward_tab:
+                forward = build_forward_tab(service, lab, tabs=tabs)
+            forward_tab.select(
+                forward["trace_if_new"], forward["select_inputs"], forward["select_outputs"],
+                api_visibility="private", concurrency_id="model", show_progress="minimal",
+            )
         register_api(service)
 
-        keys = list(FIELDS_TO_CONTROLS)
+        keys = LINK_CONTROLS
         controls = [lab[k] for k in keys]
 
         def apply_link(request: gr.Request):

@@ -22,3 +22,8 @@ def test_gemma_streams_records(gemma):
     records = list(gemma.generate("The capital of France is", SamplingSettings(temperature=0), max_new_tokens=3))
     assert len(records) == 3 and records[0].piece.strip() and records[0].stage("raw").chosen_prob > 0.1
     assert len(records[0].candidates) == 20
+
+
+def test_gemma_traces_the_lesson_prompt_with_its_bos(gemma):
+    s = gemma.trace("The capital of France is").shapes
+    assert (s.input_ids, s.num_hidden_states, s.hidden_state, s.logits) == ((1, 6), 19, (1, 6, 640), (1, 6, 262144))

@@ -1,0 +1,58 @@
+"""The Forward pass tab through its API (gradio_client against the launched app)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from gradio_client.exceptions import AppError
+
+LESSON = "The capital of France is"
+
+
+def test_trace_record_endpoint_returns_the_lesson_figures(client):
+    record = client.predict(LESSON, False, None, 5, api_name="/trace_record")
+    s = record["shapes"]
+    assert s["input_ids"] == [1, 5] and s["num_hidden_states"] == 31 and s["hidden_state"] == [1, 5, 576]
+    assert s["logits"] == [1, 5, 49152]
+    assert record["predictions"][-1]["top"][0]["piece"] == " Paris"
+    assert record["lens"]["target"]["piece"] == " Paris" and len(record["lens"]["layers"]) == 31
+    assert record["attention"]["block"] == 15 and len(record["attention"]["weights"]) == 9
+    assert len(json.dumps(record)) < 100_000
+
+
+def test_trace_button_fills_every_panel(client):
+    out = client.predict(LESSON, False, 2, -1, api_name="/trace")
+    (status, tokens, input_md, shapes, embedding, stream, residual, block, head, attention_md, attention,
+     output_md, predictions, teacher, cost_md, cost, lens_md, lens) = out
+    assert "Traced **5 tokens** through 30 blocks" in status
+    assert tokens.count('class="ntp-fw-tok"') == 5 and ">3575<" in tokens
+    assert "len(hidden_states)  31" in shapes and "(1, 5, 49152)" in shapes
+    assert "| 4 | `␣is` | 314 |" in embedding and "final norm" in stream
+    assert "Block 2 of 30: 9 heads sharing 3 key/value heads" in attention_md
+    assert "983 kB" in cost_md and "Paris" in output_md and "Paris" in lens_md
+    for plot in (residual, attention, predictions, teacher, cost, lens):
+        template = json.loads(plot["plot"])["layout"]["template"]
+        assert plot["type"] == "plotly" and len(json.dumps(template)) < 100  # template "none": small to send
+    assert block["value"] == 2 and block["maximum"] == 30  # an update: the slider learns the model's depth
+
+
+def test_another_block_is_fetched_without_retracing(client):
+    client.predict(LESSON, False, 15, -1, api_name="/trace")
+    attention_md, attention = client.predict(30, -1, api_name="/trace_block")
+    assert "Block 30 of 30" in attention_md
+    figure = json.loads(attention["plot"])
+    assert len(figure["data"]) == 9  # all heads
+
+
+def test_sample_from_here_hands_the_prompt_to_the_lab(client):
+    prompt, chat, *_ = client.predict("Once upon a time", True, api_name="/sample_from_here")
+    assert (prompt, chat) == ("Once upon a time", True)
+
+
+def test_bad_requests_are_clear_errors(client):
+    with pytest.raises(AppError, match="prompt is empty"):
+        client.predict("", False, 15, -1, api_name="/trace")
+    with pytest.raises(AppError, match="block must be"):
+        client.predict(LESSON, False, 99, 5, api_name="/trace_record")
+    assert client.predict(LESSON, False, 1, 3, api_name="/trace_record")["attention"]["block"] == 1
