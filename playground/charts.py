@@ -7,6 +7,8 @@ per panel and fixed axes: small to stream, and bars that do not jump from step t
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 
 import plotly.graph_objects as go
@@ -142,7 +144,7 @@ def _row_probs(stage: Stage, extra: bool) -> list[float]:
     return [*stage.probs, stage.chosen_prob] if extra else list(stage.probs)
 
 
-def _stage_bars(record, stage, prev, removed_by, chosen, extra, greedy) -> go.Bar:
+def _stage_bars(record, stage, prev, removed_by, chosen, extra, greedy) -> dict:
     """One panel: kept bars blue (chosen vermillion), bars this stage cut grey at their old height."""
     pieces = [t.piece for t in record.candidates] + ([record.piece] if extra else [])
     probs, before = _row_probs(stage, extra), (_row_probs(prev, extra) if prev else None)
@@ -166,7 +168,8 @@ def _stage_bars(record, stage, prev, removed_by, chosen, extra, greedy) -> go.Ba
             colours.append(BLUE)
             hover.append(f"{who} · removed by {removed_by[i]}" if i in removed_by else f"{who} · 0%")
         text.append("")
-    return go.Bar(
+    return dict(
+        type="bar",
         x=x,
         y=list(range(len(probs))),
         orientation="h",
@@ -196,6 +199,9 @@ def stage_figure(record: StepRecord, height: int = 360) -> go.Figure:
     Rows are the raw top-N, most probable at the top, in the same order in every panel, so the eye
     can follow a token from stage to stage. If the chosen token is not among them it gets an extra
     last row (its label ends with its 1-based raw rank).
+
+    This figure streams during a run, so it is assembled from a cached, already validated layout and
+    plain trace dicts: plotly's per-property validation of six subplots cost ~80 ms a step.
     """
     if not record.stages or not record.candidates:
         return empty_figure("No stage data for this step (capture was off).", height)
@@ -203,32 +209,43 @@ def stage_figure(record: StepRecord, height: int = 360) -> go.Figure:
     extra = chosen is None
     greedy = record.draw.u is None
     labels = _y_labels(record, chosen)
-    rows = len(labels)
-    stages = record.stages
-    fig = make_subplots(
-        rows=1,
-        cols=len(stages),
-        shared_yaxes=True,
-        horizontal_spacing=0.028,
-        subplot_titles=[_stage_title(s, greedy) for s in stages],
-    )
+    rows, stages = len(labels), record.stages
+    layout = copy.deepcopy(_stage_layout(len(stages), rows, height))
+    for annotation, stage in zip(layout["annotations"], stages):  # the first annotations are the subplot titles
+        annotation["text"] = _stage_title(stage, greedy)
+    for col in range(1, len(stages) + 1):
+        layout[f"yaxis{col if col > 1 else ''}"]["ticktext"] = labels
+    # a fixed left margin sized to the labels: automargin would make the browser measure every redraw
+    layout["margin"]["l"] = min(150, 12 + 6 * max(len(_plain(label)) for label in labels))
     removed_by: dict[int, str] = {}
+    data = []
     for col, stage in enumerate(stages, start=1):
         prev = stages[col - 2] if col > 1 else None
         bars = _stage_bars(record, stage, prev, removed_by, rows - 1 if extra else chosen, extra, greedy)
-        fig.add_trace(bars, row=1, col=col)
+        data.append({**bars, "xaxis": f"x{col if col > 1 else ''}", "yaxis": f"y{col if col > 1 else ''}"})
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
+def _plain(label: str) -> str:
+    return label.replace("<b>", "").replace("</b>", "").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+@functools.lru_cache(maxsize=64)
+def _stage_layout(cols: int, rows: int, height: int) -> dict:
+    """The validated layout of a stage figure with `cols` panels and `rows` bars, titles blank."""
+    fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, horizontal_spacing=0.028, subplot_titles=[" "] * cols)
     fig.update_xaxes(
         range=[0, 1], tickvals=[0, 0.5, 1], ticktext=["0", "50%", "100%"], showgrid=True, gridcolor="#EEEEEE",
         zeroline=False, fixedrange=True, tickfont=dict(size=9), ticks="",
     )
     fig.update_yaxes(
-        tickvals=list(range(rows)), ticktext=labels, range=[rows - 0.5, -0.5], fixedrange=True,
-        showgrid=False, zeroline=False, ticks="", tickfont=dict(size=10), automargin=True,
+        tickvals=list(range(rows)), range=[rows - 0.5, -0.5], fixedrange=True,
+        showgrid=False, zeroline=False, ticks="", tickfont=dict(size=10),
     )
     fig.update_annotations(font=dict(size=10, color=INK))  # the subplot titles
     _key(fig)
-    return _base_layout(fig, height, dict(l=6, r=16, t=36, b=34), bargap=0.18,
-                        uniformtext=dict(minsize=9, mode="show"))
+    _base_layout(fig, height, dict(l=6, r=16, t=36, b=34), bargap=0.18, uniformtext=dict(minsize=9, mode="show"))
+    return fig.layout.to_plotly_json()
 
 
 def _key(fig: go.Figure) -> None:

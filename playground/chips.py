@@ -26,7 +26,7 @@ STYLE = """<style>
 .ntp-ws{opacity:.6}
 .ntp-special{font-style:italic;box-shadow:inset 0 0 0 1px currentColor}
 .ntp-selected{outline:2px solid #D55E00;outline-offset:1px}
-.ntp-legend{display:flex;align-items:center;gap:6px;margin-top:6px;font-size:12px;opacity:.85}
+.ntp-legend{display:flex;align-items:center;gap:6px;margin-bottom:4px;font-size:12px;opacity:.85}
 .ntp-scale{display:inline-block;width:140px;height:10px;border-radius:2px}
 .ntp-empty{opacity:.7;font-style:italic}
 </style>"""
@@ -121,9 +121,13 @@ def legend_html() -> str:
 
 
 def token_chips_html(records: list[StepRecord], selected: int | None = None) -> str:
-    """One chip per step, in order; `selected` is an index into records (the chip gets an outline)."""
+    """One chip per step, in order; `selected` is an index into records (the chip gets an outline).
+
+    Append-only while a run streams: the style and legend come first and nothing closes after the
+    chips (the parser closes the div), so each new token's HTML only extends the last one and
+    Gradio sends an ~200-byte "append" instead of the whole text again."""
     if records:
         body = "".join(_chip(r, i, selected) for i, r in enumerate(records))
     else:
         body = '<span class="ntp-empty">No tokens yet.</span>'
-    return f'{STYLE}<div class="ntp-chips">{body}</div>{legend_html()}'
+    return f'{STYLE}{legend_html()}<div class="ntp-chips">{body}'

@@ -19,7 +19,7 @@ from . import charts
 from .chips import token_chips_html
 from .controls import DEFAULTS, DEFAULTS_NOTE, MAX_NEW_TOKENS, ORDER_LABELS, ORDER_NOTES, RunRequest, parse_request
 
-CHART_INTERVAL = 0.1  # seconds: at most 10 chart updates a second
+CHART_INTERVAL = 0.5  # seconds: a six-panel Plotly redraw costs the browser ~100+ ms; 2 a second stays live
 LESSON_PROMPT = "The capital of France is"
 STOP_REASONS = {
     "eos": "the model chose its end-of-text token",
@@ -85,9 +85,8 @@ def build_sampling_lab(service) -> dict:
             min_p = gr.Slider(0, 1, DEFAULTS["min_p"], step=0.01, label="Min-p", info="0 = off", elem_id="min-p")
             order = gr.Radio([(label, key) for key, label in ORDER_LABELS.items()], value="hf", label="Sampler order", elem_id="order")
             order_note = gr.Markdown(ORDER_NOTES["hf"])
-            with gr.Row():
-                seed = gr.Textbox("", label="Seed", placeholder="blank = random", elem_id="seed", scale=1)
-                max_new = gr.Slider(1, MAX_NEW_TOKENS, DEFAULTS["max_new_tokens"], step=1, label="Max new tokens", scale=2)
+            seed = gr.Textbox("", label="Seed", placeholder="blank = random; the seed used is shown after a run", elem_id="seed")
+            max_new = gr.Slider(1, MAX_NEW_TOKENS, DEFAULTS["max_new_tokens"], step=1, label="Max new tokens", elem_id="max-new")
             stop = gr.Textbox("", label="Stop strings", placeholder="one per line; \\n = newline", lines=1)
             with gr.Row():
                 generate_btn = gr.Button("Generate", variant="primary", elem_id="generate")

@@ -153,3 +153,10 @@ def test_legend_and_self_contained_styles():
 def test_no_records_gives_a_placeholder():
     html = token_chips_html([])
     assert parse(html).chips == [] and "No tokens yet" in html
+
+
+def test_streaming_html_only_grows_so_gradio_sends_appends():
+    records = [rec(c, 0.5) for c in ["a", " b", "\n", "c"]]
+    html_so_far = [token_chips_html(records[: n + 1]) for n in range(len(records))]
+    for before, after in zip(html_so_far, html_so_far[1:]):
+        assert after.startswith(before)
