@@ -12,6 +12,7 @@ import gradio as gr
 
 from .api import register_api
 from .deep_link import FIELDS, make_query, parse_query
+from .engine_tab import build_engine_tab
 from .forward_tab import build_forward_tab
 from .greedy_loop import build_greedy_loop
 from .lesson_tab import build_softmax_lesson
@@ -46,6 +47,8 @@ def build_demo(service) -> gr.Blocks:
             with gr.Tab("Softmax & LM head", id="softmax"):
                 build_softmax_lesson()
                 build_lm_head_panel(service, lab)
+            with gr.Tab("Engine", id="engine"):
+                build_engine_tab(service)
             with gr.Tab("Forward pass", id="forward") as forward_tab:
                 forward = build_forward_tab(service, lab, tabs=tabs)
             forward_tab.select(
