@@ -226,23 +226,27 @@ def draw(stages: Stages, greedy: Sequence[bool], generators: Sequence[torch.Gene
     generator, so a seeded row's draw does not depend on its batch-mates.
     Returns (token_ids (B,) int64, [DrawInfo per row]).
     """
-    final = stages.probs["final"].double()  # (B, V)
+    final = stages.probs["final"]  # (B, V) float32
     window = stages.window
     # Every row consumes one draw per step, greedy or not, so the generator's state after k steps is
     # the same whatever the settings were: a run continued step by step replays a full run.
     us = [float(torch.rand((), generator=gen, device=gen.device)) for gen in generators]
     us = [None if g else v for g, v in zip(greedy, us)]
     u = torch.tensor([0.0 if v is None else v for v in us], dtype=torch.float64, device=final.device)
-    inside = final.gather(1, window)  # (B, W)
+    inside = final.gather(1, window).double()  # (B, W); float64 only where the cumulative bar is read
     cum_inside = inside.cumsum(dim=-1)
-    rest = final.scatter(1, window, 0.0)  # (B, V): the tail, in id order
-    total = cum_inside[:, -1] + rest.sum(dim=-1)
+    total = final.sum(dim=-1, dtype=torch.float64)
+    rest_mass = (total - cum_inside[:, -1]).clamp(min=0)
     target = (u * total).unsqueeze(1)  # scaled, so float round-off never runs past the end
     position = torch.searchsorted(cum_inside, target, right=True).squeeze(1)  # W = beyond the window
+    # past the window's end with nothing left beyond it (round-off): the last token that has mass
+    position = torch.where((position >= window.shape[-1]) & (rest_mass <= 0), (inside > 0).sum(dim=-1) - 1, position)
     beyond = position >= window.shape[-1]
-    tokens = window.gather(1, position.clamp(max=window.shape[-1] - 1).unsqueeze(1)).squeeze(1)
-    high = cum_inside.gather(1, position.clamp(max=window.shape[-1] - 1).unsqueeze(1)).squeeze(1)
+    last = position.clamp(max=window.shape[-1] - 1).unsqueeze(1)
+    tokens = window.gather(1, last).squeeze(1)
+    high = cum_inside.gather(1, last).squeeze(1)
     if bool(beyond.any()):
+        rest = final.scatter(1, window, 0.0).double()  # (B, V): the tail, in id order
         cum_rest = cum_inside[:, -1:] + rest.cumsum(dim=-1)
         in_rest = torch.searchsorted(cum_rest, target, right=True).squeeze(1).clamp(max=final.shape[-1] - 1)
         tokens = torch.where(beyond, in_rest, tokens)

@@ -57,7 +57,8 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: int, orders: list[str
 
     tokens: (B,) each row's chosen token; orders: each row's order, which sets the sequence of its
     stages (a mixed batch computes them under shared names)."""
-    # Stages a transform left unchanged share tensors: summarise each distinct one once.
+    # Stages a transform left unchanged share tensors: summarise each distinct one once, each on its
+    # own (B, V) tensor (stacking them into one (B, S, V) block outgrows the cache at large B).
     unique: dict[int, int] = {}  # id(probs tensor) -> index among the distinct ones
     names = []  # first stage name of each distinct distribution
     for n in stages.names:
@@ -65,17 +66,29 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: int, orders: list[str
             unique[id(stages.probs[n])] = len(names)
             names.append(n)
     column = [unique[id(stages.probs[n])] for n in stages.names]  # stage -> distinct index
-    probs = torch.stack([stages.probs[n] for n in names], dim=1)  # (B, U, V)
-    kept = torch.stack([stages.kept[n] for n in names], dim=1)  # (B, U, V)
-    kept_count = kept.sum(dim=-1)  # (B, U)
+    ids = stages.window[:, :top_n]  # (B, N)
+    chosen_col = tokens.view(-1, 1)
+    per = [
+        (
+            stages.kept[n].sum(dim=-1),  # kept count (B,)
+            -torch.special.xlogy(stages.probs[n], stages.probs[n]).sum(dim=-1) / math.log(2),  # entropy, bits
+            stages.probs[n].gather(1, chosen_col).squeeze(1),  # the chosen token's probability (B,)
+            stages.probs[n].gather(1, ids),  # the top-N's probabilities (B, N)
+        )
+        for n in names
+    ]
+    kept_count = torch.stack([p[0] for p in per], dim=1)  # (B, U)
+    entropy = torch.stack([p[1] for p in per], dim=1)
+    chosen = torch.stack([p[2] for p in per], dim=1)
+    top = torch.stack([p[3] for p in per], dim=1)  # (B, U, N)
     # kept mass: each stage's survivors measured under the stage before it (raw's is itself)
     kept_mass = torch.stack(
-        [(probs[:, column[max(i - 1, 0)]] * kept[:, column[i]]).sum(dim=-1) for i in range(len(column))], dim=1
+        [
+            (stages.probs[names[column[max(i - 1, 0)]]] * stages.kept[names[column[i]]]).sum(dim=-1)
+            for i in range(len(column))
+        ],
+        dim=1,
     )  # (B, S)
-    entropy = -torch.special.xlogy(probs, probs).sum(dim=-1) / math.log(2)  # (B, U) bits
-    chosen = probs.gather(2, tokens.view(-1, 1, 1).expand(-1, probs.shape[1], 1)).squeeze(2)  # (B, U)
-    ids = stages.window[:, :top_n]  # (B, N)
-    top = probs.gather(2, ids.unsqueeze(1).expand(-1, probs.shape[1], -1))  # (B, U, N)
 
     rows = []
     for b, (row_ids, row_top, counts, masses, ents, ch) in enumerate(
