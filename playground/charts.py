@@ -68,12 +68,22 @@ def quoted_piece(piece: str) -> str:
     return "'" + piece.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + "'"
 
 
-def _esc(text: str) -> str:
+def escape_plotly(text: str) -> str:
     """Plotly reads labels as pseudo-HTML: a piece like '<br>' must not become markup."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _short(text: str, limit: int = LABEL_CHARS) -> str:
+def unique_labels(labels: list[str]) -> list[str]:
+    """Bars are placed by label: two equal labels would share one bar, so number the repeats."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+    return out
+
+
+def shorten(text: str, limit: int = LABEL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -81,7 +91,7 @@ def _count(n: int) -> str:
     return f"{n // 1000}k" if n >= 1000 else str(n)
 
 
-def _pct(p: float) -> str:
+def pct(p: float) -> str:
     if p >= 0.995 or p == 0:
         return f"{p:.0%}"
     return f"{p:.1%}" if p >= 0.001 else f"{p:.2g}"
@@ -90,7 +100,7 @@ def _pct(p: float) -> str:
 # ---- shared layout ------------------------------------------------------------------------------
 
 
-def _base_layout(fig: go.Figure, height: int, margin: dict, **extra) -> go.Figure:
+def base_layout(fig: go.Figure, height: int, margin: dict, **extra) -> go.Figure:
     extra.setdefault("showlegend", False)
     fig.update_layout(
         template="none",
@@ -109,11 +119,11 @@ def empty_figure(message: str, height: int = 200) -> go.Figure:
     """A blank placeholder with a centred message (before any run, or when there is nothing to draw)."""
     fig = go.Figure()
     fig.add_annotation(
-        text=_esc(message), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=13, color="#777")
+        text=escape_plotly(message), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=13, color="#777")
     )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    return _base_layout(fig, height, dict(l=10, r=10, t=10, b=10))
+    return base_layout(fig, height, dict(l=10, r=10, t=10, b=10))
 
 
 # ---- one step: every stage side by side -----------------------------------------------------------
@@ -151,18 +161,18 @@ def _stage_bars(record, stage, prev, removed_by, chosen, extra, greedy) -> dict:
     can_remove = stage.name in FILTER_NAMES and (stage.name != "final" or greedy)
     x, colours, hover, text = [], [], [], []
     for i, p in enumerate(probs):
-        who = _esc(quoted_piece(pieces[i]))
+        who = escape_plotly(quoted_piece(pieces[i]))
         if p > 0:
             x.append(p)
             colours.append(VERMILLION if i == chosen else BLUE)
-            hover.append(f"{who} · {_pct(p)}")
-            text.append(_pct(p) if p >= 0.01 else "")
+            hover.append(f"{who} · {pct(p)}")
+            text.append(pct(p) if p >= 0.01 else "")
             continue
         if can_remove and before is not None and before[i] > 0:
             removed_by[i] = FILTER_NAMES[stage.name]
             x.append(before[i])
             colours.append(GREY)
-            hover.append(f"{who} · removed by {removed_by[i]} (had {_pct(before[i])})")
+            hover.append(f"{who} · removed by {removed_by[i]} (had {pct(before[i])})")
         else:
             x.append(0.0)
             colours.append(BLUE)
@@ -185,9 +195,9 @@ def _stage_bars(record, stage, prev, removed_by, chosen, extra, greedy) -> dict:
 
 
 def _y_labels(record: StepRecord, chosen: int | None) -> list[str]:
-    labels = [_esc(_short(visible_piece(t.piece, t.special))) for t in record.candidates]
+    labels = [escape_plotly(shorten(visible_piece(t.piece, t.special))) for t in record.candidates]
     if chosen is None:  # drawn from outside the top-N: give it its own row, marked with its rank
-        labels.append(_esc(_short(visible_piece(record.piece, record.special), 10)) + f" #{record.chosen_rank + 1}")
+        labels.append(escape_plotly(shorten(visible_piece(record.piece, record.special), 10)) + f" #{record.chosen_rank + 1}")
         chosen = len(labels) - 1
     labels[chosen] = f"<b>{labels[chosen]}</b>"
     return labels
@@ -244,7 +254,7 @@ def _stage_layout(cols: int, rows: int, height: int) -> dict:
     )
     fig.update_annotations(font=dict(size=10, color=INK))  # the subplot titles
     _key(fig)
-    _base_layout(fig, height, dict(l=6, r=16, t=36, b=34), bargap=0.18, uniformtext=dict(minsize=9, mode="show"))
+    base_layout(fig, height, dict(l=6, r=16, t=36, b=34), bargap=0.18, uniformtext=dict(minsize=9, mode="show"))
     return fig.layout.to_plotly_json()
 
 
@@ -271,7 +281,7 @@ def _segment(segs: dict, start: float, width: float, colour: str, label: str, ho
     segs["x"].append(width)
     segs["colour"].append(colour)
     segs["text_colour"].append("white" if dark else "black")
-    segs["text"].append(_esc(_short(label, 10)) if width >= 0.07 else "")
+    segs["text"].append(escape_plotly(shorten(label, 10)) if width >= 0.07 else "")
     segs["hover"].append(hover)
 
 
@@ -289,19 +299,19 @@ def _draw_segments(record: StepRecord, final: Stage) -> dict:
             colour, shade = (BLUE, SKY)[shade % 2], shade + 1
         span = f"[{cum:.3f}, {cum + width:.3f})"
         _segment(segs, cum, width, colour, visible_piece(token.piece, token.special),
-                 f"{_esc(quoted_piece(token.piece))} · {_pct(p)} · {span}")
+                 f"{escape_plotly(quoted_piece(token.piece))} · {pct(p)} · {span}")
         cum += width
     rest = 1.0 - cum
     if rest <= 1e-6:
         return segs
     if _chosen_row(record) is None:  # chosen from the tail: its own interval inside the rest
         low, high = min(max(record.draw.low, cum), 1.0), min(max(record.draw.high, cum), 1.0)
-        _segment(segs, cum, low - cum, GREY, "rest", f"other tokens · {_pct(low - cum)}")
+        _segment(segs, cum, low - cum, GREY, "rest", f"other tokens · {pct(low - cum)}")
         _segment(segs, low, high - low, VERMILLION, visible_piece(record.piece, record.special),
-                 f"{_esc(quoted_piece(record.piece))} · {_pct(high - low)} · [{low:.3f}, {high:.3f})")
-        _segment(segs, high, 1.0 - high, GREY, "rest", f"other tokens · {_pct(1.0 - high)}")
+                 f"{escape_plotly(quoted_piece(record.piece))} · {pct(high - low)} · [{low:.3f}, {high:.3f})")
+        _segment(segs, high, 1.0 - high, GREY, "rest", f"other tokens · {pct(1.0 - high)}")
     else:
-        _segment(segs, cum, rest, GREY, "rest", f"all other tokens · {_pct(rest)}")
+        _segment(segs, cum, rest, GREY, "rest", f"all other tokens · {pct(rest)}")
     return segs
 
 
@@ -331,7 +341,7 @@ def draw_figure(record: StepRecord, height: int = 120) -> go.Figure:
     fig.update_xaxes(range=[0, 1], tickvals=[0, 0.25, 0.5, 0.75, 1], tickformat=".2~f", fixedrange=True,
                      showgrid=False, zeroline=False, tickfont=dict(size=9))
     fig.update_yaxes(visible=False, range=[-0.5, 0.85], fixedrange=True)
-    return _base_layout(fig, height, dict(l=10, r=10, t=6, b=22), barmode="overlay",
+    return base_layout(fig, height, dict(l=10, r=10, t=6, b=22), barmode="overlay",
                         uniformtext=dict(minsize=8, mode="hide"))
 
 
@@ -349,7 +359,7 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
         message = "Run something to see the steps." if not records else "No stage data (capture was off)."
         return empty_figure(message, height)
     steps = [r.step for r, _, _ in rows]
-    who = [f"step {r.step} · {_esc(quoted_piece(r.piece))}" for r, _, _ in rows]
+    who = [f"step {r.step} · {escape_plotly(quoted_piece(r.piece))}" for r, _, _ in rows]
     prob = [final.chosen_prob for _, _, final in rows]
     bits = [max(raw.entropy_bits, 0.0) for _, raw, _ in rows]
     kept = [max(final.kept_count, 1) for _, _, final in rows]
@@ -381,6 +391,6 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
     fig.update_xaxes(title_text="step", title_font=dict(size=9), row=2, col=1)
     if selected is not None:
         fig.add_vline(x=selected, line=dict(color=INK, width=1, dash="dash"))
-    return _base_layout(fig, height, dict(l=44, r=44, t=22, b=34), showlegend=True,
+    return base_layout(fig, height, dict(l=44, r=44, t=22, b=34), showlegend=True,
                         legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=dict(size=9)),
                         hovermode="closest")

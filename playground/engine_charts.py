@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from model_service.records import BatchStep, StepRecord
 from model_service.settings import SamplingSettings
 
-from .charts import VERMILLION, _base_layout, _esc, _pct, _short, empty_figure, quoted_piece, visible_piece
+from .charts import VERMILLION, base_layout, escape_plotly, pct, shorten, empty_figure, quoted_piece, visible_piece
 
 # White for 0, then Okabe-Ito blues. The stops crowd near 0 because most of a row's mass sits in a
 # few cells: a linear ramp would paint every tail cell the same white.
@@ -57,18 +57,18 @@ def _row_cells(record: StepRecord, top: int):
     z.append(max(0.0, 1.0 - sum(final.probs[:n])))
     text, hover = [], []
     for k, token in enumerate(record.candidates[:n]):
-        text.append(_esc(_short(visible_piece(token.piece, token.special), CELL_CHARS)))
-        hover.append(f"rank {k + 1} · {_esc(quoted_piece(token.piece))} · final {_pct(final.probs[k])} · raw {_pct(raw.probs[k])}")
+        text.append(escape_plotly(shorten(visible_piece(token.piece, token.special), CELL_CHARS)))
+        hover.append(f"rank {k + 1} · {escape_plotly(quoted_piece(token.piece))} · final {pct(final.probs[k])} · raw {pct(raw.probs[k])}")
     text += [""] * (top - n)
     hover += [""] * (top - n)
     chosen = next((k for k, t in enumerate(record.candidates[:n]) if t.id == record.token_id), None)
     if chosen is None:  # drawn from the tail: the rest cell names it and its raw rank
         chosen = top
-        text.append(_esc(_short(visible_piece(record.piece, record.special), CELL_CHARS - 3)) + f" #{record.chosen_rank + 1}")
-        hover.append(f"outside the top {n}: chosen {_esc(quoted_piece(record.piece))}, raw rank {record.chosen_rank + 1}")
+        text.append(escape_plotly(shorten(visible_piece(record.piece, record.special), CELL_CHARS - 3)) + f" #{record.chosen_rank + 1}")
+        hover.append(f"outside the top {n}: chosen {escape_plotly(quoted_piece(record.piece))}, raw rank {record.chosen_rank + 1}")
     else:
-        text.append(_pct(z[-1]) if z[-1] >= 0.01 else "")
-        hover.append(f"all other tokens · final {_pct(z[-1])}")
+        text.append(pct(z[-1]) if z[-1] >= 0.01 else "")
+        hover.append(f"all other tokens · final {pct(z[-1])}")
     return z, text, hover, chosen
 
 
@@ -109,16 +109,16 @@ def batch_heatmap(step: BatchStep, labels: Sequence[str] | None = None, finished
                       tickvals=[0, 0.1, 0.3, 0.6, 1], ticktext=["0", ".1", ".3", ".6", "1"], tickfont=dict(size=9)),
     ))
     for i, note in notes:
-        fig.add_annotation(text=_esc(note), x=top / 2, y=i, xref="x", yref="y", showarrow=False,
+        fig.add_annotation(text=escape_plotly(note), x=top / 2, y=i, xref="x", yref="y", showarrow=False,
                            font=dict(size=10, color="#888"))
     fig.update_layout(shapes=shapes)
     fig.update_xaxes(tickvals=list(range(top + 1)), ticktext=[str(k + 1) for k in range(top)] + ["rest"],
                      side="top", range=[-0.5, top + 0.5], fixedrange=True, showgrid=False, zeroline=False,
                      tickfont=dict(size=9), ticks="", title=dict(text="rank under the raw logits", font=dict(size=9), standoff=2))
-    fig.update_yaxes(tickvals=list(range(rows)), ticktext=[_esc(_short(label, 34)) for label in labels],
+    fig.update_yaxes(tickvals=list(range(rows)), ticktext=[escape_plotly(shorten(label, 34)) for label in labels],
                      range=[rows - 0.5, -0.5], fixedrange=True, showgrid=False, zeroline=False, automargin=True,
                      tickfont=dict(size=10), ticks="", ticklabelstandoff=6)
-    return _base_layout(fig, 70 + 34 * rows, dict(l=6, r=6, t=46, b=8))
+    return base_layout(fig, 70 + 34 * rows, dict(l=6, r=6, t=46, b=8))
 
 
 # ---- the parameter tensors ---------------------------------------------------------------------------
@@ -154,7 +154,7 @@ def params_html(step: BatchStep, numbers: Sequence[int] | None = None) -> str:
     ids = "".join(f"<td>{r.token_id}</td>" for r in chosen)
     pieces = "".join(
         f'<td title="{html.escape(quoted_piece(r.piece), quote=True)}">'
-        f"{html.escape(_short(visible_piece(r.piece, r.special), PIECE_CHARS))}</td>" for r in chosen
+        f"{html.escape(shorten(visible_piece(r.piece, r.special), PIECE_CHARS))}</td>" for r in chosen
     )
     lines.append(f'<tr class="ntp-out"><th>→ <code>next_tokens</code> <small>int64</small></th>{ids}</tr>')
     lines.append(f'<tr class="ntp-out"><th>→ as text</th>{pieces}</tr>')

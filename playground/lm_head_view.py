@@ -13,7 +13,7 @@ from typing import Mapping
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .charts import BLUE as MUTED, VERMILLION as ACCENT, visible_piece
+from .charts import BLUE as MUTED, VERMILLION as ACCENT, unique_labels, visible_piece
 
 LLAMA_8B = (128256, 4096)  # the lesson's reference head: Llama-3.1-8B
 
@@ -34,16 +34,6 @@ def _label(c: dict, pieces: Mapping[int, str] | None) -> str:
     return _show(piece) if piece is not None else f"#{c['id']}"
 
 
-def _unique(labels: list[str]) -> list[str]:
-    """Bars are placed by label: two equal labels would share one bar, so number the repeats."""
-    seen: dict[str, int] = {}
-    out = []
-    for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
-    return out
-
-
 def _size(n_bytes: float) -> str:
     return f"{n_bytes / 1e9:.2f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:.1f} MB"
 
@@ -56,7 +46,7 @@ def lm_head_figure(view, pieces: Mapping[int, str] | None = None, height: int = 
     """Two panels per candidate token: its logit (hover: ‖h‖ · ‖w‖ · cos), and cos(h, w_row)."""
     v = _as_dict(view)
     cands = v["candidates"]
-    labels = _unique([_label(c, pieces) for c in cands])
+    labels = unique_labels([_label(c, pieces) for c in cands])
     top = max(range(len(cands)), key=lambda i: cands[i]["logit"]) if cands else -1
     colours = [ACCENT if i == top else MUTED for i in range(len(cands))]
     hover = [

@@ -20,6 +20,8 @@ from typing import Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .charts import escape_plotly, unique_labels
+
 TOY_PATH = Path(__file__).resolve().parents[1] / "assets" / "toy_vocab.json"
 MAX_EXP_ARG = 709.0  # e^709.78 is the largest float64; beyond it e^x is shown via its exponent only
 MAX_ABS_LOGIT = 1e6  # a logit beyond this is a typo, not a lesson
@@ -269,25 +271,10 @@ def _md_cell(text: str) -> str:
 # ----------------------------------------------------------------------------- the figure
 
 
-def _unique(labels: list[str]) -> list[str]:
-    """Bars are placed by label: two equal labels would share one bar, so number the repeats."""
-    seen: dict[str, int] = {}
-    out = []
-    for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
-    return out
-
-
-def _plotly_text(text: str) -> str:
-    """Plotly reads labels as pseudo-HTML: a typed token like '<br>' must stay text."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def softmax_figure(table: dict, height: int = 360) -> go.Figure:
     """Two panels: e^… bars with Σ annotated (left), probabilities on a fixed 0–1 axis (right)."""
     rows = table["rows"]
-    labels = _unique([_plotly_text(show_piece(r["token"])) for r in rows])
+    labels = unique_labels([escape_plotly(show_piece(r["token"])) for r in rows])
     colours = [ACCENT if i == table["top"] else MUTED for i in range(len(rows))]
     if table["greedy"]:
         left_title = "e^(x / T): none at T = 0"

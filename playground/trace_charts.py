@@ -22,14 +22,14 @@ TICK_LABELS = 40  # beyond this many columns, label positions by number instead 
 PIECE_CHARS = 10
 
 
-def _esc(text: str) -> str:
+def escape_plotly(text: str) -> str:
     """Plotly reads labels as pseudo-HTML: a piece such as '<br>' must stay text."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def label(piece: str, special: bool = False, limit: int = PIECE_CHARS) -> str:
     text = visible_piece(piece, special)
-    return _esc(text if len(text) <= limit else text[: limit - 1] + "…")
+    return escape_plotly(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _layout(fig: go.Figure, height: int, margin: dict, **extra) -> go.Figure:
@@ -40,7 +40,7 @@ def _layout(fig: go.Figure, height: int, margin: dict, **extra) -> go.Figure:
     return fig
 
 
-def _pct(p: float) -> str:
+def pct(p: float) -> str:
     return f"{p:.0%}" if p >= 0.995 else f"{p:.1%}" if p >= 0.001 else f"{p:.1e}"
 
 
@@ -86,7 +86,7 @@ def residual_figure(trace: Trace, height: int | None = None) -> go.Figure:
     rows = list(range(L + 2))  # 0 = embedding, k = after block k, L + 1 = final norm applied
     row_names = ["embedding (hidden_states[0])"] + [f"after block {k}" for k in range(1, L)] + [
         f"after block {L}, before the final norm", f"hidden_states[{L}]: final norm applied"]
-    who = [[f"{row_names[k]} · position {p} {_esc(quoted_piece(trace.tokens[p].piece))}" for p in pos] for k in rows]
+    who = [[f"{row_names[k]} · position {p} {escape_plotly(quoted_piece(trace.tokens[p].piece))}" for p in pos] for k in rows]
     values = [v for row in norms + [list(u) for u in r.updates] for v in row if v > 0] or [1.0]
     zrange = (math.floor(math.log10(min(values))), math.ceil(math.log10(max(values))))
     decades = list(range(zrange[0], zrange[1] + 1))
@@ -177,10 +177,10 @@ def predictions_figure(trace: Trace) -> go.Figure:
     z, text, hover = [], [], []
     for p in preds:
         z.append([c.prob for c in p.top] + [p.next_prob if p.next is not None else None])
-        text.append([f"{label(c.piece, c.special)}<br>{_pct(c.prob)}" for c in p.top] + (
-            [f"{label(p.next.piece, p.next.special)}<br>#{p.next_rank + 1} · {_pct(p.next_prob)}"] if p.next is not None else ["(generation<br>starts here)"]))
-        hover.append([f"after {_esc(quoted_piece(p.token.piece))}: {_esc(quoted_piece(c.piece))} {_pct(c.prob)}" for c in p.top] + (
-            [f"the prompt's next token {_esc(quoted_piece(p.next.piece))}: rank {p.next_rank + 1}, p {_pct(p.next_prob)}"] if p.next is not None else ["no next token in the prompt"]))
+        text.append([f"{label(c.piece, c.special)}<br>{pct(c.prob)}" for c in p.top] + (
+            [f"{label(p.next.piece, p.next.special)}<br>#{p.next_rank + 1} · {pct(p.next_prob)}"] if p.next is not None else ["(generation<br>starts here)"]))
+        hover.append([f"after {escape_plotly(quoted_piece(p.token.piece))}: {escape_plotly(quoted_piece(c.piece))} {pct(c.prob)}" for c in p.top] + (
+            [f"the prompt's next token {escape_plotly(quoted_piece(p.next.piece))}: rank {p.next_rank + 1}, p {pct(p.next_prob)}"] if p.next is not None else ["no next token in the prompt"]))
     ys = [p.position for p in preds]
     fig = go.Figure(go.Heatmap(
         z=z, x=list(range(n + 1)), y=ys, text=text, customdata=hover, texttemplate="%{text}", textfont=dict(size=10),
@@ -204,8 +204,8 @@ def teacher_figure(trace: Trace, height: int = 170) -> go.Figure:
     if not t.probs:
         return empty_figure("A one-token prompt has no next token to check.", height)
     x = list(range(len(t.probs)))  # bar i: position i's logits row, scored on token i + 1
-    hover = [f"{i}: {_esc(quoted_piece(trace.tokens[i].piece))} → {_esc(quoted_piece(trace.tokens[i + 1].piece))} · "
-             f"p {_pct(p)} · rank {r + 1}" for i, (p, r) in enumerate(zip(t.probs, t.ranks))]
+    hover = [f"{i}: {escape_plotly(quoted_piece(trace.tokens[i].piece))} → {escape_plotly(quoted_piece(trace.tokens[i + 1].piece))} · "
+             f"p {pct(p)} · rank {r + 1}" for i, (p, r) in enumerate(zip(t.probs, t.ranks))]
     fig = go.Figure(go.Bar(x=x, y=list(t.probs), marker_color=[VERMILLION if r == 0 else BLUE for r in t.ranks],
                            hovertext=hover, hoverinfo="text"))
     fig.update_yaxes(range=[0, 1], tickformat=".0%", title_text="p(actual next)", fixedrange=True, gridcolor="#EEE")
@@ -260,7 +260,7 @@ def lens_figure(trace: Trace) -> go.Figure:
                                         f"p({label(lens.target.piece, lens.target.special, 16)}), the final answer"))
     z = [[c.prob for c in layer.top] for layer in layers]
     text = [[label(c.piece, c.special) for c in layer.top] for layer in layers]
-    hover = [[f"layer {k}: {_esc(quoted_piece(c.piece))} {_pct(c.prob)}" for c in layer.top] for k, layer in zip(ks, layers)]
+    hover = [[f"layer {k}: {escape_plotly(quoted_piece(c.piece))} {pct(c.prob)}" for c in layer.top] for k, layer in zip(ks, layers)]
     fig.add_trace(go.Heatmap(z=z, x=list(range(n)), y=ks, text=text, customdata=hover, texttemplate="%{text}",
                              textfont=dict(size=10), colorscale=SCALE, zmin=0, zmax=1, xgap=2, ygap=1, showscale=False,
                              hovertemplate="%{customdata}<extra></extra>"), row=1, col=1)
@@ -268,7 +268,7 @@ def lens_figure(trace: Trace) -> go.Figure:
                          marker_color=[VERMILLION if layer.target_rank == 0 else BLUE for layer in layers],
                          text=[f"#{layer.target_rank + 1}" for layer in layers], textposition="outside", cliponaxis=False,
                          textfont=dict(size=9),
-                         hovertext=[f"layer {k}: p {_pct(layer.target_prob)}, rank {layer.target_rank + 1}" for k, layer in zip(ks, layers)],
+                         hovertext=[f"layer {k}: p {pct(layer.target_prob)}, rank {layer.target_rank + 1}" for k, layer in zip(ks, layers)],
                          hoverinfo="text"), row=1, col=2)
     ticks = [k for k in ks if L <= 12 or k % 5 == 0 or k == L]
     fig.update_yaxes(tickvals=ticks, ticktext=["embedding" if k == 0 else f"block {k}" for k in ticks],
