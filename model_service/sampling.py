@@ -255,7 +255,15 @@ def draw(stages: Stages, greedy: Sequence[bool], generators: Sequence[torch.Gene
     tokens = torch.where(greedy_t, final.argmax(dim=-1), tokens)
     p_token = final.gather(1, tokens.unsqueeze(1)).squeeze(1)
     high = torch.where(greedy_t, torch.ones_like(high), high)
-    ranks = rank_of(stages.logits, tokens)
+    # A window token's rank is its position (the window is the raw ranking, ties by lower id) when
+    # its logit beats every token outside the window; otherwise (drawn beyond it, or tied with its
+    # edge) count over the vocabulary.
+    value = stages.logits.gather(1, tokens.unsqueeze(1)).squeeze(1)
+    edge = stages.logits.gather(1, window[:, -1:]).squeeze(1)
+    exact = greedy_t | (~beyond & (value > edge)) | (window.shape[-1] == final.shape[-1])
+    ranks = torch.where(greedy_t, torch.zeros_like(position), position)
+    if not bool(exact.all()):
+        ranks = torch.where(exact, ranks, rank_of(stages.logits, tokens))
     draws = [
         DrawInfo(u=v, rank=int(r), low=max(0.0, (h - p) / t), high=min(1.0, h / t))
         for v, r, h, p, t in zip(us, ranks.tolist(), high.tolist(), p_token.tolist(), total.tolist())

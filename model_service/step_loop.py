@@ -159,6 +159,7 @@ class RowState:
         )
 
 
+@torch.inference_mode()  # no autograd bookkeeping on the ~60 small ops of a step
 def sample_rows(logits: torch.Tensor, rows: list[RowState], top_n: int, capture: bool = True):
     """One sampling step for (B, V) logits, row i with rows[i]'s settings and generator.
     Returns (token ids, draws, summaries or Nones, sampling ms)."""

@@ -127,13 +127,14 @@ def build_sampling_lab(service) -> dict:
         for record in stream:
             run.records.append(record)
             now = time.monotonic()
-            rate = len(run.records) / max(now - started, 1e-6)
-            text = token_chips_html(run.records), status_markdown(run, rate=rate)
+            chips_html = token_chips_html(run.records)
             if record.stop_reason or now - last_chart >= CHART_INTERVAL:
+                # the status line re-renders as Markdown in the browser: it keeps the charts' pace
                 last_chart = now
-                yield (*text, *_views(run), run)
+                rate = len(run.records) / max(now - started, 1e-6)
+                yield (chips_html, status_markdown(run, rate=rate), *_views(run), run)
             else:
-                yield (*text, gr.skip(), gr.skip(), run)
+                yield (chips_html, gr.skip(), gr.skip(), gr.skip(), run)
 
     def step(state: Run, *values):
         request = request_of(*values)

@@ -353,3 +353,12 @@ def test_the_order_is_written_once_in_the_module_docstring():
     doc = sampling.__doc__
     for order, transforms in sampling.ORDERS.items():
         assert " -> ".join(("raw", *transforms, "final")) in doc, order
+
+
+def test_draw_rank_is_the_raw_rank_in_and_beyond_the_window(monkeypatch):
+    monkeypatch.setattr(sampling, "WINDOW", 16)
+    x = random_logits(400, seed=8, scale=0.5)  # flat: many draws fall beyond a 16-token window
+    order = sorted(range(400), key=lambda i: (-x[i].item(), i))
+    for seed in range(40):
+        token, (d,) = sample(x, SamplingSettings(seed=seed))
+        assert d.rank == order.index(token.item())
