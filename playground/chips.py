@@ -120,14 +120,25 @@ def legend_html() -> str:
     )
 
 
+def chips_prefix() -> str:
+    """What comes before the first chip: the style and the legend."""
+    return f'{STYLE}{legend_html()}<div class="ntp-chips">'
+
+
+def chip_html(record: StepRecord, index: int, selected: int | None = None) -> str:
+    """One step's chip (and the line breaks its newlines make)."""
+    return _chip(record, index, selected)
+
+
 def token_chips_html(records: list[StepRecord], selected: int | None = None) -> str:
     """One chip per step, in order; `selected` is an index into records (the chip gets an outline).
 
     Append-only while a run streams: the style and legend come first and nothing closes after the
     chips (the parser closes the div), so each new token's HTML only extends the last one and
-    Gradio sends an ~200-byte "append" instead of the whole text again."""
+    Gradio sends an ~200-byte "append" instead of the whole text again (and a streaming caller can
+    build it as chips_prefix() + one chip_html per token)."""
     if records:
         body = "".join(_chip(r, i, selected) for i, r in enumerate(records))
     else:
         body = '<span class="ntp-empty">No tokens yet.</span>'
-    return f'{STYLE}{legend_html()}<div class="ntp-chips">{body}'
+    return chips_prefix() + body

@@ -16,7 +16,7 @@ import gradio as gr
 from model_service.records import StepRecord
 
 from . import charts
-from .chips import token_chips_html
+from .chips import chip_html, chips_prefix, token_chips_html
 from .controls import DEFAULTS, DEFAULTS_NOTE, MAX_NEW_TOKENS, ORDER_LABELS, ORDER_NOTES, RunRequest, parse_request
 
 CHART_INTERVAL = 0.5  # seconds: a six-panel Plotly redraw costs the browser ~100+ ms; 2 a second stays live
@@ -124,10 +124,11 @@ def build_sampling_lab(service) -> dict:
         run = Run(request)
         stream = open_stream(request)
         started = last_chart = time.monotonic()
+        chips_html = chips_prefix()
         for record in stream:
-            run.records.append(record)
+            run.records.append(record)  # the State holds this same object: no copy per token
             now = time.monotonic()
-            chips_html = token_chips_html(run.records)
+            chips_html += chip_html(record, len(run.records) - 1)  # O(1) per token, same HTML as token_chips_html
             if record.stop_reason or now - last_chart >= CHART_INTERVAL:
                 # the status line re-renders as Markdown in the browser: it keeps the charts' pace
                 last_chart = now

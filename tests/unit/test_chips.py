@@ -160,3 +160,10 @@ def test_streaming_html_only_grows_so_gradio_sends_appends():
     html_so_far = [token_chips_html(records[: n + 1]) for n in range(len(records))]
     for before, after in zip(html_so_far, html_so_far[1:]):
         assert after.startswith(before)
+
+
+def test_built_chip_by_chip_it_is_the_same_html():
+    from playground.chips import chip_html, chips_prefix
+
+    records = [rec(c, 0.3 + 0.1 * i) for i, c in enumerate(["a", " b", "\n", "<c>"])]
+    assert chips_prefix() + "".join(chip_html(r, i) for i, r in enumerate(records)) == token_chips_html(records)
