@@ -15,7 +15,7 @@ import torch
 from . import loading
 from .pieces import PieceTable
 from .engine import run_batch
-from .records import BatchStep, DrawInfo, ModelInfo, StepRecord
+from .records import BatchStep, ModelInfo, StepRecord
 from .settings import Request, SamplingSettings
 from .step_loop import Decoder, RowState, sample_rows
 from .text_stream import validate_stop
@@ -25,17 +25,25 @@ MAX_TOP_N = 100
 
 
 class PlaygroundService(Protocol):
+    """What the UI calls. ModelService is the in-process implementation; a remote one (the service
+    on a GPU box) only has to return the same records."""
+
     info: ModelInfo
 
     def generate(
-        self,
-        prompt: str,
-        settings: SamplingSettings,
-        max_new_tokens: int = 64,
-        stop: Sequence[str] = (),
-        chat: bool = False,
-        top_n: int = 20,
+        self, prompt: str, settings: SamplingSettings, max_new_tokens: int = 64, stop: Sequence[str] = (),
+        chat: bool = False, top_n: int = 20, *, continue_from: Sequence[int] = (),
     ) -> Iterator[StepRecord]: ...
+
+    def generate_batch(self, requests: Sequence[Request], top_n: int = 20) -> Iterator[BatchStep]: ...
+
+    def trace(self, prompt: str, chat: bool = False, block: int | None = None, top_n: int = 5): ...
+
+    def trace_attention(self, prompt: str, chat: bool = False, block: int = 1): ...
+
+    def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (), top_k: int = 10): ...
+
+    def pieces_of(self, ids: Sequence[int]) -> dict[int, str]: ...
 
 
 def _count(field: str, value, low: int, high: int) -> int:
@@ -208,4 +216,4 @@ class ModelService:
             logits = decoder.step(token_id)  # append the token: one forward pass, reusing the KV cache
 
 
-__all__ = ["ModelService", "PlaygroundService", "DrawInfo", "as_settings"]
+__all__ = ["ModelService", "PlaygroundService", "as_settings"]
