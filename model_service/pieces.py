@@ -6,8 +6,7 @@ from __future__ import annotations
 import functools
 
 from .records import Token
-
-REPLACEMENT = "\ufffd"
+from .text_stream import REPLACEMENT
 
 
 @functools.cache

@@ -162,15 +162,9 @@ class ModelService:
         forward pass, so bad input fails fast with a ValueError naming the field.
         """
         settings = as_settings(settings)
-        max_new_tokens = _count("max_new_tokens", max_new_tokens, 1, MAX_NEW_TOKENS)
         top_n = _count("top_n", top_n, 1, MAX_TOP_N)
         stop = validate_stop(stop)
-        ids = self.encode(prompt, chat)
-        if len(ids) + max_new_tokens > self.max_context:
-            raise ValueError(
-                f"prompt ({len(ids)} tokens) + max_new_tokens ({max_new_tokens}) exceeds the model's "
-                f"context of {self.max_context} tokens"
-            )
+        ids, max_new_tokens = self._prompt(prompt, chat, max_new_tokens)
         prefix = [_count("continue_from token", t, 0, self.info.vocab_size - 1) for t in continue_from]
         if len(prefix) >= max_new_tokens:
             raise ValueError(f"already {len(prefix)} tokens generated: max_new_tokens ({max_new_tokens}) reached")
@@ -192,15 +186,23 @@ class ModelService:
                     request = Request(**{**request, "settings": as_settings(request.get("settings"))})
                 elif not isinstance(request, Request):
                     raise ValueError(f"expected a Request, got {type(request).__name__}")
-                max_new = _count("max_new_tokens", request.max_new_tokens, 1, MAX_NEW_TOKENS)
-                ids = self.encode(request.prompt, request.chat)
-                if len(ids) + max_new > self.max_context:
-                    raise ValueError(f"prompt + max_new_tokens exceeds the model's context of {self.max_context} tokens")
+                ids, max_new = self._prompt(request.prompt, request.chat, request.max_new_tokens)
                 rows.append(RowState(self, as_settings(request.settings), max_new, validate_stop(request.stop)))
                 prompts.append(ids)
             except (ValueError, TypeError) as e:
                 raise ValueError(f"request {n}: {e}") from None
         return run_batch(self, prompts, rows, top_n)
+
+    def _prompt(self, prompt: str, chat: bool, max_new_tokens) -> tuple[list[int], int]:
+        """The prompt's ids and a checked max_new_tokens that fits the model's context."""
+        max_new_tokens = _count("max_new_tokens", max_new_tokens, 1, MAX_NEW_TOKENS)
+        ids = self.encode(prompt, chat)
+        if len(ids) + max_new_tokens > self.max_context:
+            raise ValueError(
+                f"prompt ({len(ids)} tokens) + max_new_tokens ({max_new_tokens}) exceeds the model's "
+                f"context of {self.max_context} tokens"
+            )
+        return ids, max_new_tokens
 
     def _generate(self, ids, prefix, settings, max_new_tokens, stop, top_n, capture, ignore_eos):
         row = RowState(self, settings, max_new_tokens, stop, prefix, ignore_eos)

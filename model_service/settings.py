@@ -14,7 +14,6 @@ ORDERS: dict[str, tuple[str, ...]] = {
     "vllm": ("temperature", "min_p", "top_k", "top_p"),
     "llama.cpp": ("top_k", "top_p", "min_p", "temperature"),
 }
-TRANSFORMS = ("temperature", "top_k", "top_p", "min_p")
 # vLLM treats T below this as greedy and clamps (this, 0.01) up to 0.01.
 VLLM_GREEDY_EPS = 1e-5
 VLLM_MIN_TEMPERATURE = 0.01

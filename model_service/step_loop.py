@@ -81,14 +81,14 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: int, orders: list[str
     entropy = torch.stack([p[1] for p in per], dim=1)
     chosen = torch.stack([p[2] for p in per], dim=1)
     top = torch.stack([p[3] for p in per], dim=1)  # (B, U, N)
-    # kept mass: each stage's survivors measured under the stage before it (raw's is itself)
-    kept_mass = torch.stack(
-        [
-            (stages.probs[names[column[max(i - 1, 0)]]] * stages.kept[names[column[i]]]).sum(dim=-1)
-            for i in range(len(column))
-        ],
-        dim=1,
-    )  # (B, S)
+    # kept mass: each stage's survivors measured under the stage before it (raw's is itself); a pair
+    # of stages that share their distribution is computed once
+    masses: dict[tuple[int, int], torch.Tensor] = {}
+    for i in range(len(column)):
+        pair = (column[max(i - 1, 0)], column[i])
+        if pair not in masses:
+            masses[pair] = (stages.probs[names[pair[0]]] * stages.kept[names[pair[1]]]).sum(dim=-1)
+    kept_mass = torch.stack([masses[(column[max(i - 1, 0)], column[i])] for i in range(len(column))], dim=1)  # (B, S)
 
     rows = []
     for b, (row_ids, row_top, counts, masses, ents, ch) in enumerate(

@@ -14,7 +14,7 @@ from typing import Generator
 
 import gradio as gr
 
-from .controls import MAX_NEW_TOKENS, parse_request
+from .controls import parse_request
 
 
 def register_api(service) -> None:
@@ -49,5 +49,3 @@ def register_api(service) -> None:
 
     gr.api(stream_records, api_name="stream_records", concurrency_id="model")
 
-
-__all__ = ["register_api", "MAX_NEW_TOKENS"]

@@ -9,7 +9,7 @@ Finished runs live in gr.State as records, so scrubbing back never recomputes an
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import gradio as gr
 
@@ -144,7 +144,7 @@ def build_sampling_lab(service) -> dict:
         )
         taken = [r.token_id for r in state.records] if same_run else []
         if same_run and request.settings.seed is None:  # blank seed: keep following the run's own
-            request = RunRequest(**{**request.__dict__, "settings": _with_seed(request.settings, state.records[0].seed)})
+            request = replace(request, settings=replace(request.settings, seed=state.records[0].seed))
         record = next(iter(open_stream(request, continue_from=taken)))
         run = Run(request, (state.records if same_run else []) + [record])
         return (token_chips_html(run.records), status_markdown(run), *_views(run), run, _scrub_update(run), charts.run_figure(run.records))
@@ -178,9 +178,3 @@ def build_sampling_lab(service) -> dict:
         "min_p": min_p, "seed": seed, "max_new_tokens": max_new, "stop": stop, "order": order,
         "run_state": run_state, "chips": chips, "status": status, "scrub": scrub,
     }
-
-
-def _with_seed(settings, seed):
-    from dataclasses import replace
-
-    return replace(settings, seed=seed)

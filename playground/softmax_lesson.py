@@ -49,16 +49,8 @@ def parse_logit(token: str, value) -> float:
             text = text.replace(",", ".")  # a decimal comma
         if not text:
             raise ValueError(f"{label} is empty: type a number such as 2.5")
-        try:
-            value = float(text)
-        except ValueError:
-            raise ValueError(f"{label} must be a number such as 2.5, got {value.strip()!r}") from None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{label} must be a number such as 2.5, got {value!r}") from None
-    if not math.isfinite(x):
-        raise ValueError(f"{label} must be a finite number, got {value!r}")
+        value = text
+    x = _number(label, value)
     if abs(x) > MAX_ABS_LOGIT:
         raise ValueError(f"{label} is {x:g}: keep logits between -{MAX_ABS_LOGIT:g} and {MAX_ABS_LOGIT:g}")
     return x
