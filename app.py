@@ -30,7 +30,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> None:
     args = parse_args(argv)
     from model_service.background import LoadingService
-    from playground.ui import build_demo, launch_options
+    from playground.page import build_demo, launch_options
 
     try:
         service = LoadingService(args.model, args.device)

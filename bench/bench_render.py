@@ -33,10 +33,11 @@ import gradio as gr  # noqa: E402
 from gradio import blocks as gr_blocks, utils as gr_utils  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-import playground.sampling_lab as lab  # noqa: E402
+import playground.lab.charts as lab_charts  # noqa: E402
+import playground.lab.tab as lab  # noqa: E402
 from model_service import ModelService, SamplingSettings  # noqa: E402
 from model_service.background import LoadingService  # noqa: E402
-from playground.ui import build_demo, launch_options  # noqa: E402
+from playground.page import build_demo, launch_options  # noqa: E402
 
 PROMPT = "Once upon a time, in a small village by the sea,"
 TEMPERATURE, TOP_P, WINDOW = 0.8, 0.95, 50
@@ -171,7 +172,8 @@ def main() -> None:
     svc = LoadingService(service=model)
     svc.generate = timed_stream(model)  # instance attribute wins over LoadingService.__getattr__
     instrument(lab, "token_chips_html", CHIPS)
-    instrument(lab, "_views", FIGS)
+    instrument(lab_charts, "stage_figure", FIGS)
+    instrument(lab_charts, "draw_figure", FIGS)
     instrument(lab, "status_markdown", "status_markdown")
     instrument(gr.HTML, "postprocess", "HTML.postprocess (chips to the wire)")
     instrument(gr.Plot, "postprocess", "Plot.postprocess (fig.to_json to the wire)")

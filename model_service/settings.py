@@ -5,37 +5,27 @@ The order of the transforms for each `order` is documented once, in model_servic
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
+
+from . import limits, validation
 
 ORDERS: dict[str, tuple[str, ...]] = {
     "hf": ("temperature", "top_k", "top_p", "min_p"),
     "vllm": ("temperature", "min_p", "top_k", "top_p"),
     "llama.cpp": ("top_k", "top_p", "min_p", "temperature"),
 }
-# vLLM treats T below this as greedy and clamps (this, 0.01) up to 0.01.
-VLLM_GREEDY_EPS = 1e-5
+# vLLM treats T below this as greedy and clamps (this, 0.01) up to 0.01. Every order treats T below it
+# as greedy: dividing float32 logits by T <= ~1e-37 overflows to inf and the softmax to NaN, and above
+# 1e-5 but tiny the tempered distribution is already one-hot on the argmax (docs/sampling.md).
+GREEDY_EPS = 1e-5
+VLLM_GREEDY_EPS = GREEDY_EPS
 VLLM_MIN_TEMPERATURE = 0.01
-MAX_SEED = 2**63 - 1
+MAX_SEED = limits.MAX_SEED
 
 
 def stage_names(order: str) -> tuple[str, ...]:
     """The stage names of one order, raw first and final last."""
     return ("raw", *ORDERS[order], "final")
-
-
-def _number(field: str, value, *, integer: bool = False):
-    """Validate a plain real number (bools and NaN refused); integers must be integral."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{field} must be a number, got {value!r}")
-    if math.isnan(value):
-        raise ValueError(f"{field} must be a number, got NaN")
-    if integer:
-        if not math.isfinite(value) or value != int(value):
-            raise ValueError(f"{field} must be a whole number, got {value!r}")
-        return int(value)
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -51,32 +41,19 @@ class SamplingSettings:
     order: str = "hf"
 
     def __post_init__(self):
-        t = _number("temperature", self.temperature)
-        if not t >= 0 or math.isinf(t):
-            raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {self.temperature!r}")
-        k = _number("top_k", self.top_k, integer=True)
-        if k < 0:
-            raise ValueError(f"top_k must be >= 0 (0 = off), got {self.top_k!r}")
-        p = _number("top_p", self.top_p)
-        if not 0 < p <= 1:
-            raise ValueError(f"top_p must be in (0, 1] (1 = off), got {self.top_p!r}")
-        m = _number("min_p", self.min_p)
-        if not 0 <= m <= 1:
-            raise ValueError(f"min_p must be in [0, 1] (0 = off), got {self.min_p!r}")
-        seed = self.seed
-        if seed is not None:
-            seed = _number("seed", seed, integer=True)
-            if not 0 <= seed <= MAX_SEED:
-                raise ValueError(f"seed must be between 0 and 2**63-1 or empty, got {self.seed!r}")
-        if self.order not in ORDERS:
-            raise ValueError(f"order must be one of {', '.join(ORDERS)}; got {self.order!r}")
+        number = validation.number
+        t = number("temperature", self.temperature, low=0, high=limits.MAX_TEMPERATURE)
+        k = number("top_k", self.top_k, integer=True, low=0, high=limits.MAX_TOP_K)
+        p = number("top_p", self.top_p, low=0, high=1, low_open=True)
+        m = number("min_p", self.min_p, low=0, high=1)
+        seed = validation.seed("seed", self.seed)
+        validation.choice("order", self.order, ORDERS)
         for name, value in (("temperature", t), ("top_k", k), ("top_p", p), ("min_p", m), ("seed", seed)):
             object.__setattr__(self, name, value)
 
     @property
     def greedy(self) -> bool:
-        limit = VLLM_GREEDY_EPS if self.order == "vllm" else 0.0
-        return self.temperature <= limit
+        return self.temperature < GREEDY_EPS
 
     @property
     def effective_temperature(self) -> float:

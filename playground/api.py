@@ -1,20 +1,36 @@
-"""Endpoints for scripts and notebooks: the step records as JSON, streamed.
+"""Endpoints for scripts and notebooks: the records as JSON (every UI event has an api_name too).
 
     from gradio_client import Client
     client = Client("http://127.0.0.1:7860/")
     for record in client.submit("The capital of France is", 0.8, 0, 0.95, 0.0, 1, api_name="/stream_records"):
         print(record["piece"], record["stages"][-1]["chosen_prob"])
 
-A bad setting ends the stream early; `job.result()` then raises the message (gradio_client.AppError).
+Every argument is checked here, before anything runs: a bad one ends the call with a message that
+names it, its value and what is allowed (`job.result()` raises it as gradio_client's AppError).
 """
 
 from __future__ import annotations
 
-from typing import Generator
+from typing import Any, Generator
 
 import gradio as gr
 
-from .controls import parse_request
+from model_service import limits, validation
+from model_service.settings import ORDERS, SamplingSettings
+
+from .common.errors import user_error
+
+
+def _settings(temperature, top_k, top_p, min_p, seed, order) -> SamplingSettings:
+    number = validation.number
+    return SamplingSettings(
+        temperature=number("temperature", temperature, low=0, high=limits.MAX_TEMPERATURE),
+        top_k=number("top_k", top_k, integer=True, low=0, high=limits.MAX_TOP_K),
+        top_p=number("top_p", top_p, low=0, high=1, low_open=True),
+        min_p=number("min_p", min_p, low=0, high=1),
+        seed=validation.seed("seed", seed),
+        order=validation.choice("order", order, ORDERS),
+    )
 
 
 def register_api(service) -> None:
@@ -22,30 +38,49 @@ def register_api(service) -> None:
 
     def stream_records(
         prompt: str,
-        temperature: float = 1.0,
-        top_k: int = 0,
-        top_p: float = 1.0,
-        min_p: float = 0.0,
-        seed: int | None = None,
+        temperature: Any = 1.0,
+        top_k: Any = 0,
+        top_p: Any = 1.0,
+        min_p: Any = 0.0,
+        seed: Any = None,
         order: str = "hf",
-        max_new_tokens: int = 48,
-        stop: list[str] | None = None,
-        chat: bool = False,
-        top_n: int = 20,
+        max_new_tokens: Any = limits.DEFAULT_MAX_NEW_TOKENS,
+        stop: Any = None,
+        chat: Any = False,
+        top_n: Any = limits.DEFAULT_TOP_N,
     ) -> Generator[dict, None, None]:  # gr.api needs Generator (not Iterator) to stream
         """Stream one JSON step record per generated token: the token, the text so far, every stage's
         top-N probabilities, kept counts and masses, entropies, the random draw and timings. The last
-        record carries stop_reason ("eos", "max_tokens" or "stop_string")."""
+        record carries stop_reason ("eos", "max_tokens" or "stop_string"). stop: a list of strings,
+        each used exactly as given (or one string). seed: a whole number below 2**53, or null."""
         try:
-            request = parse_request(prompt, chat, temperature, top_k, top_p, min_p, seed, max_new_tokens, "\n".join(stop or ()), order)
             records = service.generate(
-                request.prompt, request.settings, max_new_tokens=request.max_new_tokens, stop=request.stop,
-                chat=request.chat, top_n=top_n,
+                validation.text("prompt", prompt),
+                _settings(temperature, top_k, top_p, min_p, seed, order),
+                max_new_tokens=validation.number("max_new_tokens", max_new_tokens, integer=True, low=1,
+                                                 high=limits.MAX_NEW_TOKENS),
+                stop=validation.stop_strings("stop", stop),
+                chat=validation.boolean("chat", chat),
+                top_n=validation.number("top_n", top_n, integer=True, low=1, high=limits.MAX_TOP_N),
             )
         except (ValueError, RuntimeError) as e:
-            raise gr.Error(str(e)) from None
-        for record in records:
-            yield record.to_dict()
+            raise user_error(e) from None
+        try:
+            for record in records:
+                yield record.to_dict()
+        finally:
+            getattr(records, "close", lambda: None)()  # a dropped client frees its row at once
 
-    gr.api(stream_records, api_name="stream_records", concurrency_id="model")
+    def trace_record(prompt: str, chat: Any = False, block: Any = None, top_n: Any = 5) -> dict:
+        """The forward-pass trace as JSON: shapes, embedding rows, residual norms and updates, one block's
+        attention, the top-N at every position with teacher forcing, the logits' memory cost, the logit lens."""
+        try:
+            prompt, chat = validation.text("prompt", prompt), validation.boolean("chat", chat)
+            block = validation.number("block", block, integer=True, low=1, high=service.info.num_layers, blank=None)
+            top_n = validation.number("top_n", top_n, integer=True, low=1, high=limits.MAX_TRACE_TOP_N)
+            return service.trace(prompt, chat, block=block, top_n=top_n).to_dict()
+        except (ValueError, RuntimeError) as e:
+            raise user_error(e) from None
 
+    gr.api(stream_records, api_name="stream_records")
+    gr.api(trace_record, api_name="trace_record")

@@ -71,7 +71,7 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def app_url(embedded):
     from model_service.background import LoadingService
-    from playground.ui import build_demo, launch_options
+    from playground.page import build_demo, launch_options
 
     demo = build_demo(LoadingService(service=embedded))
     demo.queue(default_concurrency_limit=1)

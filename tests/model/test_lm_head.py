@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from model_service.lm_head import LmHeadView, _final_hidden, lm_head_breakdown
-from playground.lm_head_view import lm_head_figure, lm_head_markdown
+from playground.softmax.lm_head_view import lm_head_figure, lm_head_markdown
 
 from ..conftest import byte_tokenizer, tiny_llama
 

@@ -1,0 +1,258 @@
+"""Views of one step of the batched engine (lesson 13, "Inside an engine"): pure functions, records in,
+a plotly Figure or an HTML string out. No torch, no gradio.
+
+Rows keep their place in every view for the whole run (request order, finished rows stay as empty
+lines), so the eye can watch the batch shrink while the layout stays still.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import plotly.graph_objects as go
+
+from model_service.records import BatchStep, StepRecord
+from model_service.settings import SamplingSettings
+
+from ..common.colours import MASS_SCALE, VERMILLION
+from ..common.figures import base_layout, empty_figure
+from ..common.text import STOP_REASONS, escape_html, escape_plotly, pct, quoted_piece, shorten, visible_piece
+
+CELL_CHARS = 8  # token text in a heatmap cell is cut to this
+PIECE_CHARS = 10  # token text in the parameter table
+
+
+def settings_label(s: SamplingSettings) -> str:
+    """A request's knobs in a few words, only those that are on: "greedy", "T 0.8 · top-p 0.95"."""
+    if s.greedy:
+        parts = ["greedy"]
+    else:
+        parts = [] if s.temperature == 1 else [f"T {s.temperature:g}"]
+        parts += [f"top-k {s.top_k}"] if s.top_k else []
+        parts += [f"top-p {s.top_p:g}"] if s.top_p < 1 else []
+        parts += [f"min-p {s.min_p:g}"] if s.min_p > 0 else []
+        parts = parts or ["T 1 (plain sampling)"]
+    if s.order != "hf":
+        parts.append(s.order)
+    return " · ".join(parts)
+
+
+def _finished_note(record: StepRecord) -> str:
+    return f"finished at step {record.step + 1}: {STOP_REASONS.get(record.stop_reason, record.stop_reason)}"
+
+
+# ---- the batch heatmap --------------------------------------------------------------------------
+
+
+def _row_cells(record: StepRecord, top: int):
+    """(probabilities, cell texts, hover texts, chosen column) of one live row: its top tokens by raw
+    rank, then one "rest" cell for the mass outside them."""
+    final = record.stage("final")
+    raw = record.stage("raw")
+    n = min(top, len(record.candidates))
+    z = [*final.probs[:n], *[None] * (top - n)]
+    z.append(max(0.0, 1.0 - sum(final.probs[:n])))
+    text, hover = [], []
+    for k, token in enumerate(record.candidates[:n]):
+        text.append(escape_plotly(shorten(visible_piece(token.piece, token.special), CELL_CHARS)))
+        hover.append(f"rank {k + 1} · {escape_plotly(quoted_piece(token.piece))} · final {pct(final.probs[k])} · raw {pct(raw.probs[k])}")
+    text += [""] * (top - n)
+    hover += [""] * (top - n)
+    chosen = next((k for k, t in enumerate(record.candidates[:n]) if t.id == record.token_id), None)
+    if chosen is None:  # drawn from the tail: the rest cell names it and its raw rank
+        chosen = top
+        text.append(escape_plotly(shorten(visible_piece(record.piece, record.special), CELL_CHARS - 3)) + f" #{record.chosen_rank + 1}")
+        hover.append(f"outside the top {n}: chosen {escape_plotly(quoted_piece(record.piece))}, raw rank {record.chosen_rank + 1}")
+    else:
+        text.append(pct(z[-1]) if z[-1] >= 0.01 else "")
+        hover.append(f"all other tokens · final {pct(z[-1])}")
+    return z, text, hover, chosen
+
+
+def batch_heatmap(step: BatchStep, labels: Sequence[str] | None = None, finished: Sequence[StepRecord | None] = (),
+                  top: int = 10) -> go.Figure:
+    """Requests × their top tokens, coloured by the probability after the final stage.
+
+    Each row has its own tokens (a row's top-`top` by raw logit, most probable left), so columns are
+    ranks, not tokens; the last column is the mass outside them. The chosen token is outlined.
+    labels: one per request (default "row i"); finished: per request its last record, for rows that
+    have left the batch (they show as an empty line with their stop reason)."""
+    rows = len(step.rows)
+    if rows == 0:
+        return empty_figure("No requests.")
+    labels = list(labels) if labels else [f"row {i + 1}" for i in range(rows)]
+    finished = list(finished) + [None] * (rows - len(finished))
+    z, text, hover, shapes, notes = [], [], [], [], []
+    for i, record in enumerate(step.rows):
+        if record is None or not record.stages:
+            z.append([None] * (top + 1))
+            text.append([""] * (top + 1))
+            hover.append([""] * (top + 1))
+            done = finished[i]
+            notes.append((i, _finished_note(done) if done is not None else "not in this step's batch"))
+            shapes.append(dict(type="rect", x0=-0.5, x1=top + 0.5, y0=i - 0.45, y1=i + 0.45, layer="below",
+                               fillcolor="#F2F2F2", line=dict(width=0), xref="x", yref="y"))
+            continue
+        zr, tr, hr, chosen = _row_cells(record, top)
+        z.append(zr)
+        text.append(tr)
+        hover.append(hr)
+        shapes.append(dict(type="rect", x0=chosen - 0.5, x1=chosen + 0.5, y0=i - 0.5, y1=i + 0.5,
+                           line=dict(color=VERMILLION, width=2.5), xref="x", yref="y"))
+    fig = go.Figure(go.Heatmap(
+        z=z, text=text, texttemplate="%{text}", textfont=dict(size=10), hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>", zmin=0, zmax=1, colorscale=MASS_SCALE, xgap=1, ygap=2,
+        colorbar=dict(title=dict(text="p final", side="top", font=dict(size=9)), thickness=10, len=0.9,
+                      tickvals=[0, 0.1, 0.3, 0.6, 1], ticktext=["0", ".1", ".3", ".6", "1"], tickfont=dict(size=9)),
+    ))
+    for i, note in notes:
+        fig.add_annotation(text=escape_plotly(note), x=top / 2, y=i, xref="x", yref="y", showarrow=False,
+                           font=dict(size=10, color="#888"))
+    fig.update_layout(shapes=shapes)
+    fig.update_xaxes(tickvals=list(range(top + 1)), ticktext=[str(k + 1) for k in range(top)] + ["rest"],
+                     side="top", range=[-0.5, top + 0.5], fixedrange=True, showgrid=False, zeroline=False,
+                     tickfont=dict(size=9), ticks="", title=dict(text="rank under the raw logits", font=dict(size=9), standoff=2))
+    fig.update_yaxes(tickvals=list(range(rows)), ticktext=[escape_plotly(shorten(label, 34)) for label in labels],
+                     range=[rows - 0.5, -0.5], fixedrange=True, showgrid=False, zeroline=False, automargin=True,
+                     tickfont=dict(size=10), ticks="", ticklabelstandoff=6)
+    return base_layout(fig, 70 + 34 * rows, dict(l=6, r=6, t=46, b=8))
+
+
+# ---- the parameter tensors ---------------------------------------------------------------------------
+
+_TENSORS = (  # (key in BatchStep.params, dtype, what "off" looks like)
+    ("temperature", "float32", "greedy rows carry 1"),
+    ("top_k", "int64", "0 = off"),
+    ("top_p", "float32", "1 = off"),
+    ("min_p", "float32", "0 = off"),
+    ("greedy", "bool", "argmax, no draw"),
+)
+
+
+def _value(value) -> str:
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, float):
+        return f"{value:.3g}" if value else "0"
+    return str(value)
+
+
+def params_html(step: BatchStep, numbers: Sequence[int] | None = None) -> str:
+    """The per-row tensors the sampler receives this step, one (B,) tensor per line, one column per
+    batch row, and what it gives back: one token id per row. numbers: the table row of each request."""
+    b, vocab = step.logits_shape
+    numbers = list(numbers) if numbers else list(range(1, len(step.rows) + 1))
+    head = "".join(f"<th>b{j}<br><small>row {numbers[i]}</small></th>" for j, i in enumerate(step.active))
+    lines = []
+    for key, dtype, note in _TENSORS:
+        cells = "".join(f"<td>{_value(v)}</td>" for v in step.params.get(key, []))
+        lines.append(f"<tr><th><code>{key}</code> <small>{dtype} · {note}</small></th>{cells}</tr>")
+    chosen = [step.rows[i] for i in step.active]
+    ids = "".join(f"<td>{r.token_id}</td>" for r in chosen)
+    pieces = "".join(
+        f'<td title="{escape_html(quoted_piece(r.piece))}">'
+        f"{escape_html(shorten(visible_piece(r.piece, r.special), PIECE_CHARS))}</td>" for r in chosen
+    )
+    lines.append(f'<tr class="ntp-out"><th>→ <code>next_tokens</code> <small>int64</small></th>{ids}</tr>')
+    lines.append(f'<tr class="ntp-out"><th>→ as text</th>{pieces}</tr>')
+    caption = (f"Step {step.step + 1}: logits <code>({b}, {vocab:,})</code> · each line is one <code>({b},)</code> "
+               f"tensor · one sampler pass for the whole batch")
+    return (f'{PARAMS_STYLE}<div class="ntp-params"><div class="ntp-caption">{caption}</div>'
+            f"<table><tr><th>batch row</th>{head}</tr>{''.join(lines)}</table></div>")
+
+
+PARAMS_STYLE = """<style>
+.ntp-params{font-size:13px;overflow-x:auto}
+.ntp-params .ntp-caption{margin-bottom:4px}
+.ntp-params table{border-collapse:collapse;font-family:ui-monospace,SFMono-Regular,Menlo,monospace;margin:0}
+.ntp-params table th,.ntp-params table td{padding:3px 10px!important;border:0!important;border-bottom:1px solid #ddd!important;
+ text-align:right!important;white-space:pre;line-height:1.3}
+.ntp-params table th:first-child{text-align:left!important;font-weight:normal}
+.ntp-params small{opacity:.7}
+.ntp-params tr.ntp-out td{font-weight:600;color:#D55E00}
+</style>"""
+
+
+def empty_params_html() -> str:
+    return f'{PARAMS_STYLE}<div class="ntp-params ntp-caption">The sampler\'s per-row tensors appear here.</div>'
+
+
+# ---- the requests' texts, side by side -----------------------------------------------------------------
+
+
+def _card(number: int, label: str, prompt: str, record: StepRecord | None, running: bool) -> str:
+    if record is None:
+        state, body = ("waiting…" if running else "not run yet"), ""
+    else:
+        body = escape_html(record.text)
+        if record.stop_reason:
+            state = f"<b>stopped</b> after {record.step + 1} tokens: {STOP_REASONS.get(record.stop_reason, record.stop_reason)}"
+        else:
+            state = f"generating · {record.step + 1} tokens"
+    done = " ntp-done" if record is not None and record.stop_reason else ""
+    return (
+        f'<div class="ntp-card{done}" data-row="{number}"><div class="ntp-card-head"><b>Row {number}</b> · '
+        f"{escape_html(label)}</div><div class=\"ntp-card-text\"><span class=\"ntp-prompt\">{escape_html(prompt)}</span>"
+        f'{body}</div><div class="ntp-card-state">{state}</div></div>'
+    )
+
+
+def rows_html(numbers: Sequence[int], labels: Sequence[str], prompts: Sequence[str],
+              latest: Sequence[StepRecord | None], running: bool = True) -> str:
+    """One card per request: its prompt (muted), the text generated so far, and its state or stop reason."""
+    cards = "".join(_card(n, lab, p, r, running) for n, lab, p, r in zip(numbers, labels, prompts, latest))
+    return f'{ROWS_STYLE}<div class="ntp-cards">{cards}</div>'
+
+
+ROWS_STYLE = """<style>
+.ntp-cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(240px,1fr));gap:8px}
+.ntp-card{border:1px solid #d0d7de;border-left:4px solid #0072B2;border-radius:6px;padding:6px 8px;display:flex;flex-direction:column}
+.ntp-card.ntp-done{border-left-color:#999}
+.ntp-card-head{font-size:12px;margin-bottom:4px}
+.ntp-card-text{font-size:14px;white-space:pre-wrap;word-break:break-word;flex:1;min-height:3em}
+.ntp-prompt{opacity:.55}
+.ntp-card-state{font-size:12px;margin-top:4px;opacity:.85}
+</style>"""
+
+
+# ---- the status line -----------------------------------------------------------------------------
+
+
+def batch_sizes_summary(sizes: Sequence[int]) -> str:
+    """Batch size per step as runs: [6, 6, 5, 5, 5, 2] -> "6 rows for steps 1–2 · 5 for steps 3–5 · 2 for step 6"."""
+    runs: list[list[int]] = []  # [size, first step, last step], steps 1-based
+    for s, size in enumerate(sizes, start=1):
+        if runs and runs[-1][0] == size:
+            runs[-1][2] = s
+        else:
+            runs.append([size, s, s])
+    parts = []
+    for n, (size, a, b) in enumerate(runs):
+        unit = (" rows" if size != 1 else " row") if n == 0 else ""
+        parts.append(f"{size}{unit} for " + (f"steps {a}–{b}" if a != b else f"step {a}"))
+    return " · ".join(parts)
+
+
+def status_markdown(step: BatchStep | None, sizes: Sequence[int] = (), tokens: int = 0, seconds: float = 0.0,
+                    done: bool = False) -> str:
+    if step is None:
+        return "Press **Run** to generate every row of the table together, one forward pass per step."
+    b, vocab = step.logits_shape
+    parts = [
+        f"**Step {step.step + 1}**",
+        f"batch of **{b}** of {len(step.rows)} rows",
+        f"logits ({b}, {vocab:,})",
+        f"forward {step.forward_ms:.0f} ms · sampler {step.sampling_ms:.1f} ms",
+    ]
+    if seconds > 0:
+        parts.append(f"{tokens / seconds:.1f} tokens/s in all")
+    line = " · ".join(parts)
+    if done:
+        line += f"  \n**All rows finished** after {step.step + 1} steps, {tokens} tokens. Batch size: {batch_sizes_summary(sizes)}."
+    return line
+
+
+__all__ = [
+    "batch_heatmap", "params_html", "empty_params_html", "rows_html", "status_markdown", "batch_sizes_summary",
+    "settings_label",
+]

@@ -1,0 +1,295 @@
+"""Figures for one sampling step and for a whole run: pure functions, records in, plotly Figures out.
+
+No torch, no gradio: they can be unit-tested and rebuilt from saved records (a finished run replayed
+from gr.State). Each figure is re-sent whole on every update, so all use template="none", one trace
+per panel and fixed axes: small to stream, and bars that do not jump from step to step.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import functools
+import math
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from model_service.records import Stage, StepRecord
+
+from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
+from ..common.figures import base_layout, empty_figure
+from ..common.text import escape_plotly, pct, quoted_piece, shorten, tick_count, visible_piece
+
+STAGE_TITLES = {"top_k": "after top-k", "top_p": "after top-p", "min_p": "after min-p"}  # the filters' panels
+FILTER_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "final": "argmax"}
+
+
+# ---- one step: every stage side by side -----------------------------------------------------------
+
+
+def _stage_or_none(record: StepRecord, name: str) -> Stage | None:
+    return next((s for s in record.stages if s.name == name), None)
+
+
+def _chosen_row(record: StepRecord) -> int | None:
+    return next((i for i, t in enumerate(record.candidates) if t.id == record.token_id), None)
+
+
+def _stage_title(stage: Stage, greedy: bool) -> str:
+    if stage.name == "raw":
+        return f"raw softmax<br>{stage.kept_count:,} tokens"
+    if stage.name == "temperature":
+        return f"after temperature<br>{stage.kept_count:,} tokens"
+    if stage.name == "final":
+        head = "final: argmax" if greedy else "final (sampled from)"
+        return f"{head}<br>kept {stage.kept_count:,}"
+    title = STAGE_TITLES[stage.name]
+    return f"{title}<br>kept {stage.kept_count:,} · mass {stage.kept_mass:.2f}"
+
+
+def _row_probs(stage: Stage, extra: bool) -> list[float]:
+    """The stage's probs per y row; the off-list chosen token, when shown, is the last row."""
+    return [*stage.probs, stage.chosen_prob] if extra else list(stage.probs)
+
+
+def _stage_bars(record, stage, prev, removed_by, chosen, extra, greedy) -> dict:
+    """One panel: kept bars blue (chosen vermillion), bars this stage cut grey at their old height."""
+    pieces = [t.piece for t in record.candidates] + ([record.piece] if extra else [])
+    probs, before = _row_probs(stage, extra), (_row_probs(prev, extra) if prev else None)
+    can_remove = stage.name in FILTER_NAMES and (stage.name != "final" or greedy)
+    x, colours, hover, text = [], [], [], []
+    for i, p in enumerate(probs):
+        who = escape_plotly(quoted_piece(pieces[i]))
+        if p > 0:
+            x.append(p)
+            colours.append(VERMILLION if i == chosen else BLUE)
+            hover.append(f"{who} · {pct(p)}")
+            text.append(pct(p) if p >= 0.01 else "")
+            continue
+        if can_remove and before is not None and before[i] > 0:
+            removed_by[i] = FILTER_NAMES[stage.name]
+            x.append(before[i])
+            colours.append(GREY)
+            hover.append(f"{who} · removed by {removed_by[i]} (had {pct(before[i])})")
+        else:
+            x.append(0.0)
+            colours.append(BLUE)
+            hover.append(f"{who} · removed by {removed_by[i]}" if i in removed_by else f"{who} · 0%")
+        text.append("")
+    return dict(
+        type="bar",
+        x=x,
+        y=list(range(len(probs))),
+        orientation="h",
+        marker=dict(color=colours, line=dict(width=0)),
+        text=text,
+        textposition=["inside" if v >= 0.3 else "outside" for v in x],
+        insidetextanchor="end",
+        textfont=dict(size=9, color=["white" if v >= 0.3 else INK for v in x]),
+        cliponaxis=False,
+        hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+    )
+
+
+def _y_labels(record: StepRecord, chosen: int | None) -> list[str]:
+    labels = [escape_plotly(shorten(visible_piece(t.piece, t.special))) for t in record.candidates]
+    if chosen is None:  # drawn from outside the top-N: give it its own row, marked with its rank
+        labels.append(escape_plotly(shorten(visible_piece(record.piece, record.special), 10)) + f" #{record.chosen_rank + 1}")
+        chosen = len(labels) - 1
+    labels[chosen] = f"<b>{labels[chosen]}</b>"
+    return labels
+
+
+def stage_figure(record: StepRecord, height: int = 360) -> go.Figure:
+    """One horizontal-bar panel per pipeline stage (raw … final), sharing one y axis of candidates.
+
+    Rows are the raw top-N, most probable at the top, in the same order in every panel, so the eye
+    can follow a token from stage to stage. If the chosen token is not among them it gets an extra
+    last row (its label ends with its 1-based raw rank).
+
+    This figure streams during a run, so it is assembled from a cached, already validated layout and
+    plain trace dicts: plotly's per-property validation of six subplots cost ~80 ms a step.
+    """
+    if not record.stages or not record.candidates:
+        return empty_figure("No stage data for this step (capture was off).", height)
+    chosen = _chosen_row(record)
+    extra = chosen is None
+    greedy = record.draw.u is None
+    labels = _y_labels(record, chosen)
+    rows, stages = len(labels), record.stages
+    layout = copy.deepcopy(_stage_layout(len(stages), rows, height))
+    for annotation, stage in zip(layout["annotations"], stages):  # the first annotations are the subplot titles
+        annotation["text"] = _stage_title(stage, greedy)
+    for col in range(1, len(stages) + 1):
+        layout[f"yaxis{col if col > 1 else ''}"]["ticktext"] = labels
+    # a fixed left margin sized to the labels: automargin would make the browser measure every redraw
+    layout["margin"]["l"] = min(150, 12 + 6 * max(len(_plain(label)) for label in labels))
+    removed_by: dict[int, str] = {}
+    data = []
+    for col, stage in enumerate(stages, start=1):
+        prev = stages[col - 2] if col > 1 else None
+        bars = _stage_bars(record, stage, prev, removed_by, rows - 1 if extra else chosen, extra, greedy)
+        data.append({**bars, "xaxis": f"x{col if col > 1 else ''}", "yaxis": f"y{col if col > 1 else ''}"})
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
+def _plain(label: str) -> str:
+    return html.unescape(label.replace("<b>", "").replace("</b>", ""))
+
+
+@functools.lru_cache(maxsize=64)
+def _stage_layout(cols: int, rows: int, height: int) -> dict:
+    """The validated layout of a stage figure with `cols` panels and `rows` bars, titles blank."""
+    fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, horizontal_spacing=0.028, subplot_titles=[" "] * cols)
+    fig.update_xaxes(
+        range=[0, 1], tickvals=[0, 0.5, 1], ticktext=["0", "50%", "100%"], showgrid=True, gridcolor="#EEEEEE",
+        zeroline=False, fixedrange=True, tickfont=dict(size=9), ticks="",
+    )
+    fig.update_yaxes(
+        tickvals=list(range(rows)), range=[rows - 0.5, -0.5], fixedrange=True,
+        showgrid=False, zeroline=False, ticks="", tickfont=dict(size=10),
+    )
+    fig.update_annotations(font=dict(size=10, color=INK))  # the subplot titles
+    _key(fig)
+    base_layout(fig, height, dict(l=6, r=16, t=36, b=34), bargap=0.18, uniformtext=dict(minsize=9, mode="show"))
+    return fig.layout.to_plotly_json()
+
+
+def _key(fig: go.Figure) -> None:
+    """A one-line colour key under the panels, instead of a legend box."""
+    swatch = '<span style="color:{}">■</span> {}'
+    text = "   ".join(
+        swatch.format(c, t) for c, t in ((BLUE, "kept"), (GREY, "removed by this stage"), (VERMILLION, "chosen"))
+    )
+    fig.add_annotation(
+        text=text, x=1, y=0, xref="paper", yref="paper", xanchor="right", yanchor="top", yshift=-18,
+        showarrow=False, font=dict(size=9, color="#555"),
+    )
+
+
+# ---- one step: the random draw ----------------------------------------------------------------------
+
+
+def _segment(segs: dict, start: float, width: float, colour: str, label: str, hover: str) -> None:
+    if width <= 0:
+        return
+    dark = colour in (BLUE, VERMILLION)
+    segs["base"].append(start)
+    segs["x"].append(width)
+    segs["colour"].append(colour)
+    segs["text_colour"].append("white" if dark else "black")
+    segs["text"].append(escape_plotly(shorten(label, 10)) if width >= 0.07 else "")
+    segs["hover"].append(hover)
+
+
+def _draw_segments(record: StepRecord, final: Stage) -> dict:
+    """Candidates in rank order (prob > 0), then the rest: the same layout as the sampler's bar."""
+    segs = {k: [] for k in ("base", "x", "colour", "text_colour", "text", "hover")}
+    cum, shade = 0.0, 0
+    for token, p in zip(record.candidates, final.probs):
+        width = min(p, 1.0 - cum)
+        if width <= 0:
+            continue
+        if token.id == record.token_id:
+            colour = VERMILLION
+        else:
+            colour, shade = (BLUE, SKY)[shade % 2], shade + 1
+        span = f"[{cum:.3f}, {cum + width:.3f})"
+        _segment(segs, cum, width, colour, visible_piece(token.piece, token.special),
+                 f"{escape_plotly(quoted_piece(token.piece))} · {pct(p)} · {span}")
+        cum += width
+    rest = 1.0 - cum
+    if rest <= 1e-6:
+        return segs
+    if _chosen_row(record) is None:  # chosen from the tail: its own interval inside the rest
+        low, high = min(max(record.draw.low, cum), 1.0), min(max(record.draw.high, cum), 1.0)
+        _segment(segs, cum, low - cum, GREY, "rest", f"other tokens · {pct(low - cum)}")
+        _segment(segs, low, high - low, VERMILLION, visible_piece(record.piece, record.special),
+                 f"{escape_plotly(quoted_piece(record.piece))} · {pct(high - low)} · [{low:.3f}, {high:.3f})")
+        _segment(segs, high, 1.0 - high, GREY, "rest", f"other tokens · {pct(1.0 - high)}")
+    else:
+        _segment(segs, cum, rest, GREY, "rest", f"all other tokens · {pct(rest)}")
+    return segs
+
+
+def draw_figure(record: StepRecord, height: int = 120) -> go.Figure:
+    """The draw as one cumulative bar over [0, 1): u falls in exactly one token's segment."""
+    final = _stage_or_none(record, "final")
+    if final is None or not record.candidates:
+        return empty_figure("No distribution for this step (capture was off).", height)
+    segs = _draw_segments(record, final)
+    fig = go.Figure(
+        go.Bar(
+            x=segs["x"], base=segs["base"], y=[0] * len(segs["x"]), orientation="h", width=0.9,
+            marker=dict(color=segs["colour"], line=dict(color="white", width=1)),
+            text=segs["text"], textposition="inside", insidetextanchor="middle",
+            textfont=dict(size=10, color=segs["text_colour"]),
+            hovertext=segs["hover"], hovertemplate="%{hovertext}<extra></extra>",
+        )
+    )
+    u = record.draw.u
+    if u is None:
+        note = dict(text="greedy: argmax, no random draw", x=0.5, xanchor="center")
+    else:
+        fig.add_shape(type="line", x0=u, x1=u, y0=-0.55, y1=0.55, line=dict(color="black", width=2))
+        anchor = "left" if u < 0.12 else "right" if u > 0.88 else "center"
+        note = dict(text=f"u = {u:.3f}", x=u, xanchor=anchor)
+    fig.add_annotation(**note, y=0.55, yanchor="bottom", xref="x", yref="y", showarrow=False, font=dict(size=11))
+    fig.update_xaxes(range=[0, 1], tickvals=[0, 0.25, 0.5, 0.75, 1], tickformat=".2~f", fixedrange=True,
+                     showgrid=False, zeroline=False, tickfont=dict(size=9))
+    fig.update_yaxes(visible=False, range=[-0.5, 0.85], fixedrange=True)
+    return base_layout(fig, height, dict(l=10, r=10, t=6, b=22), barmode="overlay",
+                        uniformtext=dict(minsize=8, mode="hide"))
+
+
+# ---- the whole run ------------------------------------------------------------------------------------
+
+
+def run_figure(records: list[StepRecord], height: int = 260, selected: int | None = None) -> go.Figure:
+    """Over the steps: p(chosen) under final (top panel); raw entropy in bits and the final kept
+    count on a log axis (bottom panel). The two bottom axes are aligned so that a kept count of 2^H
+    sits level with an entropy of H bits. Steps without stage data (capture off) are skipped.
+    """
+    rows = [(r, _stage_or_none(r, "raw"), _stage_or_none(r, "final")) for r in records]
+    rows = [(r, raw, final) for r, raw, final in rows if raw is not None and final is not None]
+    if not rows:
+        message = "Run something to see the steps." if not records else "No stage data (capture was off)."
+        return empty_figure(message, height)
+    steps = [r.step for r, _, _ in rows]
+    who = [f"step {r.step} · {escape_plotly(quoted_piece(r.piece))}" for r, _, _ in rows]
+    prob = [final.chosen_prob for _, _, final in rows]
+    bits = [max(raw.entropy_bits, 0.0) for _, raw, _ in rows]
+    kept = [max(final.kept_count, 1) for _, _, final in rows]
+
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1, row_heights=[0.42, 0.58],
+                        specs=[[{}], [{"secondary_y": True}]])
+    line = dict(mode="lines+markers", marker=dict(size=4), hovertemplate="%{hovertext}<extra></extra>")
+    fig.add_trace(go.Scatter(x=steps, y=prob, name="p(chosen), final", line=dict(color=VERMILLION, width=1.5),
+                             hovertext=[f"{w}<br>p = {p:.3f}" for w, p in zip(who, prob)], **line), row=1, col=1)
+    fig.add_trace(go.Scatter(x=steps, y=bits, name="entropy, raw (bits)", line=dict(color=BLUE, width=1.5),
+                             hovertext=[f"{w}<br>H = {h:.2f} bits" for w, h in zip(who, bits)], **line),
+                  row=2, col=1, secondary_y=False)
+    fig.add_trace(go.Scatter(x=steps, y=kept, name="kept, final (log)", line=dict(color="#555", width=1, dash="dot"),
+                             hovertext=[f"{w}<br>kept {k:,}" for w, k in zip(who, kept)], **line),
+                  row=2, col=1, secondary_y=True)
+
+    top = max(1.0, max(bits), math.log2(max(kept))) * 1.08  # shared top, in bits
+    fig.update_yaxes(range=[0, 1.05], tickvals=[0, 0.5, 1], title_text="p chosen", row=1, col=1,
+                     tickfont=dict(color=VERMILLION))
+    fig.update_yaxes(range=[0, top], title_text="bits", row=2, col=1, secondary_y=False, tickfont=dict(color=BLUE))
+    decades = [10**e for e in range(int(top * math.log10(2)) + 1)]
+    fig.update_yaxes(type="log", range=[0, top * math.log10(2)], title_text="kept", row=2, col=1, secondary_y=True,
+                     showgrid=False, tickfont=dict(color="#555"),
+                     tickvals=decades, ticktext=[tick_count(d) for d in decades])
+    fig.update_yaxes(title_font=dict(size=9), zeroline=False, gridcolor="#EEEEEE", fixedrange=True)
+    span = max(steps) - min(steps)
+    fig.update_xaxes(tick0=0, dtick=max(1, math.ceil((span + 1) / 12)), range=[min(steps) - 0.5, max(steps) + 0.5],
+                     showgrid=False, zeroline=False)
+    fig.update_xaxes(title_text="step", title_font=dict(size=9), row=2, col=1)
+    if selected is not None:
+        fig.add_vline(x=selected, line=dict(color=INK, width=1, dash="dash"))
+    return base_layout(fig, height, dict(l=44, r=44, t=22, b=34), showlegend=True,
+                        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=dict(size=9)),
+                        hovermode="closest")

@@ -1,0 +1,67 @@
+"""Every Sampling-lab setting as a link: a host prepares one URL per scenario and the room opens it.
+
+    http://host:7860/?prompt=The+capital+of+France+is&temperature=0.5&top_p=0.9&seed=1
+
+Pure functions: query parameters <-> control values, checked with the same validators as the lab's
+Generate and within the sliders' ranges. A bad or unknown parameter is reported (the page warns, naming
+it) and the control keeps its default; it is never fatal. Problems quote the visitor's text: the page
+escapes them before showing them (links are shared with strangers).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from model_service import limits, validation
+from model_service.settings import ORDERS
+
+from .request import DEFAULTS, SLIDERS
+
+IGNORED = ("__theme", "view", "lang")  # Gradio's and the page's own parameters
+
+
+def _ranged(name: str, integer: bool = False):
+    low, high, _ = SLIDERS[name]
+    return lambda v: validation.number(name, v, integer=integer, low=low, high=high)
+
+
+# query name = the control's key -> parser of the raw text (raises ValueError naming the parameter)
+FIELDS = {
+    "prompt": lambda v: validation.text("prompt", v),
+    "chat": lambda v: validation.boolean("chat", v),
+    "temperature": _ranged("temperature"),
+    "top_k": _ranged("top_k", integer=True),
+    "top_p": _ranged("top_p"),
+    "min_p": _ranged("min_p"),
+    "seed": lambda v: "" if validation.seed("seed", v) is None else str(validation.seed("seed", v)),
+    "max_new_tokens": _ranged("max_new_tokens", integer=True),
+    "stop": lambda v: validation.format_stop_text(validation.parse_stop_text("stop", v)),
+    "order": lambda v: validation.choice("order", v, ORDERS),
+}
+LINK_DEFAULTS = {**DEFAULTS, "prompt": limits.LESSON_PROMPT, "chat": False, "seed": "", "stop": ""}
+
+
+def parse_query(params: dict) -> tuple[dict, list[str]]:
+    """(control key -> value, problems). Each problem names the parameter and says why."""
+    values, problems = {}, []
+    for name, raw in params.items():
+        if name not in FIELDS:
+            if name not in IGNORED:
+                problems.append(f"unknown setting {name!r} (known: {', '.join(FIELDS)})")
+            continue
+        try:
+            values[name] = FIELDS[name](raw)
+        except ValueError as e:
+            problems.append(f"{e}; the default is kept")
+    return values, problems
+
+
+def make_query(values: dict) -> str:
+    """The query string for the current controls (defaults left out keeps links short)."""
+    out = {}
+    for name in FIELDS:
+        value = values.get(name)
+        if value is None or (name != "prompt" and value == LINK_DEFAULTS.get(name, object())):
+            continue
+        out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    return urlencode(out)

@@ -1,0 +1,69 @@
+"""From the lab's control values to one validated run request (no gradio, no torch here).
+
+Every message names the control, so a learner who types a bad value knows what to fix; the same
+validators (model_service.validation) check the API, the links and the engine's table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model_service import limits, validation
+from model_service.settings import ORDERS, SamplingSettings
+
+ORDER_LABELS = {
+    "hf": "Hugging Face: temperature → top-k → top-p → min-p",
+    "vllm": "vLLM: temperature → min-p → top-k → top-p",
+    "llama.cpp": "llama.cpp: top-k → top-p → min-p → temperature",
+}
+ORDER_NOTES = {
+    "hf": "The lesson's order (transformers' generate()). Filters act on the tempered distribution.",
+    "vllm": "min-p runs before top-p, on the renormalised row, so the same knobs can keep fewer tokens.",
+    "llama.cpp": "The cut is decided at T = 1; temperature only reshapes the tokens that survived.",
+}
+assert set(ORDER_LABELS) == set(ORDERS)
+
+_OFF = SamplingSettings()  # every filter off: the defaults the controls start from
+DEFAULTS = dict(
+    temperature=_OFF.temperature, top_k=_OFF.top_k, top_p=_OFF.top_p, min_p=_OFF.min_p, seed=None,
+    order=_OFF.order, max_new_tokens=limits.DEFAULT_MAX_NEW_TOKENS,
+)
+DEFAULTS_NOTE = (
+    "Defaults: temperature 1, top-k off (0), top-p off (1), min-p off (0), order HF. "
+    "Note: Hugging Face's own `generate()` silently applies top-k 50; the playground applies nothing you do not set."
+)
+# The sliders' ranges: a link may set a control only inside them (the API accepts the service's wider ranges).
+SLIDERS = {
+    "temperature": (0.0, 2.0, 0.05),
+    "top_k": (0, 200, 1),
+    "top_p": (0.01, 1.0, 0.01),
+    "min_p": (0.0, 1.0, 0.01),
+    "max_new_tokens": (1, limits.MAX_NEW_TOKENS, 1),
+}
+STOP_HELP = "separate several with |; \\n = newline, \\| = a bar"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    prompt: str
+    chat: bool
+    settings: SamplingSettings
+    max_new_tokens: int
+    stop: tuple[str, ...]
+
+
+def parse_request(prompt, chat, temperature, top_k, top_p, min_p, seed, max_new_tokens, stop, order) -> RunRequest:
+    """Raises ValueError with a message that names the control. `stop` is the box's text."""
+    prompt = validation.text("prompt", prompt)
+    number = validation.number
+    max_new = number("max new tokens", max_new_tokens, integer=True, low=1, high=limits.MAX_NEW_TOKENS)
+    settings = SamplingSettings(
+        temperature=number("temperature", temperature, low=0, high=limits.MAX_TEMPERATURE),
+        top_k=number("top-k", top_k, integer=True, low=0, high=limits.MAX_TOP_K),
+        top_p=number("top-p", top_p, low=0, high=1, low_open=True),
+        min_p=number("min-p", min_p, low=0, high=1),
+        seed=validation.seed("seed", seed),
+        order=validation.choice("sampler order", order, ORDERS),
+    )
+    stops = validation.parse_stop_text("stop strings", stop)
+    return RunRequest(prompt, validation.boolean("chat template", chat), settings, max_new, stops)

@@ -1,0 +1,113 @@
+"""The LM head, drawn from an LmHeadView record (or its dict): why the top token scores highest.
+
+Every logit is h · w = ‖h‖ · ‖w‖ · cos(h, w). ‖h‖ is shared by all tokens, so the bars of logits
+and the bars of cos tell the lesson's story: rows that point the way h points get high logits. The
+Markdown gives the head's size, which the lesson stresses because it is read at every decode step.
+Pure functions, no torch: the record may come from another process or from JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..common.colours import BLUE as MUTED
+from ..common.colours import VERMILLION as ACCENT
+from ..common.figures import base_layout
+from ..common.text import big_count, escape_markdown_cell, escape_plotly, nbytes, unique_labels, visible_piece
+
+LLAMA_8B = (128256, 4096)  # the lesson's reference head: Llama-3.1-8B
+
+
+def _as_dict(view) -> dict:
+    return view.to_dict() if hasattr(view, "to_dict") else dict(view)
+
+
+def _label(c: dict, pieces: Mapping[int, str] | None) -> str:
+    """A candidate on the axis: its piece made visible (" Paris" -> "␣Paris"), or its id."""
+    piece = (pieces or {}).get(c["id"])
+    if piece is None:
+        piece = (pieces or {}).get(str(c["id"]))  # JSON turns int keys into strings
+    return visible_piece(piece) if piece is not None else f"#{c['id']}"
+
+
+def lm_head_figure(view, pieces: Mapping[int, str] | None = None, height: int = 380) -> go.Figure:
+    """Two panels per candidate token: its logit (hover: ‖h‖ · ‖w‖ · cos), and cos(h, w_row)."""
+    v = _as_dict(view)
+    cands = v["candidates"]
+    labels = unique_labels([escape_plotly(_label(c, pieces)) for c in cands])
+    top = max(range(len(cands)), key=lambda i: cands[i]["logit"]) if cands else -1
+    colours = [ACCENT if i == top else MUTED for i in range(len(cands))]
+    hover = [
+        f"{lab}<br>logit {c['logit']:.3f} = ‖h‖ {c['norm_h']:.2f} × ‖w‖ {c['norm_w']:.3f} × cos {c['cos']:.4f}"
+        + (f" + bias {c['bias']:.3f}" if c["bias"] else "")
+        + f"<br>model's logit {c['model_logit']:.3f} · p {c['prob']:.1%} · rank {c['rank'] + 1}"
+        for lab, c in zip(labels, cands)
+    ]
+    titles = ("logit = h · w_row", f"cos(h, w_row)   (‖h‖ = {v['hidden_norm']:.2f} for every token)")
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.14, subplot_titles=titles)
+    fig.add_trace(
+        go.Bar(x=labels, y=[c["logit"] for c in cands], marker_color=colours, hovertext=hover,
+               hoverinfo="text", text=[f"{c['logit']:.2f}" for c in cands], textposition="outside",
+               cliponaxis=False),
+        row=1, col=1,
+    )
+    fig.add_trace(
+        go.Bar(x=labels, y=[c["cos"] for c in cands], marker_color=colours, hovertext=hover,
+               hoverinfo="text", text=[f"{c['cos']:.3f}" for c in cands], textposition="outside",
+               cliponaxis=False),
+        row=2, col=1,
+    )
+    cos_values = [c["cos"] for c in cands] or [0.0]
+    fig.update_yaxes(range=[min(0.0, min(cos_values)) * 1.2, max(0.0, max(cos_values)) * 1.25 or 1], row=2, col=1)
+    return base_layout(fig, height, dict(l=50, r=20, t=40, b=40), bargap=0.3)
+
+
+def lm_head_markdown(view, pieces: Mapping[int, str] | None = None) -> str:
+    """Size of the head (V × d, parameters, bytes read per step), the Llama-3.1-8B comparison, and,
+    if there are candidates, a table showing logit = ‖h‖ · ‖w‖ · cos."""
+    v = _as_dict(view)
+    V, d = v["vocab_size"], v["hidden_size"]
+    share = v["head_parameters"] / v["model_parameters"] if v.get("model_parameters") else None
+    lines = [
+        f"**LM head**: a {V:,} × {d:,} matrix — one row per vocabulary token, each a direction in the "
+        f"{d}-d space of the last hidden state h. {big_count(v['head_parameters'])} parameters "
+        f"≈ **{nbytes(v['bytes_bf16'])} at bf16**"
+        + (f" ({nbytes(v['bytes_model_dtype'])} at {v['dtype']}, as loaded)" if v["dtype"] != "bfloat16" else "")
+        + ", read at every decode step.",
+    ]
+    if share is not None:
+        lines.append(
+            f"That is {share:.0%} of this model's {big_count(v['model_parameters'])} parameters"
+            + (" — shared with the input embedding (tied), so it costs no extra memory but is still read every step."
+               if v["tied"] else " (a separate matrix from the input embedding).")
+        )
+    lv, ld = LLAMA_8B
+    ratio = lv * ld / v["head_parameters"]
+    lines.append(
+        f"For comparison, Llama-3.1-8B: {lv:,} × {ld:,} ≈ 525 M weights ≈ 1 GB at bf16"
+        + (f" ({ratio:.0f}× this head)." if ratio >= 1.5 else ".")
+    )
+    if v.get("softcap"):
+        cap = v["softcap"]
+        lines.append(f"This model soft-caps its logits: it outputs {cap:g} · tanh(logit / {cap:g}). "
+                     "The logits below are **before** capping.")
+    if v.get("has_bias"):
+        lines.append("This head has a bias: logit = ‖h‖ · ‖w‖ · cos + bias.")
+    if not v.get("matches_model", True):
+        lines.append(f"⚠️ head(h) differs from the model's logits by up to {v['max_abs_diff']:.3g}.")
+    if v["candidates"]:
+        lines += ["", f"logit = h · w = ‖h‖ · ‖w‖ · cos(h, w), with ‖h‖ = {v['hidden_norm']:.2f} for every token:", ""]
+        lines += ["| token | ‖w‖ | cos | ‖h‖·‖w‖·cos | model's logit | p |", "|:--|--:|--:|--:|--:|--:|"]
+        for c in v["candidates"]:
+            token = escape_markdown_cell(_label(c, pieces))
+            lines.append(
+                f"| {token} | {c['norm_w']:.3f} | {c['cos']:.4f} | {c['recomputed']:.3f} | "
+                f"{c['model_logit']:.3f} | {c['prob']:.1%} |"
+            )
+    return "\n".join(lines)
+
+
+__all__ = ["lm_head_figure", "lm_head_markdown"]

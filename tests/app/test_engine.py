@@ -1,0 +1,122 @@
+"""The Engine tab through its API (gradio_client against the launched app), plus its streaming
+generator driven directly on the tiny model, where the chart rate can be pinned down."""
+
+from __future__ import annotations
+
+import html
+import json
+
+import pytest
+from gradio_client.exceptions import AppError
+
+from model_service.settings import Request
+from playground.engine import tab as engine_tab
+from playground.engine.table import COLUMNS, EXAMPLE_ROWS, parse_table
+
+
+def table(rows) -> dict:
+    """The Dataframe's API form."""
+    return {"headers": list(COLUMNS), "data": rows, "metadata": None}
+
+
+def skipped(value) -> bool:
+    return isinstance(value, dict) and value.get("__type__") == "update"
+
+
+@pytest.fixture(scope="module")
+def example_run(app_url):
+    from gradio_client import Client
+
+    return list(Client(app_url, verbose=False).submit(table(EXAMPLE_ROWS), api_name="/engine_run"))
+
+
+def test_the_run_has_a_named_endpoint_and_the_table_helpers_are_private(client):
+    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert "/engine_run" in names
+    assert not {"/engine_add_row", "/engine_remove_row", "/engine_example"} & names
+
+
+def test_the_example_batch_streams_one_update_per_step_until_every_row_stops(example_run):
+    statuses = [out[1] for out in example_run]
+    assert [s.split("**")[1] for s in statuses] == [f"Step {k}" for k in range(1, len(statuses) + 1)]
+    assert "batch of **6** of 6 rows" in statuses[0]
+    texts, status, plot, params = example_run[-1]
+    assert "All rows finished" in status and "Batch size: 6 rows for steps 1–" in status
+    assert texts.count('class="ntp-card ntp-done"') == 6 and "Paris" in texts
+    assert "stopped</b> after 3 tokens: stop string" in texts  # row 1 stops at its "\n"
+    assert plot["type"] == "plotly"  # the last step's charts are always drawn
+    heat = json.loads(plot["plot"])["data"][0]
+    assert heat["type"] == "heatmap" and len(heat["z"]) == 6
+    assert "next_tokens" in params and "min_p" in params
+
+
+def test_the_batch_shrinks_as_rows_finish(example_run):
+    sizes = [int(out[1].split("batch of **")[1].split("**")[0]) for out in example_run]
+    assert sizes[0] == 6 and sizes == sorted(sizes, reverse=True) and sizes[-1] < 6
+
+
+def test_a_seeded_row_shows_what_the_service_gives_it_alone(embedded, example_run):
+    numbers, requests = parse_table(EXAMPLE_ROWS)
+    q = requests[1]  # seed 1, T 0.8, top-p 0.95
+    alone = list(embedded.generate(q.prompt, q.settings, q.max_new_tokens, q.stop))[-1].text
+    card = example_run[-1][0].split('data-row="2"')[1].split('data-row="3"')[0]
+    assert alone.strip() and html.escape(alone) in card
+
+
+@pytest.mark.parametrize("rows, needle", [
+    ([EXAMPLE_ROWS[0], EXAMPLE_ROWS[1], ["Hi", "hot", 0, 1, 0, "hf", "", 4, ""]], "row 3, temperature: must be a number"),
+    ([EXAMPLE_ROWS[0], ["Hi", 1, 0, 1, 0, "beam", "", 4, ""]], "row 2, order: must be one of"),
+    ([EXAMPLE_ROWS[0], ["Hi", 1, 0, 1.5, 0, "hf", "", 4, ""]], r"row 2: top_p must be in \(0, 1\]"),
+    ([EXAMPLE_ROWS[0]] * 9, "at most 8 requests"),
+    ([[None] * 9], "no requests"),
+])
+def test_bad_tables_come_back_as_clear_errors_and_the_app_keeps_serving(client, rows, needle):
+    with pytest.raises(AppError, match=needle):
+        client.predict(table(rows), api_name="/engine_run")
+    out = client.predict(table([["Hi", 0, 0, 1, 0, "hf", "", 2, ""]]), api_name="/engine_run")
+    assert "All rows finished" in out[1]
+
+
+def test_a_row_too_long_for_the_model_is_named_by_its_table_row(client, embedded):
+    long_prompt = "word " * embedded.max_context
+    rows = [EXAMPLE_ROWS[0], [None] * 9, [long_prompt, 0, 0, 1, 0, "hf", "", 4, ""]]
+    with pytest.raises(AppError, match="row 3: prompt"):
+        client.predict(table(rows), api_name="/engine_run")
+
+
+# ---- the generator itself, on the tiny model -------------------------------------------------------------
+
+
+def run_fn(service):
+    import gradio as gr
+
+    with gr.Blocks() as demo:
+        engine_tab.build_engine_tab(service)
+    return next(f.fn for f in demo.fns.values() if f.api_name == "engine_run")
+
+
+def test_charts_are_rate_limited_but_the_first_and_last_steps_are_always_drawn(tiny_service, monkeypatch):
+    monkeypatch.setattr(engine_tab, "CHART_INTERVAL", 3600.0)
+    rows = [["ab", 1, 0, 1, 0, "hf", str(s), 6 + s, ""] for s in range(3)]
+    outs = list(run_fn(tiny_service)(rows))
+    assert len(outs) == 8  # the longest row: 8 steps
+    drawn = [not skipped(o[2]) for o in outs]
+    assert drawn == [True] + [False] * 6 + [True]
+    assert all(not skipped(o[0]) and not skipped(o[1]) for o in outs)  # text and status on every step
+    monkeypatch.setattr(engine_tab, "CHART_INTERVAL", 0.0)
+    assert all(not skipped(o[2]) for o in run_fn(tiny_service)(rows))
+
+
+def test_requests_reach_the_service_as_parsed(tiny_service):
+    seen = []
+
+    class Spy:
+        def generate_batch(self, requests, top_n):
+            seen.append((list(requests), top_n))
+            return tiny_service.generate_batch(requests, top_n=top_n)
+
+    list(run_fn(Spy())([["ab", "0.5", None, "", 0.2, "VLLM", "4", "3", " b|\\n"]]))
+    (requests, top_n), = seen
+    assert top_n == engine_tab.TOP_N
+    assert requests == [Request("ab", SamplingSettings(temperature=0.5, min_p=0.2, seed=4, order="vllm"), 3,
+                                (" b", "\n"))]

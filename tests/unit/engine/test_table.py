@@ -1,0 +1,78 @@
+"""The Engine tab's table -> requests: what gr.Dataframe (or an API caller) may hand over."""
+
+from __future__ import annotations
+
+import pytest
+
+from model_service import limits
+from model_service.validation import parse_stop_text
+from playground.engine.table import parse_table, renumber
+
+
+
+
+GOOD = ["The capital of France is", 0, 0, 1, 0, "hf", "", 24, "\\n"]
+
+
+def test_cells_may_be_strings_nan_or_none_and_blank_means_default():
+    numbers, requests = parse_table([
+        GOOD,
+        ["Once", "0.8", "", "0.95", None, " VLLM ", "7", "12.0", "a|b"],
+        [None, float("nan"), "", None, None, None, None, None, None],  # an empty row: skipped
+        ["x", None, float("nan"), None, None, None, float("nan"), None, None],
+    ])
+    assert numbers == [1, 2, 4]  # table numbering kept
+    q = requests[1]
+    assert (q.settings.temperature, q.settings.top_k, q.settings.top_p, q.settings.min_p) == (0.8, 0, 0.95, 0.0)
+    assert q.settings.order == "vllm" and q.settings.seed == 7 and q.max_new_tokens == 12 and q.stop == ("a", "b")
+    d = requests[2]
+    assert (d.settings.temperature, d.settings.top_k, d.settings.top_p, d.settings.seed) == (1.0, 0, 1.0, None)
+    assert d.max_new_tokens == 32 and requests[0].settings.greedy and requests[0].stop == ("\n",)
+
+
+def test_a_pandas_frame_and_the_api_dict_are_accepted():
+    import pandas as pd
+
+    frame = pd.DataFrame([GOOD, ["y", None, None, None, None, None, None, None, None]])
+    assert [q.prompt for q in parse_table(frame)[1]] == ["The capital of France is", "y"]
+    assert parse_table({"headers": [], "data": [GOOD[:3]]})[1][0].max_new_tokens == 32  # short rows padded
+
+
+@pytest.mark.parametrize("cell, expected", [
+    ("", ()), (None, ()), (".", (".",)), (" 7|.", (" 7", ".")), ("\\n|\\t", ("\n", "\t")),
+    ("a\\|b", ("a|b",)), ("||x||", ("x",)),
+])
+def test_stop_cells(cell, expected):
+    assert parse_stop_text("stop", cell) == expected
+
+
+@pytest.mark.parametrize("row, needle", [
+    (["", 1, 0, 1, 0, "hf", "", 8, ""], "row 2, prompt: empty"),
+    (["x", "hot", 0, 1, 0, "hf", "", 8, ""], "row 2, temperature must be a number between 0 and 100, got 'hot'"),
+    (["x", 1, 2.5, 1, 0, "hf", "", 8, ""], "row 2, top-k must be a whole number"),
+    (["x", 1, 0, 3, 0, "hf", "", 8, ""], r"row 2, top-p must be a number > 0 and <= 1, got 3"),
+    (["x", -1, 0, 1, 0, "hf", "", 8, ""], "row 2, temperature must be a number between 0 and 100, got -1"),
+    (["x", 1, 0, 1, 0, "greedy", "", 8, ""], "row 2, order must be one of hf, vllm, llama.cpp"),
+    (["x", 1, 0, 1, 0, "hf", "1.5", 8, ""], "row 2, seed must be a whole number"),
+    (["x", 1, 0, 1, 0, "hf", "-3", 8, ""], "row 2, seed must be a whole number between 0 and"),
+    (["x", 1, 0, 1, 0, "hf", "", 0, ""], "row 2, max tokens must be a whole number between 1 and 512"),
+    (["x", 1, 0, 1, 0, "hf", "", float("inf"), ""], "row 2, max tokens must be a whole number"),
+    (["x", True, 0, 1, 0, "hf", "", 8, ""], "row 2, temperature must be a number"),
+])
+def test_bad_cells_are_refused_naming_the_row_and_the_field(row, needle):
+    with pytest.raises(ValueError, match=needle):
+        parse_table([GOOD, row])
+
+
+def test_more_than_eight_requests_or_none_are_refused():
+    with pytest.raises(ValueError, match=f"at most {limits.MAX_ENGINE_ROWS} requests.*has 9: remove 1 row"):
+        parse_table([GOOD] * 9)
+    assert len(parse_table([GOOD] * 8 + [[None] * 9])[1]) == 8  # a blank 9th row is not a request
+    for empty in (None, [], [[None] * 9]):
+        with pytest.raises(ValueError, match="no requests"):
+            parse_table(empty)
+
+
+def test_service_messages_are_renumbered_to_table_rows():
+    assert renumber("request 2: prompt + max_new_tokens exceeds", [1, 4]) == "row 4: prompt + max_new_tokens exceeds"
+    assert renumber("a batch needs 1 to 64 requests", [1]) == "a batch needs 1 to 64 requests"

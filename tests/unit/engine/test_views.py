@@ -1,0 +1,135 @@
+"""The Engine tab's views and its table parsing: hand-made batch steps in, figure/HTML structure out."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from model_service.records import BatchStep, DrawInfo, Stage, StepRecord, Token
+from model_service.settings import SamplingSettings
+from playground.engine.views import (
+    batch_heatmap, batch_sizes_summary, params_html, rows_html, settings_label, status_markdown,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+TOP = 4
+
+
+def record(step=0, probs=(0.6, 0.3, 0.05, 0.05), chosen=0, pieces=(" Paris", " the", "<b>", "\n"), stop=None,
+           text="", raw=None):
+    """A StepRecord whose candidates are ids 100.. ; chosen >= len(probs) means drawn from the tail."""
+    candidates = tuple(Token(100 + i, p) for i, p in enumerate(pieces))
+    inside = chosen < len(probs)
+    stages = (
+        Stage("raw", tuple(raw or probs), 49152, 1.0, 3.0, 0.1),
+        Stage("final", tuple(probs), 10, 1.0, 1.0, probs[chosen] if inside else 0.001),
+    )
+    return StepRecord(
+        step=step, token_id=100 + chosen if inside else 999, piece=pieces[chosen] if inside else " far",
+        special=False, text=text, candidates=candidates, stages=stages, chosen_rank=chosen if inside else 41,
+        draw=DrawInfo(0.5, chosen, 0.0, 1.0), seed=1, forward_ms=80.0, sampling_ms=3.0, stop_reason=stop,
+    )
+
+
+def batch(rows, step=3, params=None):
+    active = tuple(i for i, r in enumerate(rows) if r is not None)
+    params = params or {
+        "temperature": [1.0] * len(active), "top_k": [0] * len(active), "top_p": [1.0] * len(active),
+        "min_p": [0.0] * len(active), "greedy": [False] * len(active),
+    }
+    return BatchStep(step=step, rows=tuple(rows), active=active, logits_shape=(len(active), 49152), params=params,
+                     forward_ms=81.5, sampling_ms=4.25)
+
+
+# ---- heatmap ------------------------------------------------------------------------------------------
+
+
+def test_heatmap_is_requests_by_rank_with_a_rest_column_and_the_chosen_cell_outlined():
+    rows = [record(chosen=1), record(probs=(1.0, 0.0, 0.0, 0.0)), record(probs=(0.5, 0.2, 0.1, 0.1), chosen=7)]
+    fig = batch_heatmap(batch(rows), ["1 · a", "2 · greedy", "3 · hot"], top=TOP)
+    (heat,) = fig.data
+    assert len(heat.z) == 3 and all(len(r) == TOP + 1 for r in heat.z)
+    assert list(heat.z[0][:TOP]) == [0.6, 0.3, 0.05, 0.05]
+    assert heat.z[0][TOP] == pytest.approx(0.0, abs=1e-9)
+    assert heat.z[2][TOP] == pytest.approx(0.1)  # mass outside the shown ranks
+    assert heat.zmin == 0 and heat.zmax == 1
+    assert list(heat.text[0][:TOP]) == ["␣Paris", "␣the", "&lt;b&gt;", "↵"]  # pieces visible and escaped
+    assert heat.text[2][TOP] == "␣far #42"  # drawn from the tail: named in the rest cell with its raw rank
+    outlines = [(s.x0 + 0.5, s.y0 + 0.5) for s in fig.layout.shapes]
+    assert outlines == [(1, 0), (0, 1), (TOP, 2)]
+    assert list(fig.layout.xaxis.ticktext) == ["1", "2", "3", "4", "rest"]
+    assert list(fig.layout.yaxis.ticktext) == ["1 · a", "2 · greedy", "3 · hot"]
+    lo, hi = fig.layout.yaxis.range
+    assert lo > hi  # request 1 at the top
+    assert fig.layout.template.layout.to_plotly_json() == {}  # template "none": small to stream
+    assert "final 30.0%" in heat.hovertext[0][1] and "raw" in heat.hovertext[0][1]
+
+
+def test_finished_rows_keep_their_line_with_their_stop_reason():
+    last = record(step=4, stop="eos")
+    fig = batch_heatmap(batch([None, record()]), finished=[last, None], top=TOP)
+    assert all(v is None for v in fig.data[0].z[0])
+    notes = [a.text for a in fig.layout.annotations]
+    assert notes == ["finished at step 5: end-of-text token"]
+    assert fig.layout.height == 70 + 34 * 2  # height follows the number of requests, not the live batch
+
+
+def test_a_full_batch_figure_stays_small():
+    fig = batch_heatmap(batch([record() for _ in range(8)]), top=TOP)
+    assert len(json.dumps(fig.to_plotly_json(), default=str)) < 15_000
+
+
+# ---- parameter tensors, texts, status ---------------------------------------------------------------------
+
+
+def test_params_html_shows_one_column_per_live_batch_row_and_the_chosen_tokens():
+    rows = [record(), None, record(chosen=2)]
+    params = {"temperature": [1.0, 0.8], "top_k": [0, 40], "top_p": [1.0, 0.95], "min_p": [0.0, 0.1],
+              "greedy": [True, False]}
+    out = params_html(batch(rows, params=params), numbers=[2, 5, 7])
+    assert out.count("<br><small>row") == 2 and "<th>b0<br><small>row 2</small>" in out and "<th>b1<br><small>row 7</small>" in out
+    assert "logits <code>(2, 49,152)</code>" in out and "(2,)</code> tensor" in out
+    for value in ("0.95", "40", "0.1", "True", "False", "<td>100</td>", "<td>102</td>"):
+        assert value in out
+    assert "&lt;b&gt;" in out and "<b></td>" not in out  # a token that looks like markup stays text
+
+
+def test_rows_html_streams_each_text_with_its_state():
+    latest = [record(step=2, text=" Paris <3"), record(step=9, stop="stop_string", text=" and")]
+    out = rows_html([1, 3], ["greedy", "T 0.8"], ["The capital", "Once"], latest)
+    assert "Row 1" in out and "Row 3" in out and "T 0.8" in out
+    assert " Paris &lt;3" in out and "generating · 3 tokens" in out
+    assert "stopped</b> after 10 tokens: stop string" in out
+    assert '<span class="ntp-prompt">The capital</span>' in out
+
+
+def test_settings_labels_name_only_the_knobs_that_are_on():
+    assert settings_label(SamplingSettings(temperature=0)) == "greedy"
+    assert settings_label(SamplingSettings(temperature=0.8, top_p=0.95)) == "T 0.8 · top-p 0.95"
+    assert settings_label(SamplingSettings(min_p=0.1)) == "min-p 0.1"
+    assert settings_label(SamplingSettings(temperature=0.6, top_k=40, order="vllm")) == "T 0.6 · top-k 40 · vllm"
+    assert settings_label(SamplingSettings()) == "T 1 (plain sampling)"
+
+
+def test_batch_sizes_and_status():
+    assert batch_sizes_summary([6, 6, 5, 5, 5, 2]) == "6 rows for steps 1–2 · 5 for steps 3–5 · 2 for step 6"
+    assert batch_sizes_summary([1]) == "1 row for step 1"
+    st = batch([record(), None, record()])
+    line = status_markdown(st, [3, 2], tokens=5, seconds=0.5)
+    assert "**Step 4**" in line and "batch of **2** of 3 rows" in line and "10.0 tokens/s" in line
+    assert "All rows finished" in status_markdown(st, [3, 2], 5, 0.5, done=True)
+    assert "Run" in status_markdown(None)
+
+
+def test_engine_views_import_neither_torch_nor_gradio_and_the_tab_no_torch():
+    code = "import sys, playground.engine.views; print(sorted({'torch', 'gradio'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+    code = "import sys, playground.engine.table; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,266 @@
+"""Chart builders: hand-made records with known numbers in, figure structure checked out."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from model_service.records import DrawInfo, Stage, StepRecord, Token
+from playground.lab.charts import (
+    BLUE, GREY, VERMILLION, draw_figure, empty_figure, run_figure, stage_figure, visible_piece,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+PIECES = [" Paris", " the", " London", "\n", "<b>"]
+# A 5-candidate step in HF order: T sharpens, top-k=3 cuts rows 3-4, top-p cuts row 2.
+PROBS = {
+    "raw": [0.5, 0.2, 0.15, 0.1, 0.05],
+    "temperature": [0.6, 0.2, 0.12, 0.06, 0.02],
+    "top_k": [0.652, 0.217, 0.131, 0.0, 0.0],
+    "top_p": [0.75, 0.25, 0.0, 0.0, 0.0],
+    "min_p": [0.75, 0.25, 0.0, 0.0, 0.0],
+    "final": [0.75, 0.25, 0.0, 0.0, 0.0],
+}
+KEPT = {"raw": 49152, "temperature": 49152, "top_k": 3, "top_p": 2, "min_p": 2, "final": 2}
+MASS = {"raw": 1.0, "temperature": 1.0, "top_k": 0.92, "top_p": 0.869, "min_p": 1.0, "final": 1.0}
+
+
+def make_record(
+    probs: dict[str, list[float]] | None = None,
+    *,
+    chosen: int = 0,
+    pieces: list[str] | None = None,
+    u: float | None = 0.3,
+    step: int = 0,
+    chosen_prob: float | None = None,
+    low: float = 0.0,
+    high: float = 0.75,
+    capture: bool = True,
+) -> StepRecord:
+    """A StepRecord with candidate ids 100, 101, …; `chosen` is a candidate index, or an id >= 1000
+    for a token outside the candidates (then `chosen_prob` is its probability in every stage)."""
+    probs = PROBS if probs is None else probs
+    pieces = pieces or PIECES
+    n = len(next(iter(probs.values())))
+    candidates = tuple(Token(100 + i, pieces[i % len(pieces)]) for i in range(n))
+    inside = chosen < n
+    token_id = 100 + chosen if inside else chosen
+    stages = tuple(
+        Stage(
+            name=name, probs=tuple(ps), kept_count=KEPT.get(name, 5), kept_mass=MASS.get(name, 1.0),
+            entropy_bits=1.5 + step, chosen_prob=ps[chosen] if inside else chosen_prob,
+        )
+        for name, ps in probs.items()
+    )
+    return StepRecord(
+        step=step, token_id=token_id, piece=candidates[chosen].piece if inside else " far",
+        special=False, text="", candidates=candidates if capture else (), stages=stages if capture else (),
+        chosen_rank=chosen if inside else 41, draw=DrawInfo(u=u, rank=chosen if inside else 41, low=low, high=high),
+        seed=1, forward_ms=1.0, sampling_ms=0.1,
+    )
+
+
+def colours(trace) -> list[str]:
+    return list(trace.marker.color)
+
+
+# ---- labels ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "piece, special, expected",
+    [
+        (" Paris", False, "␣Paris"),
+        ("end  ", False, "end␣␣"),
+        ("a b", False, "a b"),
+        (" ", False, "␣"),
+        ("\n", False, "↵"),
+        ("\n\n", False, "↵↵"),
+        ("\tx", False, "⇥x"),
+        ("", False, "∅"),
+        ("\\xe2", False, "\\xe2"),
+        ("<|im_end|>", True, "⟨|im_end|⟩"),
+        ("</s>", True, "⟨/s⟩"),
+        ("", True, "⟨∅⟩"),
+    ],
+)
+def test_visible_piece(piece, special, expected):
+    assert visible_piece(piece, special) == expected
+
+
+# ---- stage figure -----------------------------------------------------------------------------------
+
+
+def test_one_panel_per_stage_in_record_order_with_titles():
+    fig = stage_figure(make_record())
+    assert len(fig.data) == 6
+    titles = [a.text for a in fig.layout.annotations][:6]
+    assert titles[0] == "raw softmax<br>49,152 tokens"
+    assert titles[1].startswith("after temperature")
+    assert titles[2] == "after top-k<br>kept 3 · mass 0.92"
+    assert titles[3] == "after top-p<br>kept 2 · mass 0.87"
+    assert titles[4].startswith("after min-p") and "kept 2" in titles[4]
+    assert titles[5].startswith("final (sampled from)")
+
+
+def test_bars_follow_candidates_top_first_in_every_panel():
+    fig = stage_figure(make_record())
+    for trace in fig.data:
+        assert list(trace.y) == [0, 1, 2, 3, 4]
+        assert trace.orientation == "h"
+    labels = list(fig.layout.yaxis.ticktext)
+    plain = [label.replace("<b>", "").replace("</b>", "") for label in labels]
+    assert plain == ["␣Paris", "␣the", "␣London", "↵", "&lt;b&gt;"]
+    lo, hi = fig.layout.yaxis.range
+    assert lo > hi  # reversed: row 0 (most probable) at the top
+    for i in range(2, 7):
+        assert fig.layout[f"yaxis{i}"].matches == "y" or fig.layout[f"yaxis{i}"].showticklabels is False
+
+
+def test_greyed_bars_are_exactly_what_each_stage_removed():
+    fig = stage_figure(make_record())
+    grey = {i: [j for j, c in enumerate(colours(t)) if c == GREY] for i, t in enumerate(fig.data)}
+    assert grey == {0: [], 1: [], 2: [3, 4], 3: [2], 4: [], 5: []}
+    top_k, top_p = fig.data[2], fig.data[3]
+    assert list(top_k.x)[3:] == PROBS["temperature"][3:]  # drawn at their height before the cut
+    assert list(top_p.x)[2] == PROBS["top_k"][2]
+    assert "removed by top-k" in top_k.hovertext[3]
+    assert "removed by top-p" in top_p.hovertext[2]
+    assert list(top_p.x)[3:] == [0.0, 0.0]  # cut earlier: no bar, hover names who cut it
+    assert "removed by top-k" in top_p.hovertext[4]
+
+
+def test_temperature_underflow_is_not_shown_as_a_cut():
+    probs = {"raw": [0.9, 0.1], "temperature": [1.0, 0.0], "final": [1.0, 0.0]}
+    fig = stage_figure(make_record(probs))
+    assert GREY not in colours(fig.data[1]) and GREY not in colours(fig.data[2])
+
+
+def test_chosen_token_is_vermillion_everywhere_and_its_label_bold():
+    fig = stage_figure(make_record(chosen=1, u=0.8))
+    for trace in fig.data:
+        assert colours(trace)[1] == VERMILLION
+        assert colours(trace)[0] == BLUE
+        assert colours(trace).count(VERMILLION) == 1
+    labels = list(fig.layout.yaxis.ticktext)
+    assert labels[1] == "<b>␣the</b>"
+    assert sum("<b>" in label for label in labels) == 1
+
+
+def test_chosen_outside_candidates_gets_its_own_last_row():
+    fig = stage_figure(make_record(chosen=1234, chosen_prob=0.01, u=0.95, low=0.94, high=0.95))
+    labels = list(fig.layout.yaxis.ticktext)
+    assert len(labels) == 6 and labels[-1] == "<b>␣far #42</b>"
+    for trace in fig.data:
+        assert len(trace.y) == 6
+        assert colours(trace)[-1] == VERMILLION and trace.x[-1] == 0.01
+
+
+def test_greedy_final_is_argmax_and_greys_the_rest():
+    probs = {"raw": [0.5, 0.3, 0.2], "temperature": [0.5, 0.3, 0.2], "final": [1.0, 0.0, 0.0]}
+    fig = stage_figure(make_record(probs, u=None))
+    assert fig.layout.annotations[2].text.startswith("final: argmax")
+    assert colours(fig.data[2]) == [VERMILLION, GREY, GREY]
+    assert "removed by argmax" in fig.data[2].hovertext[1]
+
+
+def test_fixed_unit_x_range_and_small_json():
+    names = ["raw", "temperature", "top_k", "top_p", "min_p", "final"]
+    probs = {name: [round(0.5 / (i + 1), 6) for i in range(20)] for name in names}
+    pieces = [f" token{i}" for i in range(20)]
+    fig = stage_figure(make_record(probs, pieces=pieces))
+    for i in ["", 2, 3, 4, 5, 6]:
+        assert list(fig.layout[f"xaxis{i}"].range) == [0, 1]
+    assert len(fig.layout.template.to_plotly_json()["data"]) <= 1  # "none", not the 6 KB default theme
+    assert fig.layout.showlegend is False
+    assert len(fig.to_json()) < 25_000
+
+
+def test_capture_off_gives_a_placeholder():
+    fig = stage_figure(make_record(capture=False))
+    assert len(fig.data) == 0 and "capture" in fig.layout.annotations[0].text
+
+
+# ---- draw figure ------------------------------------------------------------------------------------
+
+
+def test_draw_segments_are_contiguous_sum_to_at_most_one_and_mark_u():
+    probs = {"raw": [0.5, 0.2, 0.1], "final": [0.5, 0.2, 0.1]}  # 0.2 of mass outside the candidates
+    fig = draw_figure(make_record(probs, chosen=1, u=0.6))
+    bar = fig.data[0]
+    widths, bases = list(bar.x), list(bar.base)
+    assert sum(widths) <= 1 + 1e-9
+    assert bases[0] == 0 and all(math.isclose(b + w, nb) for b, w, nb in zip(bases, widths, bases[1:]))
+    assert widths[:3] == [0.5, 0.2, 0.1] and math.isclose(widths[3], 0.2)
+    assert list(bar.marker.color) == [BLUE, VERMILLION, "#56B4E9", GREY]
+    (line,) = fig.layout.shapes
+    assert line.x0 == line.x1 == 0.6
+    assert any(a.text == "u = 0.600" for a in fig.layout.annotations)
+
+
+def test_draw_skips_zero_probability_candidates_and_full_mass_has_no_rest():
+    fig = draw_figure(make_record(u=0.2))
+    assert list(fig.data[0].x) == [0.75, 0.25]
+    assert GREY not in list(fig.data[0].marker.color)
+
+
+def test_draw_chosen_from_the_tail_is_marked_inside_the_rest():
+    probs = {"raw": [0.5, 0.2], "final": [0.5, 0.2]}
+    fig = draw_figure(make_record(probs, chosen=1234, chosen_prob=0.05, u=0.9, low=0.88, high=0.93))
+    bar = fig.data[0]
+    i = list(bar.marker.color).index(VERMILLION)
+    assert math.isclose(bar.base[i], 0.88) and math.isclose(bar.x[i], 0.05)
+    assert sum(bar.x) <= 1 + 1e-9
+
+
+def test_greedy_draw_has_no_marker_and_says_so():
+    fig = draw_figure(make_record(u=None))
+    assert len(fig.layout.shapes) == 0
+    assert [a.text for a in fig.layout.annotations] == ["greedy: argmax, no random draw"]
+
+
+# ---- run figure ---------------------------------------------------------------------------------------
+
+
+def test_run_figure_has_three_series_one_point_per_captured_step():
+    records = [make_record(step=i, chosen=i % 2, u=0.1) for i in range(4)]
+    records.insert(2, make_record(step=9, capture=False))  # capture off: skipped
+    fig = run_figure(records)
+    assert len(fig.data) == 3
+    p, h, kept = fig.data
+    assert all(len(t.x) == len(t.y) == 4 for t in fig.data)
+    assert list(p.x) == [0, 1, 2, 3]
+    assert list(p.y) == [0.75, 0.25, 0.75, 0.25]  # chosen prob under "final"
+    assert list(h.y) == [1.5, 2.5, 3.5, 4.5]  # raw entropy
+    assert list(kept.y) == [2, 2, 2, 2] and kept.yaxis == "y3"
+    assert fig.layout.yaxis3.type == "log"
+    assert "␣the" in p.hovertext[1] or "' the'" in p.hovertext[1]
+
+
+def test_run_figure_placeholders():
+    assert len(run_figure([]).data) == 0
+    fig = run_figure([make_record(capture=False)])
+    assert len(fig.data) == 0 and "capture" in fig.layout.annotations[0].text
+
+
+def test_empty_figure_centres_its_message():
+    fig = empty_figure("Run something", height=150)
+    (note,) = fig.layout.annotations
+    assert note.text == "Run something" and (note.x, note.y) == (0.5, 0.5)
+    assert fig.layout.height == 150
+
+
+def test_draw_clamps_rounding_overshoot_to_one():
+    probs = {"raw": [0.500004, 0.500003], "final": [0.500004, 0.500003]}  # 6-digit rounding can pass 1
+    bar = draw_figure(make_record(probs, u=0.99)).data[0]
+    assert sum(bar.x) <= 1 + 1e-12 and len(bar.x) == 2
+
+
+def test_playground_figures_import_neither_torch_nor_gradio():
+    code = "import sys, playground.lab.charts, playground.lab.chips; print(sorted({'torch', 'gradio'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,21 @@
+from urllib.parse import parse_qsl
+
+from playground.lab.deep_link import make_query, parse_query
+
+
+def test_a_link_round_trips_the_settings():
+    values = {"prompt": "The capital of France is", "chat": True, "temperature": 0.5, "top_k": 40, "top_p": 0.9,
+              "min_p": 0.05, "seed": "7", "max_new_tokens": 30, "stop": "\\n", "order": "vllm"}
+    parsed, problems = parse_query(dict(parse_qsl(make_query(values))))
+    assert problems == [] and parsed == values
+
+
+def test_defaults_are_left_out():
+    assert make_query({"prompt": "hi", "temperature": 1.0, "top_k": 0, "order": "hf", "max_new_tokens": 48}) == "prompt=hi"
+    assert make_query({"prompt": "hi", "max_new_tokens": 20}) == "prompt=hi&max_new_tokens=20"
+
+
+def test_bad_and_unknown_parameters_are_reported_not_fatal():
+    values, problems = parse_query({"temperature": "hot", "order": "openai", "colour": "red", "top_p": "0.5"})
+    assert values == {"top_p": 0.5}
+    assert len(problems) == 3 and any("temperature" in p for p in problems) and any("colour" in p for p in problems)

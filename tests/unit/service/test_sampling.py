@@ -1,0 +1,371 @@
+"""The sampling pipeline against its oracles: transformers' warpers for "hf" order, and plain
+per-row implementations of shared/reference/sampler-semantics.md for "vllm" and "llama.cpp"."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+from transformers.generation.logits_process import (
+    MinPLogitsWarper,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
+
+from model_service import sampling
+from model_service.sampling import SamplingSettings, draw, make_generator, pipeline, run_stages, sample, stage_names
+
+NEG = float("-inf")
+
+
+# --- oracles: one row at a time, straight from the reference document ---
+
+
+def hf_stages(x: torch.Tensor, s: SamplingSettings) -> dict[str, torch.Tensor]:
+    """transformers' own warpers, chained in generate()'s order; off knobs are not applied (as HF)."""
+    scores = x.unsqueeze(0).clone()
+    out = {"raw": scores.softmax(-1)[0]}
+    if s.temperature > 0 and s.temperature != 1:
+        scores = TemperatureLogitsWarper(s.temperature)(None, scores)
+    out["temperature"] = scores.softmax(-1)[0]
+    if s.top_k:
+        scores = TopKLogitsWarper(s.top_k)(None, scores)
+    out["top_k"] = scores.softmax(-1)[0]
+    if s.top_p < 1:
+        scores = TopPLogitsWarper(s.top_p)(None, scores)
+    out["top_p"] = scores.softmax(-1)[0]
+    if s.min_p > 0:
+        scores = MinPLogitsWarper(s.min_p)(None, scores)
+    out["min_p"] = scores.softmax(-1)[0]
+    out["final"] = one_hot_argmax(x) if s.temperature == 0 else out["min_p"]
+    return out
+
+
+def one_hot_argmax(x):
+    return torch.zeros_like(x).scatter_(0, x.argmax().view(1), 1.0)
+
+
+def ref_top_k(z, k):
+    if k == 0 or k >= z.numel():
+        return z
+    kth = torch.topk(z, k).values[-1]
+    return z.masked_fill(z < kth, NEG)
+
+
+def ref_top_p(z, p):
+    if p >= 1:
+        return z
+    values, ids = torch.sort(z)  # ascending
+    cum = values.softmax(-1).cumsum(-1)
+    remove = cum <= 1 - p
+    remove[-1] = False
+    return z.masked_fill(torch.zeros_like(remove).scatter(0, ids, remove), NEG)
+
+
+def ref_min_p(z, m):
+    if m == 0:
+        return z
+    probs = z.softmax(-1)
+    return z.masked_fill(probs < m * probs.max(), NEG)
+
+
+def vllm_stages(x, s):
+    """vLLM v1: temperature -> min-p -> top-k -> top-p; T < 1e-5 greedy, small T clamped to 0.01."""
+    greedy = s.temperature < 1e-5
+    t = 1.0 if greedy else max(s.temperature, 0.01)
+    z, out = x / t, {"raw": x.softmax(-1)}
+    out["temperature"] = z.softmax(-1)
+    z = ref_min_p(z, s.min_p)
+    out["min_p"] = z.softmax(-1)
+    z = ref_top_k(z, s.top_k)
+    out["top_k"] = z.softmax(-1)
+    z = ref_top_p(z, s.top_p)
+    out["top_p"] = z.softmax(-1)
+    out["final"] = one_hot_argmax(x) if greedy else out["top_p"]
+    return out
+
+
+def llamacpp_stages(x, s):
+    """llama.cpp: top-k -> top-p -> min-p decided at T = 1, then temperature reshapes the survivors."""
+    z, out = x, {"raw": x.softmax(-1)}
+    z = ref_top_k(z, s.top_k)
+    out["top_k"] = z.softmax(-1)
+    z = ref_top_p(z, s.top_p)
+    out["top_p"] = z.softmax(-1)
+    z = ref_min_p(z, s.min_p)
+    out["min_p"] = z.softmax(-1)
+    greedy = s.temperature <= 0
+    out["temperature"] = (z / (1.0 if greedy else s.temperature)).softmax(-1)
+    out["final"] = one_hot_argmax(x) if greedy else out["temperature"]
+    return out
+
+
+ORACLES = {"hf": hf_stages, "vllm": vllm_stages, "llama.cpp": llamacpp_stages}
+
+GRID = [
+    dict(temperature=t, top_k=k, top_p=p, min_p=m)
+    for t, k, p, m in itertools.product([0.0, 0.005, 0.5, 1.0, 1.7], [0, 1, 7, 300], [1.0, 0.95, 0.6, 0.1], [0.0, 0.02, 0.3])
+]
+
+
+def random_logits(vocab, seed, scale):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(vocab, generator=g) * scale
+
+
+def assert_stages_match(x, settings, oracle):
+    got = dict(pipeline(x, settings))
+    want = oracle(x, settings)
+    assert list(got) == list(stage_names(settings.order))
+    for name in got:
+        torch.testing.assert_close(got[name], want[name], atol=1e-6, rtol=0, msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("order", ["hf", "vllm", "llama.cpp"])
+@pytest.mark.parametrize("vocab,scale", [(500, 3.0), (6000, 2.0), (6000, 6.0)])
+def test_pipeline_matches_oracle_over_grid(order, vocab, scale):
+    # vocab 500 fits the window; 6000 exercises the window and, for flat rows, the full-sort fallback.
+    x = random_logits(vocab, seed=vocab + int(scale), scale=scale)
+    for knobs in GRID:
+        assert_stages_match(x, SamplingSettings(**knobs, order=order), ORACLES[order])
+
+
+@pytest.mark.parametrize("order", ["hf", "vllm", "llama.cpp"])
+def test_tiny_window_forces_every_fallback(order, monkeypatch):
+    monkeypatch.setattr(sampling, "WINDOW", 4)
+    x = random_logits(300, seed=1, scale=2.0)
+    for knobs in GRID[::3]:
+        assert_stages_match(x, SamplingSettings(**knobs, order=order), ORACLES[order])
+
+
+def test_input_logits_are_not_modified():
+    x = random_logits(100, seed=2, scale=3.0)
+    before = x.clone()
+    pipeline(x, SamplingSettings(temperature=0.5, top_k=5, top_p=0.5, min_p=0.1))
+    assert torch.equal(x, before)
+
+
+# --- hand-made 4-token rows: why each token survives ---
+
+VOCAB = ["Paris", "Lyon", "the", "banana"]
+
+
+def probs_of(p, settings):
+    x = torch.tensor(p).log()
+    return {name: [round(v, 4) for v in t.tolist()] for name, t in pipeline(x, settings)}
+
+
+def test_top_k_keeps_the_k_best_and_renormalises():
+    out = probs_of([0.5, 0.3, 0.15, 0.05], SamplingSettings(top_k=2))
+    assert out["top_k"] == [0.625, 0.375, 0.0, 0.0]  # 0.5/0.8, 0.3/0.8
+
+
+def test_top_k_keeps_every_token_tied_with_the_kth():
+    out = pipeline(torch.tensor([2.0, 1.0, 1.0, 0.0]), SamplingSettings(top_k=2))
+    kept = dict(out)["top_k"] > 0
+    assert kept.tolist() == [True, True, True, False]  # "Lyon" and "the" tie for second place
+
+
+def test_top_p_keeps_the_token_that_crosses_p():
+    # cumulative from the top: 0.5, 0.8 -> "Lyon" crosses 0.75, so it stays; "the" and "banana" go.
+    out = probs_of([0.5, 0.3, 0.15, 0.05], SamplingSettings(top_p=0.75))
+    assert out["top_p"] == [0.625, 0.375, 0.0, 0.0]
+
+
+def test_top_p_always_keeps_the_most_probable_token():
+    out = probs_of([0.9, 0.05, 0.03, 0.02], SamplingSettings(top_p=0.01))
+    assert out["top_p"] == [1.0, 0.0, 0.0, 0.0]
+
+
+def test_min_p_is_relative_to_the_top_token():
+    # threshold 0.5 * 0.5 = 0.25: "Lyon" (0.3) stays, "the" (0.15) goes.
+    out = probs_of([0.5, 0.3, 0.15, 0.05], SamplingSettings(min_p=0.5))
+    assert out["min_p"] == [0.625, 0.375, 0.0, 0.0]
+
+
+def test_temperature_reshapes_without_reordering():
+    cold = probs_of([0.5, 0.3, 0.15, 0.05], SamplingSettings(temperature=0.5))["temperature"]
+    hot = probs_of([0.5, 0.3, 0.15, 0.05], SamplingSettings(temperature=2.0))["temperature"]
+    assert cold[0] > 0.5 > hot[0]
+    assert cold == sorted(cold, reverse=True) and hot == sorted(hot, reverse=True)
+
+
+def test_vllm_order_can_keep_fewer_tokens_than_hf():
+    # HF: top-p 0.75 on the full row keeps 3 (0.4 + 0.3 < 0.75), then min-p 0.3 (threshold 0.133) keeps them.
+    # vLLM: min-p first drops "banana", the renormalised row 0.44/0.33/0.22 crosses 0.75 at "Lyon".
+    p, knobs = [0.4, 0.3, 0.2, 0.1], dict(top_p=0.75, min_p=0.3)
+    hf = probs_of(p, SamplingSettings(**knobs, order="hf"))["final"]
+    vllm = probs_of(p, SamplingSettings(**knobs, order="vllm"))["final"]
+    assert sum(v > 0 for v in hf) == 3 and sum(v > 0 for v in vllm) == 2
+
+
+def test_llamacpp_cuts_before_temperature():
+    # At T = 4 the HF row is so flat that top-p 0.6 keeps 3; llama.cpp cuts at T = 1 and keeps 2.
+    p, knobs = [0.4, 0.3, 0.2, 0.1], dict(temperature=4.0, top_p=0.6)
+    hf = probs_of(p, SamplingSettings(**knobs, order="hf"))["final"]
+    cpp = probs_of(p, SamplingSettings(**knobs, order="llama.cpp"))["final"]
+    assert sum(v > 0 for v in hf) == 3 and sum(v > 0 for v in cpp) == 2
+
+
+def test_a_transform_that_is_off_still_appears_unchanged():
+    out = pipeline(torch.tensor([1.0, 2.0, 0.5, -1.0]), SamplingSettings())
+    names = [n for n, _ in out]
+    assert names == ["raw", "temperature", "top_k", "top_p", "min_p", "final"]
+    for _, p in out:
+        assert torch.equal(p, out[0][1])
+
+
+@pytest.mark.parametrize("order", ["hf", "vllm", "llama.cpp"])
+def test_temperature_zero_is_greedy_with_ties_to_the_lowest_id(order):
+    x = torch.tensor([1.0, 3.0, 3.0, 0.0])
+    s = SamplingSettings(temperature=0, top_p=0.5, order=order)
+    assert dict(pipeline(x, s))["final"].tolist() == [0.0, 1.0, 0.0, 0.0]
+    tokens, (d,) = sample(x, s)
+    assert tokens.tolist() == [1] and d.u is None and d.rank == 0
+
+
+@pytest.mark.parametrize("order", ["hf", "vllm", "llama.cpp"])
+@pytest.mark.parametrize("temperature", [1e-6, 1e-38, 1e-45])
+def test_tiny_temperature_is_greedy_in_every_order_and_never_nan(order, temperature):
+    # vLLM's rule (T < 1e-5 is greedy) for all orders: x / 1e-38 overflows float32 to inf and the
+    # softmax to NaN, which drew a nonsense token; at 1e-6 HF's own warper is already one-hot.
+    x = random_logits(50, seed=3, scale=1.0)
+    settings = SamplingSettings(temperature=temperature, order=order)
+    assert settings.greedy and not SamplingSettings(temperature=1e-5, order=order).greedy
+    stages = dict(pipeline(x, settings))
+    assert all(not torch.isnan(p).any() for p in stages.values())
+    assert stages["final"].argmax() == x.argmax() and stages["final"].max() == 1.0
+    token, (info,) = sample(x, settings)
+    assert int(token) == int(x.argmax()) and info.u is None
+
+
+# --- batches: per-row settings in one pass ---
+
+MIXED = [
+    SamplingSettings(temperature=0),
+    SamplingSettings(temperature=0.8, top_p=0.95, seed=1),
+    SamplingSettings(min_p=0.1, seed=2),
+    SamplingSettings(temperature=1.8, top_k=40, seed=3),
+    SamplingSettings(temperature=0.7, top_p=0.5, min_p=0.05, order="vllm", seed=4),
+    SamplingSettings(temperature=1.3, top_k=10, top_p=0.9, order="llama.cpp", seed=5),
+]
+
+
+@pytest.mark.parametrize("vocab", [300, 5000])
+def test_batch_rows_equal_each_row_alone(vocab):
+    x = torch.stack([random_logits(vocab, seed=i, scale=3.0) for i in range(len(MIXED))])
+    batched = run_stages(x, MIXED)
+    for i, s in enumerate(MIXED):
+        alone = dict(pipeline(x[i], s))
+        for name in stage_names(s.order):
+            torch.testing.assert_close(batched.probs[name][i], alone[name], atol=1e-7, rtol=0)
+
+
+def test_batch_parameters_are_tensors_of_the_batch():
+    params = sampling.BatchParams.from_settings(MIXED, "cpu")
+    assert params.temperature.shape == (len(MIXED),)
+    assert params.top_k.tolist() == [0, 0, 0, 40, 0, 10]
+    assert params.greedy.tolist() == [True, False, False, False, False, False]
+
+
+def test_seeded_row_draws_the_same_token_alone_and_in_any_batch():
+    x = torch.stack([random_logits(2000, seed=i, scale=1.0) for i in range(len(MIXED))])
+    seeded = MIXED[1]
+    alone = [sample(x[1], seeded)[0].item() for _ in range(3)]
+    assert len(set(alone)) == 1
+    batch_tokens, _ = sample(x, MIXED)
+    assert batch_tokens[1].item() == alone[0]
+    others = [SamplingSettings(temperature=2.0, seed=99)] * len(MIXED)
+    others[1] = seeded
+    assert sample(x, others)[0][1].item() == alone[0]
+
+
+def test_different_seeds_draw_differently():
+    x = random_logits(2000, seed=5, scale=0.5)
+    tokens = {sample(x, SamplingSettings(seed=s))[0].item() for s in range(20)}
+    assert len(tokens) > 10
+
+
+def test_draw_follows_the_final_distribution():
+    # 20 000 draws from a known 4-token row: frequencies within 1.5 points of the probabilities.
+    x = torch.tensor([0.5, 0.3, 0.15, 0.05]).log()
+    s = SamplingSettings(seed=0)
+    stages = run_stages(x.unsqueeze(0), [s])
+    gen = make_generator(0)
+    counts = torch.zeros(4)
+    for _ in range(20_000):
+        token, (d,) = draw(stages, [False], [gen])
+        counts[token] += 1
+        assert d.low <= d.u < d.high
+    assert torch.allclose(counts / counts.sum(), torch.tensor([0.5, 0.3, 0.15, 0.05]), atol=0.015)
+
+
+def test_draw_interval_is_the_tokens_probability_even_beyond_the_window(monkeypatch):
+    monkeypatch.setattr(sampling, "WINDOW", 2)
+    x = torch.zeros(10)  # uniform: most draws land beyond a 2-token window
+    for seed in range(20):
+        token, (d,) = sample(x, SamplingSettings(seed=seed))
+        assert d.high - d.low == pytest.approx(0.1, abs=1e-9)
+        assert d.low <= d.u < d.high
+        assert d.rank == token.item()  # all tied: rank = position by id
+
+
+# --- validation: errors name the field and the value ---
+
+
+@pytest.mark.parametrize(
+    "knobs,field",
+    [
+        (dict(temperature=-0.1), "temperature"),
+        (dict(temperature=math.nan), "temperature"),
+        (dict(temperature=math.inf), "temperature"),
+        (dict(temperature="hot"), "temperature"),
+        (dict(top_k=-1), "top_k"),
+        (dict(top_k=2.5), "top_k"),
+        (dict(top_k=True), "top_k"),
+        (dict(top_p=0.0), "top_p"),
+        (dict(top_p=1.01), "top_p"),
+        (dict(top_p=math.nan), "top_p"),
+        (dict(min_p=-0.1), "min_p"),
+        (dict(min_p=1.5), "min_p"),
+        (dict(seed=-1), "seed"),
+        (dict(seed=1.5), "seed"),
+        (dict(order="openai"), "order"),
+    ],
+)
+def test_invalid_settings_name_field_and_value(knobs, field):
+    with pytest.raises(ValueError, match=field) as err:
+        SamplingSettings(**knobs)
+    assert repr(next(iter(knobs.values())))[:4] in str(err.value) or "NaN" in str(err.value)
+
+
+def test_integral_floats_are_accepted_as_integers():
+    s = SamplingSettings(top_k=40.0, seed=7.0)
+    assert s.top_k == 40 and isinstance(s.top_k, int) and s.seed == 7
+
+
+def test_settings_are_frozen_and_picklable():
+    import pickle
+
+    s = SamplingSettings(temperature=0.7, top_p=0.9, seed=3)
+    assert pickle.loads(pickle.dumps(s)) == s
+    with pytest.raises(Exception):
+        s.temperature = 1.0
+
+
+def test_the_order_is_written_once_in_the_module_docstring():
+    doc = sampling.__doc__
+    for order, transforms in sampling.ORDERS.items():
+        assert " -> ".join(("raw", *transforms, "final")) in doc, order
+
+
+def test_draw_rank_is_the_raw_rank_in_and_beyond_the_window(monkeypatch):
+    monkeypatch.setattr(sampling, "WINDOW", 16)
+    x = random_logits(400, seed=8, scale=0.5)  # flat: many draws fall beyond a 16-token window
+    order = sorted(range(400), key=lambda i: (-x[i].item(), i))
+    for seed in range(40):
+        token, (d,) = sample(x, SamplingSettings(seed=seed))
+        assert d.rank == order.index(token.item())
