@@ -98,6 +98,7 @@ class StepRecord:
     sampling_ms: float
     stop_reason: str | None = None  # on the last step only: "eos", "max_tokens" or "stop_string"
     order: str = "hf"
+    batch_size: int = 1  # rows that shared the forward pass which produced this step's logits
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)
@@ -142,3 +143,45 @@ class BatchStep:
             active=tuple(d["active"]), logits_shape=tuple(d["logits_shape"]), params=d["params"],
             forward_ms=d["forward_ms"], sampling_ms=d["sampling_ms"],
         )
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A request waits for a row: its place in the queue (1 = next in). Streamed before the first
+    StepRecord only to callers that ask for it (generate(..., report_waiting=True))."""
+
+    position: int
+    ahead: int  # requests waiting before this one
+    queue_length: int  # requests waiting in all
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RoomRow:
+    """One live row of the shared batch, anonymised: its settings and progress, never its prompt."""
+
+    settings: dict  # SamplingSettings.to_dict() without the seed
+    seeded: bool
+    step: int  # tokens generated so far
+    max_new_tokens: int
+    prompt_tokens: int
+    prefilling: bool  # still reading its prompt (a long one is read a chunk per step)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Room:
+    """The scheduler that owns the model, seen from outside (ModelService.room())."""
+
+    rows: tuple[RoomRow, ...]  # in batch-row order
+    waiting: int  # requests in the queue
+    step: int  # forward steps the scheduler has run since it started
+    max_rows: int  # rows per step
+    queue_size: int  # waiting requests allowed; more are refused
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "rows": [r.to_dict() for r in self.rows]}
