@@ -7,21 +7,21 @@ The UI only calls the methods of `PlaygroundService`; it never sees a tensor. A 
 from __future__ import annotations
 
 import numbers
+import os
+import threading
 import time
 from typing import Iterator, Mapping, Protocol, Sequence
 
-import torch
-
-from . import loading
+from . import limits, loading
 from .pieces import PieceTable
-from .engine import run_batch
-from .records import BatchStep, ModelInfo, StepRecord
+from .records import BatchStep, ModelInfo, Room, StepRecord, Waiting
 from .settings import Request, SamplingSettings
-from .step_loop import Decoder, RowState, sample_rows
+from .step_loop import RowState
+from .streams import BatchStream, GroupSink, Job, Stream, StreamSink
 from .text_stream import validate_stop
 
-MAX_NEW_TOKENS = 4096
-MAX_TOP_N = 100
+MAX_NEW_TOKENS = limits.MAX_NEW_TOKENS
+MAX_TOP_N = limits.MAX_TOP_N
 
 
 class PlaygroundService(Protocol):
@@ -32,10 +32,14 @@ class PlaygroundService(Protocol):
 
     def generate(
         self, prompt: str, settings: SamplingSettings, max_new_tokens: int = 64, stop: Sequence[str] = (),
-        chat: bool = False, top_n: int = 20, *, continue_from: Sequence[int] = (),
-    ) -> Iterator[StepRecord]: ...
+        chat: bool = False, top_n: int = 20, *, continue_from: Sequence[int] = (), report_waiting: bool = False,
+    ) -> Iterator[StepRecord | Waiting]: ...
 
-    def generate_batch(self, requests: Sequence[Request], top_n: int = 20) -> Iterator[BatchStep]: ...
+    def generate_batch(
+        self, requests: Sequence[Request], top_n: int = 20, *, report_waiting: bool = False
+    ) -> Iterator[BatchStep | Waiting]: ...
+
+    def room(self) -> Room: ...
 
     def trace(self, prompt: str, chat: bool = False, block: int | None = None, top_n: int = 5): ...
 
@@ -68,9 +72,28 @@ def as_settings(settings) -> SamplingSettings:
     raise ValueError(f"settings must be SamplingSettings or a dict, got {type(settings).__name__}")
 
 
+def _env_count(name: str, value: int | None, default: int, low: int) -> int:
+    """An explicit value, else the environment variable, else the default; a whole number >= low."""
+    if value is None:
+        text = os.environ.get(name, "").strip()
+        if not text:
+            return default
+        if not text.isdigit():
+            raise ValueError(f"{name} must be a whole number >= {low}, got {text!r}")
+        value = int(text)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+    return value
+
+
 class ModelService:
-    def __init__(self, model, tokenizer, info: ModelInfo | None = None):
-        """Wrap an already loaded model (tests pass a tiny random one); `load` is the usual door."""
+    def __init__(self, model, tokenizer, info: ModelInfo | None = None, *, max_rows: int | None = None,
+                 queue_size: int | None = None):
+        """Wrap an already loaded model (tests pass a tiny random one); `load` is the usual door.
+
+        max_rows: rows per forward step (default NTP_MAX_ROWS, else limits.MAX_ROWS_GPU on a GPU and
+        MAX_ROWS_CPU otherwise); queue_size: requests that may wait for a row (NTP_QUEUE_SIZE, else
+        limits.QUEUE_SIZE)."""
         self.model = model
         self.tokenizer = tokenizer
         self.info = info or loading.model_info(model, tokenizer, type(model).__name__, "in-memory")
@@ -78,10 +101,34 @@ class ModelService:
         self.eos_token_ids = set(self.info.eos_token_ids)
         config = model.config.get_text_config()
         self.max_context = getattr(config, "max_position_embeddings", None) or 1 << 20
+        on_gpu = model.device.type != "cpu"
+        self.max_rows = _env_count("NTP_MAX_ROWS", max_rows, limits.MAX_ROWS_GPU if on_gpu else limits.MAX_ROWS_CPU, 1)
+        self.queue_size = _env_count("NTP_QUEUE_SIZE", queue_size, limits.QUEUE_SIZE, 0)
+        # Every forward pass holds it: the scheduler's steps, and traces / LM-head views beside them.
+        self.model_lock = threading.RLock()
+        self._scheduler = None
+        self._scheduler_lock = threading.Lock()
 
     @classmethod
-    def load(cls, model: str | None = None, device: str | None = None, progress=None) -> "ModelService":
-        return cls(*loading.load(model, device, progress))
+    def load(cls, model: str | None = None, device: str | None = None, progress=None, *,
+             max_rows: int | None = None, queue_size: int | None = None) -> "ModelService":
+        return cls(*loading.load(model, device, progress), max_rows=max_rows, queue_size=queue_size)
+
+    @property
+    def scheduler(self):
+        """The one loop that runs every generation's forward passes; started on first use."""
+        if self._scheduler is None:
+            with self._scheduler_lock:
+                if self._scheduler is None:
+                    from .scheduler import Scheduler
+
+                    self._scheduler = Scheduler(self, self.max_rows, self.queue_size)
+        return self._scheduler
+
+    def room(self) -> Room:
+        """The live room, anonymised: every row's settings and progress (no prompts), the queue length,
+        the scheduler's step counter and the rows-per-step cap."""
+        return self.scheduler.room()
 
     @property
     def description(self) -> str:
@@ -104,6 +151,13 @@ class ModelService:
             raise ValueError("the prompt is empty: type some text for the model to continue")
         return list(ids)
 
+    def _prompt_ids(self, prompt: str, chat: bool) -> list[int]:
+        """encode() within the room's prompt cap: every path that runs the model checks it."""
+        ids = self.encode(prompt, chat)
+        if len(ids) > limits.MAX_PROMPT_TOKENS:
+            raise ValueError(f"prompt is {len(ids):,} tokens; the limit here is {limits.MAX_PROMPT_TOKENS:,}")
+        return ids
+
     def pieces_of(self, ids: Sequence[int]) -> dict[int, str]:
         """How each token reads on its own (leading spaces kept, split characters as bytes)."""
         return {int(i): self.pieces(int(i)).piece for i in ids}
@@ -114,8 +168,9 @@ class ModelService:
         from .lm_head import lm_head_breakdown
 
         top_k = _count("top_k", top_k, 1, MAX_TOP_N)
-        ids = self.encode(prompt, chat) + [_count("token", t, 0, self.info.vocab_size - 1) for t in continue_from]
-        return lm_head_breakdown(self.model, ids, None, top_k)
+        ids = self._prompt_ids(prompt, chat) + [_count("token", t, 0, self.info.vocab_size - 1) for t in continue_from]
+        with self.model_lock:
+            return lm_head_breakdown(self.model, ids, None, top_k)
 
     def trace(self, prompt: str, chat: bool = False, block: int | None = None, top_n: int = 5):
         """Lesson 10: one forward pass traced from token ids to logits at every position (a Trace
@@ -123,18 +178,21 @@ class ModelService:
         from .tracing import trace
 
         started = time.perf_counter()
-        ids = self.encode(prompt, chat)
+        ids = self._prompt_ids(prompt, chat)
         tokenize_ms = (time.perf_counter() - started) * 1000
-        return trace(
-            self.model, self.tokenizer, self.pieces, ids, prompt=prompt, chat=chat, model_name=self.info.name,
-            tokenize_ms=tokenize_ms, block=block, top_n=top_n,
-        )
+        with self.model_lock:
+            return trace(
+                self.model, self.tokenizer, self.pieces, ids, prompt=prompt, chat=chat, model_name=self.info.name,
+                tokenize_ms=tokenize_ms, block=block, top_n=top_n,
+            )
 
     def trace_attention(self, prompt: str, chat: bool = False, block: int = 1):
         """One block's attention (1-based) for the prompt: the Trace's AttentionMap for another block."""
         from .tracing import attention
 
-        return attention(self.model, self.pieces, self.encode(prompt, chat), block)
+        ids = self._prompt_ids(prompt, chat)
+        with self.model_lock:
+            return attention(self.model, self.pieces, ids, block)
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
@@ -151,15 +209,19 @@ class ModelService:
         capture: bool = True,
         ignore_eos: bool = False,
         continue_from: Sequence[int] = (),
-    ) -> Iterator[StepRecord]:
-        """Stream one StepRecord per generated token.
+        report_waiting: bool = False,
+    ) -> Iterator[StepRecord | Waiting]:
+        """Stream one StepRecord per generated token. The request joins the room's running batch (see
+        model_service/scheduler.py); closing the iterator, or dropping it, cancels it.
 
         continue_from: tokens already generated for this prompt (the UI's Step button); the run
         resumes after them, step numbers and the seeded generator's state included, so stepping
         replays exactly what one Generate with the same seed produces. max_new_tokens counts them.
         capture=False skips the per-stage summaries (the benchmark's baseline); ignore_eos keeps going
-        past end-of-text (to compare equal token counts). Arguments are checked before the first
-        forward pass, so bad input fails fast with a ValueError naming the field.
+        past end-of-text (to compare equal token counts). report_waiting: while the request waits for
+        a row, yield Waiting records (its place in the queue) before the first StepRecord.
+        Arguments are checked before anything is queued, so bad input fails fast with a ValueError
+        naming the field; a full queue is a RuntimeError.
         """
         settings = as_settings(settings)
         top_n = _count("top_n", top_n, 1, MAX_TOP_N)
@@ -168,18 +230,26 @@ class ModelService:
         prefix = [_count("continue_from token", t, 0, self.info.vocab_size - 1) for t in continue_from]
         if len(prefix) >= max_new_tokens:
             raise ValueError(f"already {len(prefix)} tokens generated: max_new_tokens ({max_new_tokens}) reached")
-        return self._generate(ids, prefix, settings, max_new_tokens, stop, top_n, capture, ignore_eos)
+        sink = StreamSink(report_waiting)
+        row = RowState(self, settings, max_new_tokens, stop, prefix, ignore_eos)
+        jobs = [Job(ids + prefix, row, len(prefix), top_n, bool(capture), sink)]
+        self.scheduler.submit(jobs)
+        return Stream(self.scheduler, jobs, sink)
 
-    def generate_batch(self, requests: Sequence, top_n: int = 20, max_batch: int = 64) -> Iterator[BatchStep]:
-        """Run requests together: one batched forward pass per step, each row sampled with its own
-        settings in one vectorised pass, each row stopping on its own. Yields a BatchStep per step.
-        A request's tokens equal what `generate` gives it alone. Invalid requests raise ValueError
-        naming the request (1-based) and the field, before any work."""
+    def generate_batch(
+        self, requests: Sequence, top_n: int = 20, max_batch: int = limits.MAX_BATCH_REQUESTS, *,
+        report_waiting: bool = False,
+    ) -> Iterator[BatchStep | Waiting]:
+        """Run requests together: they join the room's batch at the same step, each row sampled with
+        its own settings, each stopping on its own. Yields a BatchStep per step (its rows: these
+        requests). A request's tokens equal what `generate` gives it alone. Invalid requests raise
+        ValueError naming the request (1-based) and the field, before any work."""
         top_n = _count("top_n", top_n, 1, MAX_TOP_N)
         requests = list(requests)
         if not 1 <= len(requests) <= max_batch:
             raise ValueError(f"a batch needs 1 to {max_batch} requests, got {len(requests)}")
-        prompts, rows = [], []
+        sink = GroupSink(report_waiting)
+        jobs = []
         for n, request in enumerate(requests, start=1):
             try:
                 if isinstance(request, Mapping):
@@ -187,35 +257,23 @@ class ModelService:
                 elif not isinstance(request, Request):
                     raise ValueError(f"expected a Request, got {type(request).__name__}")
                 ids, max_new = self._prompt(request.prompt, request.chat, request.max_new_tokens)
-                rows.append(RowState(self, as_settings(request.settings), max_new, validate_stop(request.stop)))
-                prompts.append(ids)
+                row = RowState(self, as_settings(request.settings), max_new, validate_stop(request.stop))
+                jobs.append(Job(ids, row, 0, top_n, True, sink, index=n - 1))
             except (ValueError, TypeError) as e:
                 raise ValueError(f"request {n}: {e}") from None
-        return run_batch(self, prompts, rows, top_n)
+        self.scheduler.submit(jobs)
+        return BatchStream(self.scheduler, jobs, sink)
 
     def _prompt(self, prompt: str, chat: bool, max_new_tokens) -> tuple[list[int], int]:
         """The prompt's ids and a checked max_new_tokens that fits the model's context."""
         max_new_tokens = _count("max_new_tokens", max_new_tokens, 1, MAX_NEW_TOKENS)
-        ids = self.encode(prompt, chat)
+        ids = self._prompt_ids(prompt, chat)
         if len(ids) + max_new_tokens > self.max_context:
             raise ValueError(
                 f"prompt ({len(ids)} tokens) + max_new_tokens ({max_new_tokens}) exceeds the model's "
                 f"context of {self.max_context} tokens"
             )
         return ids, max_new_tokens
-
-    def _generate(self, ids, prefix, settings, max_new_tokens, stop, top_n, capture, ignore_eos):
-        row = RowState(self, settings, max_new_tokens, stop, prefix, ignore_eos)
-        decoder = Decoder(self.model)
-        logits = decoder.prefill(torch.tensor([ids + prefix]))  # (1, V): only the last position's logits
-        for step in range(len(prefix), max_new_tokens):
-            # the pipeline's stages, one draw from "final", then the stop conditions
-            (token_id,), (draw_info,), (summary,), sampling_ms = sample_rows(logits, [row], top_n, capture)
-            record = row.record(step, token_id, draw_info, summary, decoder.forward_ms, sampling_ms)
-            yield record
-            if record.stop_reason is not None:
-                return
-            logits = decoder.step(token_id)  # append the token: one forward pass, reusing the KV cache
 
 
 __all__ = ["ModelService", "PlaygroundService", "as_settings"]

@@ -1,18 +1,31 @@
-"""The decode loop's parts: a KV-cached forward pass per token, one sampling step for a batch of
-rows, and each row's running state (its generator, its text, its stop conditions) that turns a
-sampled token into a StepRecord. `ModelService.generate` and the batched engine share all of them.
+"""One decode step, told once. Every request, alone or among strangers, goes through these stages
+each step (the scheduler runs them for all live rows together: model_service/scheduler.py:Scheduler._step):
 
-Prefill runs the whole prompt once with logits_to_keep=1 (the LM head only for the last position,
-the one that decides the next token); every later step feeds one token and reuses the cache.
+1. logits    model_service/decoder.py:Decoder.step — one forward pass for every row in the batch; the
+             LM head runs for each row's last position only, float32 logits (B, V). A newcomer's first
+             logits come from its own prefill (Decoder.prefill / Decoder.extend, chunk by chunk).
+2. stages    model_service/sampling.py:run_stages — each row's own temperature, top-k, top-p, min-p in
+             its own order, as (B,) tensors in one vectorised pass; every stage renormalised.
+3. draw      model_service/sampling.py:draw — one u ~ U[0, 1) per row from the row's own seeded
+             generator, read on the final distribution's cumulative bar (argmax for greedy rows).
+4. summary   model_service/step_loop.py:summarise — per stage only the top-N probabilities, kept count,
+             kept mass, entropy and the chosen token's probability leave the tensors.
+5. stop      model_service/step_loop.py:RowState.record — end-of-text, a stop string (found in the decoded
+             text by model_service/text_stream.py:TextStream), or max_new_tokens.
+6. record    model_service/records.py:StepRecord, built in RowState.record and handed to the caller's
+             stream by model_service/scheduler.py:Scheduler._deliver; the token is fed back at step 1.
+
+Because a row's draw uses only its own generator and its own logits, a seeded request gets the same
+tokens whoever shares its batch (up to float round-off in the forward pass of a padded batch).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from typing import Sequence
 
 import torch
-from transformers import DynamicCache
 
 from .records import Stage, StepRecord, r6
 from .sampling import Stages, draw, fresh_seed, make_generator, run_stages, stage_names
@@ -20,43 +33,12 @@ from .settings import SamplingSettings
 from .text_stream import TextStream
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-class Decoder:
-    """Forward passes for one sequence (B = 1) with a KV cache. Returns float32 logits (1, V)."""
-
-    def __init__(self, model):
-        self.model = model
-        self.device = model.device
-        self.cache = DynamicCache(config=model.config)
-        self.forward_ms = 0.0  # time of the last forward pass
-
-    @torch.inference_mode()
-    def prefill(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self._forward(input_ids.to(self.device), logits_to_keep=1)  # (1, T) -> (1, V)
-
-    @torch.inference_mode()
-    def step(self, token_id: int) -> torch.Tensor:
-        ids = torch.tensor([[token_id]], device=self.device)  # (1, 1)
-        return self._forward(ids)
-
-    def _forward(self, ids: torch.Tensor, **kwargs) -> torch.Tensor:
-        started = time.perf_counter()
-        out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True, **kwargs)
-        logits = out.logits[:, -1, :].float()  # upcast once: every stage works in float32
-        _sync(self.device)
-        self.forward_ms = (time.perf_counter() - started) * 1000
-        return logits
-
-
-def summarise(stages: Stages, tokens: torch.Tensor, top_n: int, orders: list[str]):
+def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders: list[str]):
     """Per row: (top-N token ids, tuple[Stage]) — only N + a few scalars per stage leave the device.
 
-    tokens: (B,) each row's chosen token; orders: each row's order, which sets the sequence of its
-    stages (a mixed batch computes them under shared names)."""
+    tokens: (B,) each row's chosen token; top_n: each row's N (computed for the largest, then cut);
+    orders: each row's order, which sets the sequence of its stages (a mixed batch computes them
+    under shared names)."""
     # Stages a transform left unchanged share tensors: summarise each distinct one once, each on its
     # own (B, V) tensor (stacking them into one (B, S, V) block outgrows the cache at large B).
     unique: dict[int, int] = {}  # id(probs tensor) -> index among the distinct ones
@@ -66,7 +48,7 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: int, orders: list[str
             unique[id(stages.probs[n])] = len(names)
             names.append(n)
     column = [unique[id(stages.probs[n])] for n in stages.names]  # stage -> distinct index
-    ids = stages.window[:, :top_n]  # (B, N)
+    ids = stages.window[:, : max(top_n)]  # (B, N)
     chosen_col = tokens.view(-1, 1)
     per = [
         (
@@ -94,10 +76,11 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: int, orders: list[str
     for b, (row_ids, row_top, counts, masses, ents, ch) in enumerate(
         zip(ids.tolist(), top.tolist(), kept_count.tolist(), kept_mass.tolist(), entropy.tolist(), chosen.tolist())
     ):
+        n = top_n[b]
         by_name = {
             name: Stage(
                 name=name,
-                probs=tuple(r6(p) for p in row_top[column[s]]),
+                probs=tuple(r6(p) for p in row_top[column[s]][:n]),
                 kept_count=int(counts[column[s]]),
                 kept_mass=r6(min(masses[s], 1.0)),
                 entropy_bits=r6(max(ents[column[s]], 0.0)),
@@ -105,7 +88,7 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: int, orders: list[str
             )
             for s, name in enumerate(stages.names)
         }
-        rows.append((row_ids, tuple(by_name[n] for n in stage_names(orders[b]))))
+        rows.append((row_ids[:n], tuple(by_name[name] for name in stage_names(orders[b]))))
     return rows
 
 
@@ -126,7 +109,7 @@ class RowState:
         for t in prefix:
             self.text.push(t)
 
-    def record(self, step, token_id, draw_info, summary, forward_ms, sampling_ms) -> StepRecord:
+    def record(self, step, token_id, draw_info, summary, forward_ms, sampling_ms, batch_size=1) -> StepRecord:
         """Check the stop conditions for the token just drawn; the record a viewer may see."""
         is_eos = token_id in self.service.eos_token_ids and not self.ignore_eos
         if not is_eos:
@@ -156,17 +139,26 @@ class RowState:
             sampling_ms=round(sampling_ms, 3),
             stop_reason=stop_reason,
             order=self.settings.order,
+            batch_size=batch_size,
         )
 
 
 @torch.inference_mode()  # no autograd bookkeeping on the ~60 small ops of a step
-def sample_rows(logits: torch.Tensor, rows: list[RowState], top_n: int, capture: bool = True):
+def sample_rows(logits: torch.Tensor, rows: list[RowState], top_n, capture=True):
     """One sampling step for (B, V) logits, row i with rows[i]'s settings and generator.
-    Returns (token ids, draws, summaries or Nones, sampling ms)."""
+    top_n, capture: one for all rows or one per row (the stages are computed once, with summaries
+    if any row wants them). Returns (token ids, draws, summaries or Nones, sampling ms)."""
     started = time.perf_counter()
+    b = len(rows)
+    top_n = [top_n] * b if isinstance(top_n, int) else list(top_n)
+    capture = [capture] * b if isinstance(capture, bool) else list(capture)
     settings = [r.settings for r in rows]
-    stages = run_stages(logits, settings, capture=capture, min_window=top_n)
+    stages = run_stages(logits, settings, capture=any(capture), min_window=max(top_n))
     token_ids, draws = draw(stages, [s.greedy for s in settings], [r.generator for r in rows])
-    summaries = summarise(stages, token_ids, top_n, [s.order for s in settings]) if capture else [None] * len(rows)
+    if any(capture):
+        summaries = summarise(stages, token_ids, top_n, [s.order for s in settings])
+        summaries = [s if c else None for s, c in zip(summaries, capture)]
+    else:
+        summaries = [None] * b
     tokens = token_ids.tolist()
     return tokens, draws, summaries, (time.perf_counter() - started) * 1000

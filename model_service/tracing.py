@@ -24,6 +24,7 @@ from typing import Sequence
 
 import torch
 
+from .decoder import sync
 from .lm_head import _cap, _final_norm
 from .trace_records import (
     AttentionMap, Candidate, Embedding, EmbeddingRow, LensLayer, LogitLens, LogitsCost, PositionPrediction,
@@ -44,11 +45,6 @@ CHUNK = 64  # logits rows reduced at a time (64 × 262k × 4 B = 67 MB for Gemma
 def r4(x: float) -> float:
     """4 significant digits: plenty for a chart, and short in JSON."""
     return float(f"{x:.4g}")
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 class _Stop(Exception):
@@ -353,7 +349,7 @@ def trace(
                 hooks.after(attn_module, "attn_out")
             t0 = time.perf_counter()
             out = model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
-            _sync(emb.device)
+            sync(emb.device)
             forward_ms = (time.perf_counter() - t0) * 1000
         hidden, logits = out.hidden_states, out.logits
         pre_norm = _first_tensor(*hooks.seen["pre_norm"]) if "pre_norm" in hooks.seen else None

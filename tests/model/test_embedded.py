@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from model_service import SamplingSettings
-from model_service.step_loop import Decoder
+from model_service.decoder import Decoder
 
 LESSON = "The capital of France is"
 GREEDY = SamplingSettings(temperature=0)
@@ -41,9 +41,9 @@ def test_kv_cache_logits_equal_full_forward(embedded):
     prompt = embedded.encode(LESSON)
     generated = [r.token_id for r in embedded.generate(LESSON, GREEDY, max_new_tokens=6)]
     decoder = Decoder(embedded.model)
-    steps = [decoder.prefill(torch.tensor([prompt]))[0]]
+    steps = [decoder.prefill([prompt])[0]]
     for t in generated[:-1]:
-        steps.append(decoder.step(t)[0])
+        steps.append(decoder.step([t])[0])
     with torch.no_grad():
         full = embedded.model(torch.tensor([prompt + generated])).logits[0]
     for i, logits in enumerate(steps):

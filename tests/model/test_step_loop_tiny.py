@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from model_service import SamplingSettings, StepRecord
-from model_service.step_loop import Decoder
+from model_service.decoder import Decoder
 
 GREEDY = SamplingSettings(temperature=0)
 
@@ -23,9 +23,9 @@ def test_kv_cache_logits_equal_a_full_forward_at_every_position(tiny_service):
     prompt = tiny_service.encode("The capital of France is")
     generated = tokens(tiny_service.generate("The capital of France is", GREEDY, max_new_tokens=12))
     decoder = Decoder(model)
-    step_logits = [decoder.prefill(torch.tensor([prompt]))[0]]
+    step_logits = [decoder.prefill([prompt])[0]]
     for t in generated[:-1]:
-        step_logits.append(decoder.step(t)[0])
+        step_logits.append(decoder.step([t])[0])
     with torch.no_grad():
         full = model(torch.tensor([prompt + generated])).logits[0]  # (T, V)
     for i, logits in enumerate(step_logits):

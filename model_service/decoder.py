@@ -1,0 +1,139 @@
+"""The forward pass of the decode loop: one KV cache shared by B rows, B = 1 for a run alone.
+
+Rows of different lengths are left-padded: the attention mask hides the pads and position ids count
+only a row's real tokens, so each row computes what it would alone, up to float round-off. A row can
+join a running batch (`join`: its cache is left-padded to the batch's width, or the batch to its)
+and leave it (`keep`); leading columns that are pads in every row are trimmed, so the cache of a
+long-lived batch grows only with its longest live row.
+
+The cache has plain (full) layers even for models with sliding-window attention (Gemma 3): a
+sliding layer drops old columns per batch, which would misalign rows joined at different times.
+The model still applies its window through the attention mask: within a row the pads are all on the
+left, so column distances equal token distances.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn.functional as F
+from transformers import DynamicCache
+
+
+def sync(device: torch.device) -> None:
+    """Wait for queued GPU work, so a timing covers the computation (a no-op on CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _left_pad(x: torch.Tensor, width: int, dim: int) -> torch.Tensor:
+    missing = width - x.shape[dim]
+    if missing == 0:
+        return x
+    pad = [0, 0] * (x.dim() - 1 - dim) + [missing, 0]  # F.pad lists dimensions from the last one
+    return F.pad(x, pad)
+
+
+class Decoder:
+    """Forward passes for B left-padded rows with one KV cache. Every call returns float32 logits of
+    each row's last position, (B, V): the LM head runs for that position only."""
+
+    def __init__(self, model, pad_id: int = 0):
+        self.model = model
+        self.device = model.device
+        self.pad_id = pad_id
+        self.cache = DynamicCache()
+        self.mask = torch.zeros((0, 0), dtype=torch.long, device=self.device)  # (B, T): 1 = token, 0 = pad
+        self.next_position = torch.zeros(0, dtype=torch.long, device=self.device)  # (B,): each row's length
+        self.forward_ms = 0.0  # time of the last forward pass
+
+    @property
+    def rows(self) -> int:
+        return self.mask.shape[0]
+
+    @torch.inference_mode()
+    def prefill(self, prompts: list[list[int]]) -> torch.Tensor:
+        """Start the batch from these prompts (left-padded to the longest)."""
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)  # (B, T)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p):] = torch.tensor(p)
+            mask[i, width - len(p):] = 1
+        self.mask = mask.to(self.device)
+        self.next_position = self.mask.sum(dim=1)
+        positions = (self.mask.cumsum(dim=1) - 1).clamp(min=0)  # pads get 0; real tokens 0..len-1
+        return self._forward(ids.to(self.device), positions)
+
+    @torch.inference_mode()
+    def extend(self, tokens: list[int]) -> torch.Tensor:
+        """Append several tokens to a single row (the next chunk of a long prompt)."""
+        if self.rows == 0:
+            return self.prefill([tokens])
+        if self.rows != 1:
+            raise ValueError("extend feeds one row; a batch steps one token per row")
+        n = len(tokens)
+        ids = torch.tensor([tokens], device=self.device)  # (1, n)
+        self.mask = torch.cat([self.mask, torch.ones((1, n), dtype=torch.long, device=self.device)], dim=1)
+        positions = self.next_position.unsqueeze(1) + torch.arange(n, device=self.device)
+        self.next_position = self.next_position + n
+        return self._forward(ids, positions)
+
+    @torch.inference_mode()
+    def step(self, tokens: list[int]) -> torch.Tensor:
+        """Feed one token per row (B, 1): the decode step."""
+        ids = torch.tensor(tokens, device=self.device).unsqueeze(1)
+        self.mask = torch.cat([self.mask, torch.ones_like(self.mask[:, :1])], dim=1)
+        positions = self.next_position.unsqueeze(1)
+        self.next_position = self.next_position + 1
+        return self._forward(ids, positions)
+
+    @torch.inference_mode()
+    def keep(self, rows: list[int]) -> None:
+        """Drop every row not listed (finished or cancelled requests), from the cache too."""
+        if len(rows) == self.rows:
+            return
+        if not rows:
+            self.__init__(self.model, self.pad_id)  # a fresh, empty batch
+            return
+        index = torch.tensor(rows, device=self.device)
+        for layer in self._layers():
+            layer.keys, layer.values = layer.keys[index], layer.values[index]
+        self.mask, self.next_position = self.mask[index], self.next_position[index]
+        self._trim()
+
+    @torch.inference_mode()
+    def join(self, other: "Decoder") -> None:
+        """Append other's rows to this batch (after this batch's rows). The shorter side is left-padded."""
+        if self.rows == 0:
+            self.cache, self.mask, self.next_position = other.cache, other.mask, other.next_position
+            return
+        width = max(self.mask.shape[1], other.mask.shape[1])
+        for mine, theirs in zip(self._layers(), other._layers(), strict=True):
+            mine.keys = torch.cat([_left_pad(mine.keys, width, 2), _left_pad(theirs.keys, width, 2)])
+            mine.values = torch.cat([_left_pad(mine.values, width, 2), _left_pad(theirs.values, width, 2)])
+        self.mask = torch.cat([_left_pad(self.mask, width, 1), _left_pad(other.mask, width, 1)])
+        self.next_position = torch.cat([self.next_position, other.next_position])
+
+    def _layers(self):
+        return [layer for layer in self.cache.layers if layer.is_initialized]
+
+    def _trim(self) -> None:
+        """Cut the leading columns that are pads in every row (left by a long row that left)."""
+        first = int(self.mask.any(dim=0).int().argmax())
+        if first > 0:
+            for layer in self._layers():
+                layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
+            self.mask = self.mask[:, first:]
+
+    def _forward(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        started = time.perf_counter()
+        out = self.model(
+            input_ids=ids, attention_mask=self.mask, position_ids=positions, past_key_values=self.cache,
+            use_cache=True, logits_to_keep=1,
+        )
+        logits = out.logits[:, -1, :].float()  # upcast once: every stage works in float32
+        sync(self.device)
+        self.forward_ms = (time.perf_counter() - started) * 1000
+        return logits
