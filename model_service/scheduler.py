@@ -25,7 +25,9 @@ forward passes outside the batch) waits at most one step.
 
 from __future__ import annotations
 
+import atexit
 import threading
+import weakref
 from collections import deque
 
 import torch
@@ -52,8 +54,20 @@ class Scheduler:
         self._running: list[Job] = []  # in the batch, in batch-row order
         self._decoder = Decoder(service.model, self._pad)
         self.steps = 0  # sampling steps run since start
+        self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="model-scheduler", daemon=True)
         self._thread.start()
+        # A daemon thread killed inside a torch op at interpreter exit aborts the process: end the
+        # loop first (it finishes the step under way).
+        atexit.register(_stop, weakref.ref(self))
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """End the loop after the step under way; requests still in flight get an error."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
 
     @property
     def alive(self) -> bool:
@@ -64,6 +78,8 @@ class Scheduler:
     def submit(self, jobs: list[Job]) -> None:
         """Queue one caller's jobs, or refuse them at once when the room's queue is full."""
         with self._cond:
+            if self._stopping:
+                raise RuntimeError("the model service is shutting down")
             waiting = sum(len(entry) for entry in self._queue)
             if waiting + len(jobs) > self.queue_size:
                 raise RuntimeError(
@@ -97,8 +113,11 @@ class Scheduler:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not (self._queue or self._prefilling or self._running):
+                while not (self._queue or self._prefilling or self._running or self._stopping):
                     self._cond.wait()
+                if self._stopping:
+                    self._shut()
+                    return
                 self._drop_cancelled()
                 self._admit()
                 self._report_waiting()
@@ -111,6 +130,13 @@ class Scheduler:
                     self._fail(job, error)
                 self._running, self._prefilling = [], []
                 self._decoder = Decoder(self.service.model, self._pad)
+
+    def _shut(self) -> None:
+        error = RuntimeError("the model service is shutting down")
+        for job in self._running + self._prefilling + [job for entry in self._queue for job in entry]:
+            self._fail(job, error)
+        self._queue.clear()
+        self._running, self._prefilling = [], []
 
     def _drop_cancelled(self) -> None:
         keep = [i for i, job in enumerate(self._running) if job.live]
@@ -251,3 +277,8 @@ def _room_row(job: Job) -> RoomRow:
         prompt_tokens=len(job.ids), prefilling=job.next_token is None,
     )
 
+
+def _stop(ref) -> None:
+    scheduler = ref()
+    if scheduler is not None:
+        scheduler.stop()
