@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from model_service import ModelService, Request, SamplingSettings  # noqa: E402
-from model_service.engine import BatchDecoder  # noqa: E402
+from model_service.decoder import Decoder  # noqa: E402
 from model_service.step_loop import RowState, sample_rows  # noqa: E402
 
 # Prompts that keep talking for 32+ tokens under these settings (no early end-of-text), so both sides
@@ -96,7 +96,7 @@ def throughput(service, tokens: int, rounds: int) -> None:
 def real_logits(service, batch: int) -> torch.Tensor:
     """Next-token logits of the MIXED prompts (one batched prefill), repeated to `batch` rows."""
     prompts = [service.encode(p) for p, _ in MIXED]
-    logits = BatchDecoder(service.model, service.tokenizer.eos_token_id or 0).prefill(prompts)  # (8, V)
+    logits = Decoder(service.model, service.tokenizer.eos_token_id or 0).prefill(prompts)  # (8, V)
     return logits.repeat((batch + len(MIXED) - 1) // len(MIXED), 1)[:batch]
 
 

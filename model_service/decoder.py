@@ -95,7 +95,8 @@ class Decoder:
         if len(rows) == self.rows:
             return
         if not rows:
-            self.__init__(self.model, self.pad_id)  # a fresh, empty batch
+            self.cache = DynamicCache()
+            self.mask, self.next_position = self.mask[:0, :0], self.next_position[:0]
             return
         index = torch.tensor(rows, device=self.device)
         for layer in self._layers():
@@ -115,6 +116,18 @@ class Decoder:
             mine.values = torch.cat([_left_pad(mine.values, width, 2), _left_pad(theirs.values, width, 2)])
         self.mask = torch.cat([_left_pad(self.mask, width, 1), _left_pad(other.mask, width, 1)])
         self.next_position = torch.cat([self.next_position, other.next_position])
+
+    @torch.inference_mode()
+    def split(self) -> list["Decoder"]:
+        """One B = 1 decoder per row, its pads dropped (rows read together that go on apart)."""
+        parts = []
+        for i, n in enumerate(self.next_position.tolist()):
+            part = Decoder(self.model, self.pad_id)
+            for index, layer in enumerate(self._layers()):
+                part.cache.update(layer.keys[i: i + 1, :, -n:], layer.values[i: i + 1, :, -n:], index)
+            part.mask, part.next_position = self.mask[i: i + 1, -n:], self.next_position[i: i + 1]
+            parts.append(part)
+        return parts
 
     def _layers(self):
         return [layer for layer in self.cache.layers if layer.is_initialized]

@@ -8,8 +8,9 @@ Step, generate_batch, the API) wait in one FIFO queue; at every step boundary
      caller's requests (generate_batch) start together. A long request (more than
      limits.LONG_REQUEST_TOKENS new tokens) may hold at most half the rows; shorter requests behind
      one that would exceed that share go first, so a room of short requests is never starved;
-  3. newcomers read their prompt alone (B = 1), chunk by chunk, round-robin, within a token budget
-     per step, so a 1,024-token prompt never stalls everyone for the whole of its prefill;
+  3. newcomers read their prompt in chunks within a token budget per step (first chunks of several
+     newcomers in one padded pass; later chunks of a long prompt alone, round-robin), so a
+     1,024-token prompt never stalls everyone for the whole of its prefill;
   4. one forward pass for every decoding row, then one sampling pass over those rows plus the
      newcomers whose prompt is read (the decode step of model_service/step_loop.py);
   5. each row's record goes to its own caller; finished rows leave; newcomers' caches join the batch.
@@ -216,33 +217,66 @@ class Scheduler:
         self._prefilling = [job for job in self._prefilling if id(job) not in joined]
 
     def _prefill_some(self) -> float:
-        """Read prompt chunks, one per newcomer in turn, until this step's budget is spent.
-        Chunks start at fixed offsets (multiples of the chunk size) whoever else is waiting."""
-        budget, spent_ms = limits.PREFILL_TOKENS_PER_STEP, 0.0
-        reading = [job for job in self._prefilling if job.logits is None]
-        while budget > 0 and reading:
-            for job in list(reading):
+        """Read prompt chunks within this step's token budget (pads included). Newcomers' first chunks
+        are read together, left-padded, in one forward pass (most prompts are one chunk: it costs about
+        what one of them costs alone); later chunks of long prompts one per newcomer in turn. Chunks
+        start at fixed offsets (multiples of the chunk size), whoever else is waiting."""
+        budget, chunk = limits.PREFILL_TOKENS_PER_STEP, limits.PREFILL_CHUNK_TOKENS
+        reading = [job for job in self._prefilling if job.logits is None and job.live]
+        together, width = [], 0
+        for job in reading:
+            if job.read == 0:
+                w = max(width, min(len(job.ids), chunk))
+                if not together or (len(together) + 1) * w <= budget:
+                    together.append(job)
+                    width = w
+        spent_ms = self._read_together(together) if len(together) > 1 else 0.0
+        budget -= len(together) * width if len(together) > 1 else 0
+        rest = [job for job in reading if job.live and (len(together) < 2 or job not in together)]
+        while budget > 0 and rest:
+            for job in list(rest):
                 if budget <= 0:
                     break
-                chunk = job.ids[job.read: job.read + limits.PREFILL_CHUNK_TOKENS]
-                try:
-                    if job.decoder is None:
-                        job.decoder = Decoder(self.service.model, self._pad)
-                    logits = job.decoder.extend(chunk)
-                except Exception as error:  # this prompt's failure is its caller's alone
-                    self._fail(job, error)
-                    reading.remove(job)
-                    continue
-                job.read += len(chunk)
-                job.forwards += 1
-                job.prefill_ms += job.decoder.forward_ms
-                spent_ms += job.decoder.forward_ms
-                budget -= len(chunk)
-                if job.read == len(job.ids):
-                    job.logits = logits
-                    reading.remove(job)
+                size = min(chunk, len(job.ids) - job.read)
+                spent_ms += self._read_alone(job)
+                budget -= size
+                if not job.live or job.logits is not None:
+                    rest.remove(job)
         self._prefilling = [job for job in self._prefilling if job.live]
         return spent_ms
+
+    def _read_alone(self, job: Job) -> float:
+        """The next chunk of one prompt, in the job's own cache. Its failure is its caller's alone."""
+        part = job.ids[job.read: job.read + limits.PREFILL_CHUNK_TOKENS]
+        try:
+            if job.decoder is None:
+                job.decoder = Decoder(self.service.model, self._pad)
+            logits = job.decoder.extend(part)
+        except Exception as error:
+            self._fail(job, error)
+            return 0.0
+        job.read += len(part)
+        job.forwards += 1
+        job.prefill_ms += job.decoder.forward_ms
+        if job.read == len(job.ids):
+            job.logits = logits
+        return job.decoder.forward_ms
+
+    def _read_together(self, jobs: list[Job]) -> float:
+        """First chunks of several prompts in one padded forward pass, then one cache per job."""
+        parts = [job.ids[: limits.PREFILL_CHUNK_TOKENS] for job in jobs]
+        decoder = Decoder(self.service.model, self._pad)
+        try:
+            logits = decoder.prefill(parts)
+        except Exception:  # whose prompt failed? Read each alone: only that caller gets the error
+            return sum(self._read_alone(job) for job in jobs)
+        for i, (job, own) in enumerate(zip(jobs, decoder.split())):
+            job.decoder, job.read = own, len(parts[i])
+            job.forwards += 1
+            job.prefill_ms += decoder.forward_ms
+            if job.read == len(job.ids):
+                job.logits = logits[i: i + 1]
+        return decoder.forward_ms
 
     def _ready(self) -> list[Job]:
         """Newcomers whose prompt is read; a caller's requests join together, when all are read."""

@@ -184,21 +184,28 @@ def test_a_crash_in_one_row_fails_that_caller_only(tiny_service, monkeypatch):
 
 
 def test_a_failing_prefill_fails_that_request_only(tiny_service, monkeypatch):
+    """Prompts read together: when their shared pass fails, each is read again alone to find whose it was."""
     from model_service import decoder
 
-    original = decoder.Decoder.extend
+    original = decoder.Decoder._forward
+    marker = tiny_service.encode("!!!")[-3:]
 
-    def extend(self, chunk):
-        if chunk[-3:] == list(tiny_service.encode("!!!"))[-3:]:
+    def forward(self, ids, positions):
+        if any(row[-3:] == marker for row in ids.tolist()):
             raise RuntimeError("injected prefill failure")
-        return original(self, chunk)
+        return original(self, ids, positions)
 
-    monkeypatch.setattr(decoder.Decoder, "extend", extend)
-    other = tiny_service.generate("fine", GREEDY, 10, ignore_eos=True)
-    bad = tiny_service.generate("bad!!!", GREEDY, 10)
+    monkeypatch.setattr(decoder.Decoder, "_forward", forward)
+    idle(tiny_service)
+    with tiny_service.model_lock:  # the three arrive at the same boundary
+        before = tiny_service.generate("fine", SamplingSettings(seed=8), 10, ignore_eos=True)
+        bad = tiny_service.generate("bad!!!", GREEDY, 10)
+        after = tiny_service.generate("also fine", GREEDY, 10, ignore_eos=True)
     with pytest.raises(RuntimeError, match="injected prefill failure"):
         next(bad)
-    assert len(list(other)) == 10
+    got = list(before)
+    assert len(got) == 10 and len(list(after)) == 10
+    assert tokens(got) == tokens(tiny_service.generate("fine", SamplingSettings(seed=8), 10, ignore_eos=True))
 
 
 def test_long_prompts_are_read_in_chunks_and_give_the_same_tokens_joined(tiny_service):
@@ -220,11 +227,17 @@ def test_long_prompts_are_read_in_chunks_and_give_the_same_tokens_joined(tiny_se
 
 
 def test_generate_batch_rows_start_together_and_match_generate(tiny_service):
-    qs = [Request("ab", SamplingSettings(seed=s), 5 + s) for s in range(3)]
+    qs = [Request("ab", SamplingSettings(seed=s), 5 + s) for s in range(2)] + [Request("a longer one", GREEDY, 6)]
     busy = tiny_service.generate("busy", GREEDY, 100, ignore_eos=True)
     take(busy, 2)
-    steps = list(tiny_service.generate_batch(qs))
-    busy.close()
+    shapes = []
+    hook = tiny_service.model.register_forward_pre_hook(lambda m, args, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    try:
+        steps = list(tiny_service.generate_batch(qs))
+    finally:
+        hook.remove()
+        busy.close()
+    assert (3, len(tiny_service.encode("a longer one"))) in shapes  # their prompts were read in one padded pass
     assert steps[0].active == (0, 1, 2) and all(r.step == 0 for r in steps[0].rows)
     for i, q in enumerate(qs):
         assert [st.rows[i].token_id for st in steps if st.rows[i]] == tokens(tiny_service.generate(q.prompt, q.settings, q.max_new_tokens))
