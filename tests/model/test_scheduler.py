@@ -90,7 +90,7 @@ def test_closing_a_stream_frees_its_row_within_one_step(tiny_service):
     seen = []  # rows in every forward pass the model runs
     hook = tiny_service.model.register_forward_pre_hook(lambda m, args, kw: seen.append(kw["input_ids"].shape[0]), with_kwargs=True)
     try:
-        stays = tiny_service.generate("stays", GREEDY, 200, ignore_eos=True)
+        stays = tiny_service.generate("stays", GREEDY, 240, ignore_eos=True)
         leaves = tiny_service.generate("leaves", GREEDY, 200, ignore_eos=True)
         take(leaves, 3), take(stays, 3)
         job = leaves._jobs[0]
@@ -99,7 +99,7 @@ def test_closing_a_stream_frees_its_row_within_one_step(tiny_service):
             forwards, step = job.forwards, tiny_service.room().step
         take(stays, 20)
         assert job.forwards <= forwards + 1  # at most the step already under way when it closed
-        assert len(tiny_service.room().rows) == 1
+        assert len(tiny_service.room().rows) <= 1  # "stays" (unless it already finished its 240 steps)
         assert tiny_service.room().step >= step + 5 and seen[-5:] == [1] * 5  # the batch went on without it
         with pytest.raises(StopIteration):
             next(leaves)
@@ -133,11 +133,13 @@ def test_the_queue_is_bounded_and_a_waiting_caller_sees_its_place(small_room, mo
     first = small_room.generate("long", GREEDY, 200, ignore_eos=True)
     second = small_room.generate("long", GREEDY, 200, ignore_eos=True)
     take(first, 1), take(second, 1)  # both rows taken
-    third = small_room.generate("third", GREEDY, 3, report_waiting=True)
-    fourth = small_room.generate("fourth", GREEDY, 3, report_waiting=True)
-    with pytest.raises(RuntimeError, match="the room is full: 2 requests are waiting .* limit here is 2"):
-        small_room.generate("fifth", GREEDY, 3)
-    assert next(third) == Waiting(position=1, ahead=0, queue_length=2)
+    with small_room.model_lock:  # both wait before the scheduler's next boundary (almost surely)
+        third = small_room.generate("third", GREEDY, 3, report_waiting=True)
+        fourth = small_room.generate("fourth", GREEDY, 3, report_waiting=True)
+        with pytest.raises(RuntimeError, match="the room is full: 2 requests are waiting .* limit here is 2"):
+            small_room.generate("fifth", GREEDY, 3)
+    first_news = next(third)
+    assert isinstance(first_news, Waiting) and (first_news.position, first_news.ahead) == (1, 0)
     assert next(fourth) == Waiting(position=2, ahead=1, queue_length=2)
     room = small_room.room()
     assert (room.waiting, room.max_rows, room.queue_size, len(room.rows)) == (2, 2, 2, 2)
@@ -152,7 +154,7 @@ def test_the_queue_is_bounded_and_a_waiting_caller_sees_its_place(small_room, mo
 
 def test_long_requests_hold_at_most_half_the_rows(small_room):
     """Two rows: one long request at a time; a short request behind the second long one goes first."""
-    long1 = small_room.generate("long one", GREEDY, 200, ignore_eos=True)
+    long1 = small_room.generate("long one", GREEDY, 240, ignore_eos=True)
     take(long1, 1)
     long2 = small_room.generate("long two", GREEDY, 200, ignore_eos=True, report_waiting=True)
     short = small_room.generate("short", GREEDY, 5, ignore_eos=True)
@@ -315,3 +317,19 @@ def test_many_threads_at_once(tiny_service):
         t.join()
     for seed, got in results.items():
         assert got == tokens(tiny_service.generate("many", SamplingSettings(seed=seed), 15 + seed, ignore_eos=True))
+
+
+def test_sliding_window_attention_joins_like_alone():
+    """Gemma 3 (tiny, window of 8 tokens): left pads shift every column of a row alike, so the window
+    the mask applies is the same, alone or joined mid-flight."""
+    from tests.model.test_tracing import tiny_other
+
+    service = ModelService(tiny_other("gemma3"), byte_tokenizer())
+    a = ("a prompt longer than the window", SamplingSettings(seed=1), 40)
+    b = ("short", SamplingSettings(temperature=0.7, seed=2), 20)
+    c = ("c", GREEDY, 6)
+    got = joins_mid_flight(service, a, b, c, 7)
+    for q, run in zip((a, b, c), got):
+        idle(service)
+        assert tokens(run) == tokens(service.generate(*q, ignore_eos=True)), q[0]
+    assert max(r.batch_size for r in got[1]) >= 2
