@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import gradio as gr  # noqa: E402
-from gradio import blocks as gr_blocks, utils as gr_utils  # noqa: E402
+from gradio import blocks as gr_blocks  # noqa: E402
+from gradio import utils as gr_utils
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 import playground.lab.charts as lab_charts  # noqa: E402

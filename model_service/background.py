@@ -28,7 +28,8 @@ class LoadStatus:
 
 
 class LoadingService:
-    def __init__(self, model: str | None = None, device: str | None = None, *, service=None, threads: int | None = None):
+    def __init__(self, model: str | None = None, device: str | None = None, *, service=None, threads: int | None = None,
+                 max_rows: int | None = None, queue_size: int | None = None):
         import torch
 
         from .loading import serving_threads
@@ -40,14 +41,15 @@ class LoadingService:
         if service is not None:
             self._done.set()
         else:
-            threading.Thread(target=self._load, args=(model, device), daemon=True, name="model-loader").start()
+            room = {"max_rows": max_rows, "queue_size": queue_size}  # the scheduler's limits (None: env, then limits)
+            threading.Thread(target=self._load, args=(model, device, room), daemon=True, name="model-loader").start()
 
-    def _load(self, model, device):
+    def _load(self, model, device, room):
         from .loading import ModelLoadError
         from .service import ModelService
 
         try:
-            self._service = ModelService.load(model, device, progress=self._progress)
+            self._service = ModelService.load(model, device, progress=self._progress, **room)
             self._status = LoadStatus(1.0, self._service.description, True)
         except (ModelLoadError, OSError, ValueError, RuntimeError) as e:
             self._status = LoadStatus(self._status.fraction, "model failed to load", False, str(e))

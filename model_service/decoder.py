@@ -105,7 +105,7 @@ class Decoder:
         self._trim()
 
     @torch.inference_mode()
-    def join(self, other: "Decoder") -> None:
+    def join(self, other: Decoder) -> None:
         """Append other's rows to this batch (after this batch's rows). The shorter side is left-padded."""
         if self.rows == 0:
             self.cache, self.mask, self.next_position = other.cache, other.mask, other.next_position
@@ -118,7 +118,7 @@ class Decoder:
         self.next_position = torch.cat([self.next_position, other.next_position])
 
     @torch.inference_mode()
-    def split(self) -> list["Decoder"]:
+    def split(self) -> list[Decoder]:
         """One B = 1 decoder per row, its pads dropped (rows read together that go on apart)."""
         parts = []
         for i, n in enumerate(self.next_position.tolist()):

@@ -48,6 +48,7 @@ PREFILL_TOKENS_PER_STEP = 256
 LONG_REQUEST_TOKENS = 128
 # Gradio's own queue in front of the event handlers (each waiting browser event holds a slot).
 GRADIO_QUEUE_SIZE = 512
+GRADIO_THREADS = 256  # handler threads: a streaming learner's handler mostly waits on the scheduler
 
 # ---- ranges of the sampling knobs (beyond the sliders, for the API and links) ---------------------------
 MAX_TEMPERATURE = 100.0  # T = 100 already flattens any real distribution to near-uniform

@@ -15,8 +15,8 @@ record) can be imported and rebuilt without it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Sequence
 
 DEFAULT_TOP_K = 10
 
@@ -63,7 +63,7 @@ class LmHeadView:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "LmHeadView":
+    def from_dict(cls, d: dict) -> LmHeadView:
         d = {f.name: d[f.name] for f in fields(cls)}
         d["candidates"] = tuple(HeadCandidate(**c) for c in d["candidates"])
         return cls(**d)
@@ -157,7 +157,7 @@ def _ids(name: str, values, vocab: int) -> list[int]:
     return out
 
 
-def _cap(logits, softcap):
+def apply_softcap(logits, softcap):
     import torch
 
     return logits if not softcap else torch.tanh(logits / softcap) * softcap
@@ -169,11 +169,11 @@ def _final_hidden(model, head, last, model_logits, softcap):
     Tries hidden_states[-1] as is (what transformers returns); if the head does not reproduce the
     logits from it, applies the model's final norm and tries again; keeps whichever matches best."""
     def diff(h):
-        return float((_cap(head(h).float()[0, -1], softcap) - model_logits).abs().max())
+        return float((apply_softcap(head(h).float()[0, -1], softcap) - model_logits).abs().max())
 
     best = (last[0, -1], True, diff(last))
     if best[2] > 1e-3 * max(1.0, float(model_logits.abs().max())):
-        norm = _final_norm(model)
+        norm = final_norm(model)
         if norm is not None:
             normed = norm(last)
             d = diff(normed)
@@ -182,7 +182,7 @@ def _final_hidden(model, head, last, model_logits, softcap):
     return best
 
 
-def _final_norm(model):
+def final_norm(model):
     base = getattr(model, "model", None) or getattr(model, "base_model", None)
     for name in ("norm", "final_layernorm", "ln_f", "final_norm"):
         module = getattr(base, name, None) or getattr(getattr(base, "language_model", None), name, None)

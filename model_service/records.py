@@ -107,7 +107,7 @@ class StepRecord:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "StepRecord":
+    def from_dict(cls, d: dict) -> StepRecord:
         """Rebuild a record from its JSON form (e.g. what the API streams, or a saved run)."""
         d = dict(d)
         d["candidates"] = tuple(Token(**t) for t in d["candidates"])
@@ -137,7 +137,7 @@ class BatchStep:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "BatchStep":
+    def from_dict(cls, d: dict) -> BatchStep:
         return cls(
             step=d["step"], rows=tuple(StepRecord.from_dict(r) if r else None for r in d["rows"]),
             active=tuple(d["active"]), logits_shape=tuple(d["logits_shape"]), params=d["params"],

@@ -10,7 +10,7 @@ Every stage's distribution is softmax of the logits that survive so far ("remove
 is already renormalised. "final" is the distribution the token is drawn from: the last transform's
 distribution, or one-hot on the argmax of the raw logits for a greedy row (temperature 0; in vLLM
 order also any T < 1e-5). A transform that is off still appears, equal to the stage before it.
-The exact semantics are in shared/reference/sampler-semantics.md; transformers' logits warpers are
+The exact semantics (ties, greedy, clamps, the draw) are in docs/sampling.md; transformers' logits warpers are
 the oracle for the "hf" order.
 
 Every transform keeps or drops a tail of the ranking and temperature (T > 0) is monotone, so the
@@ -21,8 +21,8 @@ sort of the vocabulary is needed only when a cut falls beyond the best WINDOW to
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -42,7 +42,7 @@ class BatchParams:
     greedy: torch.Tensor  # bool
 
     @classmethod
-    def from_settings(cls, settings: Sequence[SamplingSettings], device) -> "BatchParams":
+    def from_settings(cls, settings: Sequence[SamplingSettings], device) -> BatchParams:
         return cls(
             temperature=torch.tensor([s.effective_temperature for s in settings], dtype=torch.float32, device=device),
             top_k=torch.tensor([s.top_k for s in settings], dtype=torch.int64, device=device),

@@ -10,7 +10,8 @@ import numbers
 import os
 import threading
 import time
-from typing import Iterator, Mapping, Protocol, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Protocol
 
 from . import limits, loading
 from .pieces import PieceTable
@@ -111,7 +112,7 @@ class ModelService:
 
     @classmethod
     def load(cls, model: str | None = None, device: str | None = None, progress=None, *,
-             max_rows: int | None = None, queue_size: int | None = None) -> "ModelService":
+             max_rows: int | None = None, queue_size: int | None = None) -> ModelService:
         return cls(*loading.load(model, device, progress), max_rows=max_rows, queue_size=queue_size)
 
     @property

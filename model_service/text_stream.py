@@ -8,7 +8,7 @@ decoded text, so one split across several tokens is caught.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 REPLACEMENT = "\ufffd"
 

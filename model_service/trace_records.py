@@ -218,7 +218,7 @@ class Trace(_Record):
     def num_layers(self) -> int:
         return self.shapes.num_layers
 
-    def with_attention(self, attention: AttentionMap | None, note: str = "") -> "Trace":
+    def with_attention(self, attention: AttentionMap | None, note: str = "") -> Trace:
         """The same trace showing another block's attention (what the UI's block picker asks for)."""
         return dataclasses.replace(self, attention=attention, attention_note=note)
 

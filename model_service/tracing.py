@@ -20,18 +20,29 @@ import copy
 import math
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
+from . import limits
 from .decoder import sync
-from .lm_head import _cap, _final_norm
+from .lm_head import apply_softcap, final_norm
 from .trace_records import (
-    AttentionMap, Candidate, Embedding, EmbeddingRow, LensLayer, LogitLens, LogitsCost, PositionPrediction,
-    Residual, Shapes, TeacherForcing, Trace,
+    AttentionMap,
+    Candidate,
+    Embedding,
+    EmbeddingRow,
+    LensLayer,
+    LogitLens,
+    LogitsCost,
+    PositionPrediction,
+    Residual,
+    Shapes,
+    TeacherForcing,
+    Trace,
 )
 
-MAX_TRACE_TOKENS = 2048  # logits (1, T, V) in float32 for Gemma's 262k vocabulary: 2 GB at this length
+MAX_TRACE_TOKENS = limits.MAX_PROMPT_TOKENS  # every path shares the prompt cap
 FIRST_NUMBERS = 8  # "the first few numbers" of a vector
 MAP_POSITIONS = 256  # heatmap columns (norms, updates) kept: the last positions
 DETAIL_POSITIONS = 16  # per-position tables (embedding rows, top-N logits) kept: the last positions
@@ -293,7 +304,7 @@ def _lens(model, hidden, logits, norm_module, softcap, pieces, top_n) -> LogitLe
     last = len(hidden) - 1
     raw = torch.stack([h[0, -1] for h in hidden])  # (L + 1, d)
     vectors = torch.cat([norm_module(raw[:last]) if norm_module is not None else raw[:last], raw[last:]])
-    lens = _cap(head(vectors).float(), softcap)  # (L + 1, V)
+    lens = apply_softcap(head(vectors).float(), softcap)  # (L + 1, V)
     own = logits[0, -1].float()
     target = int(own.argmax())
     logp = lens.log_softmax(-1)
@@ -335,7 +346,7 @@ def trace(
     emb = model.get_input_embeddings().weight
     ids = _check_ids(ids, emb.shape[0])
     t = len(ids)
-    norm_module = _final_norm(model)
+    norm_module = final_norm(model)
     softcap = getattr(config, "final_logit_softcapping", None) or None
     attn_module = _attention_module(_blocks(model)[block - 1])
 
@@ -386,6 +397,3 @@ def trace(
         trace_ms=round((time.perf_counter() - started) * 1000, 1), attention=attention_map, attention_note=note,
         predictions=predictions, teacher=teacher, **record,
     )
-
-
-__all__ = ["MAX_TRACE_TOKENS", "attention", "trace"]

@@ -33,9 +33,9 @@ def _range(low, high) -> str:
     if low is not None and high is not None:
         return f" between {low:,} and {high:,}" if isinstance(low, int) and isinstance(high, int) else f" between {low:g} and {high:g}"
     if low is not None:
-        return f" >= {low:g}"
+        return f" of at least {low:g}"
     if high is not None:
-        return f" <= {high:g}"
+        return f" of at most {high:g}"
     return ""
 
 
@@ -47,7 +47,7 @@ def number(field: str, value, *, integer: bool = False, low=None, high=None, low
     keeps every digit. bools, NaN, inf, lists, None are refused, unless `blank` is given: then None,
     NaN and empty text return it."""
     kind = "a whole number" if integer else "a number"
-    allowed = f"{kind}{_range(low, high)}" if not low_open else f"{kind} > {low:g} and <= {high:g}"
+    allowed = f"{kind}{_range(low, high)}" + (f" ({low:g} excluded)" if low_open else "")
     if blank is not ... and is_blank(value):
         return blank
     parsed = value

@@ -11,7 +11,8 @@ names it, its value and what is allowed (`job.result()` raises it as gradio_clie
 
 from __future__ import annotations
 
-from typing import Any, Generator
+from collections.abc import Generator
+from typing import Any
 
 import gradio as gr
 

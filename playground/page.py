@@ -12,6 +12,8 @@ from pathlib import Path
 
 import gradio as gr
 
+from model_service import limits
+
 from .api import register_api
 from .common.errors import warn
 from .common.text import escape_html
@@ -24,6 +26,7 @@ from .softmax.tab import build_softmax_tab
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TITLE = "Next-Token Playground"
+MAX_UPLOAD = "1kb"  # the page has no file input: Gradio's upload route must not store visitors' files
 
 
 def model_line(status) -> str:
@@ -67,7 +70,7 @@ def build_demo(service) -> gr.Blocks:
             values, problems = parse_query(dict(request.query_params)) if request else ({}, [])
             for problem in problems:
                 warn(f"Link: {problem}")
-            return {lab[name]: value for name, value in values.items()}
+            return {lab[name]: values.get(name, gr.skip()) for name in names}
 
         def make_link(*values, request: gr.Request = None):
             page = (request.headers.get("referer") or "").split("?")[0] if request else ""
@@ -87,5 +90,15 @@ def build_demo(service) -> gr.Blocks:
 
 
 def launch_options() -> dict:
-    """What Gradio 6 takes in launch() rather than Blocks(): theme and CSS."""
-    return {"theme": gr.themes.Soft(), "css": (ASSETS / "style.css").read_text(encoding="utf-8")}
+    """What Gradio 6 takes in launch() rather than Blocks(): theme, CSS, and enough worker threads
+    for a room (each streaming learner's handler waits on the model's scheduler in a thread)."""
+    return {"theme": gr.themes.Soft(), "css": (ASSETS / "style.css").read_text(encoding="utf-8"),
+            "max_threads": limits.GRADIO_THREADS, "max_file_size": MAX_UPLOAD}
+
+
+def queue_options() -> dict:
+    """Gradio's queue for a room. No per-event concurrency limit: the model serialises itself (one
+    scheduler thread does every forward pass and batches all waiting learners into it), so events
+    must not queue one behind another here. max_size bounds the events waiting in Gradio's queue;
+    past it a visitor is told the queue is full (HTTP 503) instead of waiting forever."""
+    return {"default_concurrency_limit": None, "max_size": limits.GRADIO_QUEUE_SIZE}

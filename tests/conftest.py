@@ -71,10 +71,10 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def app_url(embedded):
     from model_service.background import LoadingService
-    from playground.page import build_demo, launch_options
+    from playground.page import build_demo, launch_options, queue_options
 
     demo = build_demo(LoadingService(service=embedded))
-    demo.queue(default_concurrency_limit=1)
+    demo.queue(**queue_options())
     port = free_port()
     demo.launch(
         prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, ssr_mode=False,

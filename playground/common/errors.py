@@ -22,3 +22,8 @@ def user_error(error) -> gr.Error:
 def warn(message: str) -> None:
     """A warning toast; the text is escaped."""
     gr.Warning(toast_text(message))
+
+
+def unchanged(*components) -> dict:
+    """A handler's "nothing to redraw": Gradio reads an empty dict as one value, so skip explicitly."""
+    return {c: gr.skip() for c in components}

@@ -7,7 +7,7 @@ lines), so the eye can watch the batch shrink while the layout stays still.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
@@ -252,7 +252,32 @@ def status_markdown(step: BatchStep | None, sizes: Sequence[int] = (), tokens: i
     return line
 
 
+def waiting_markdown(waiting) -> str:
+    """A request that waits for a row in the shared batch: where it stands."""
+    ahead = waiting.ahead
+    return (f"⏳ **Waiting for a row in the shared batch: {ahead} request{'s' if ahead != 1 else ''} ahead of you** "
+            f"({waiting.queue_length} waiting in all). Every learner's request joins one running batch.")
+
+
+def room_html(room) -> str:
+    """The live room: every row the model is running now, anonymised (settings and progress, never a
+    prompt), the queue, and the scheduler's step counter."""
+    head = (f'<div class="ntp-caption"><b>The live room</b>: {len(room.rows)} of {room.max_rows} rows in use · '
+            f"{room.waiting} waiting · step {room.step:,} since start. Each row is someone's request; prompts stay private.</div>")
+    if not room.rows:
+        return f'{PARAMS_STYLE}<div class="ntp-params">{head}<div class="ntp-caption">Nobody is generating right now.</div></div>'
+    cells = []
+    for i, row in enumerate(room.rows, start=1):
+        label = settings_label(SamplingSettings(**{**row.settings, "seed": None}))
+        progress = "reading its prompt" if row.prefilling else f"token {row.step} of {row.max_new_tokens}"
+        cells.append(f"<tr><td>{i}</td><td>{escape_html(label)}{' · seeded' if row.seeded else ''}</td>"
+                     f"<td>{row.prompt_tokens} prompt tokens</td><td>{progress}</td></tr>")
+    return (f'{PARAMS_STYLE}<div class="ntp-params">{head}<table><tr><th>row</th><th>settings</th><th>prompt</th>'
+            f"<th>progress</th></tr>{''.join(cells)}</table></div>")
+
+
 __all__ = [
+    "room_html", "waiting_markdown",
     "batch_heatmap", "params_html", "empty_params_html", "rows_html", "status_markdown", "batch_sizes_summary",
     "settings_label",
 ]

@@ -15,8 +15,8 @@ from plotly.subplots import make_subplots
 from model_service.trace_records import AttentionMap, Trace
 
 from ..common.colours import BLUE, INK, MASKED, PROBABILITY_SCALE, SKY, VERMILLION
-from ..common.figures import FONT, base_layout, empty_figure
-from ..common.text import escape_plotly, nbytes, pct, piece_label, quoted_piece, visible_piece
+from ..common.figures import base_layout, empty_figure
+from ..common.text import escape_plotly, nbytes, pct, piece_label, quoted_piece
 
 TICK_LABELS = 40  # beyond this many columns, label positions by number instead of by piece
 PIECE_CHARS = 10

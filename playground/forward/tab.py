@@ -13,7 +13,7 @@ import gradio as gr
 
 from model_service import limits, validation
 
-from ..common.errors import user_error
+from ..common.errors import unchanged, user_error
 from ..common.figures import empty_figure
 from . import charts as tc
 from . import text as tt
@@ -83,7 +83,11 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
     sample_btn = gr.Button("Sample from here", elem_id="fw-sample")
 
     def attention_views(trace, chosen_head) -> dict:
-        h = None if chosen_head in (None, ALL_HEADS) else int(chosen_head)
+        try:
+            h = validation.number("head", chosen_head, integer=True, low=ALL_HEADS, high=10_000, blank=ALL_HEADS)
+        except ValueError as e:
+            raise user_error(e) from None
+        h = None if h == ALL_HEADS else h
         return {attention_md: tt.attention_markdown(trace.attention, trace.attention_note),
                 attention_plot: tc.attention_figure(trace.attention, h, trace.attention_note)}
 
@@ -129,12 +133,12 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
     def trace_if_new(text, use_chat, chosen_block, chosen_head, current):
         """For a tab-select event: trace only if the shown trace is not of this prompt already."""
         if current is not None and (current.prompt, current.chat) == (text, bool(use_chat)):
-            return {}
+            return unchanged(state)
         return run_trace(text, use_chat, chosen_block, chosen_head)
 
     def change_block(current, chosen_block, chosen_head):
         if current is None:
-            return {}
+            return unchanged(state)
         try:
             chosen_block = validation.number("block", chosen_block, integer=True, low=1, high=current.num_layers)
             attention = service.trace_attention(current.prompt, current.chat, chosen_block)
@@ -145,15 +149,16 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
 
     def change_head(current, chosen_head):
         if current is None:
-            return {}
+            return unchanged(attention_md)
         return attention_views(current, chosen_head)
 
     inputs = [prompt, chat, block, head]
-    trace_btn.click(run_trace, inputs, outputs, api_name="trace")
-    prompt.submit(run_trace, inputs, outputs, api_visibility="private")
+    # preprocess=False: run_trace's validators name the field before Gradio's component checks can
+    trace_btn.click(run_trace, inputs, outputs, api_name="trace", preprocess=False)
+    prompt.submit(run_trace, inputs, outputs, api_visibility="private", preprocess=False)
     # release (mouse), and change from the keyboard: arrow keys and Enter pick the block at once
     gr.on([block.release, block.input], change_block, [state, block, head], [state, attention_md, attention_plot],
-          api_name="trace_block", show_progress="minimal", trigger_mode="always_last")
+          api_name="trace_block", show_progress="minimal", trigger_mode="always_last", preprocess=False)
     head.input(change_head, [state, head], [attention_md, attention_plot], api_visibility="private", show_progress="hidden")
 
     if lab is not None:

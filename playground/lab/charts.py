@@ -8,8 +8,8 @@ per panel and fixed axes: small to stream, and bars that do not jump from step t
 from __future__ import annotations
 
 import copy
-import html
 import functools
+import html
 import math
 
 import plotly.graph_objects as go

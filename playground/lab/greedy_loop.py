@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from model_service import validation
 from model_service.settings import SamplingSettings
 
 from ..common.errors import user_error
@@ -62,6 +63,7 @@ def build_greedy_loop(service) -> dict:
         texts = ["", ""]
         for i, (title, settings) in enumerate(RUNS):
             try:
+                text = validation.text("free-writing prompt", text)
                 records = service.generate(text, settings, max_new_tokens=LOOP_TOKENS, capture=False)
             except (ValueError, RuntimeError) as e:
                 raise user_error(e) from None
@@ -70,5 +72,5 @@ def build_greedy_loop(service) -> dict:
                 yield {panels[i]: panel_html(title, texts[i], record.stop_reason is not None)}
         yield {panel: panel_html(title, t, True) for panel, (title, _), t in zip(panels, RUNS, texts)}
 
-    run_btn.click(run, prompt, [greedy_out, sampled_out], api_name="greedy_loop", show_progress="hidden")
+    run_btn.click(run, prompt, [greedy_out, sampled_out], api_name="greedy_loop", show_progress="hidden", preprocess=False)
     return {"prompt": prompt, "greedy": greedy_out, "sampled": sampled_out}

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 
 import gradio as gr
 
-from model_service import limits
+from model_service import limits, validation
 from model_service.records import StepRecord
 
-from ..common.errors import user_error
+from ..common.errors import unchanged, user_error
 from ..common.figures import empty_figure
 from ..common.text import STOP_REASONS, escape_html
 from . import charts
@@ -67,6 +67,12 @@ def status_markdown(run: Run, index: int | None = None, rate: float | None = Non
     return " · ".join(parts)
 
 
+def waiting_markdown(waiting) -> str:
+    ahead = waiting.ahead
+    return (f"⏳ **waiting: {ahead} request{'s' if ahead != 1 else ''} ahead of you** — the model serves the "
+            "whole room in one batch; your row joins at the next step with a free place.")
+
+
 def _scrub_update(run: Run):
     n = len(run.records)
     return gr.update(minimum=0, maximum=max(n - 1, 1), value=n - 1, step=1, interactive=n > 1, visible=n > 0)
@@ -114,7 +120,7 @@ def build_lab(service) -> dict:
         try:
             return service.generate(
                 request.prompt, request.settings, max_new_tokens=request.max_new_tokens, stop=request.stop,
-                chat=request.chat, continue_from=continue_from,
+                chat=request.chat, continue_from=continue_from, report_waiting=True,
             )
         except (ValueError, RuntimeError) as e:  # bad input, or the model still loading
             raise user_error(e) from None
@@ -134,6 +140,9 @@ def build_lab(service) -> dict:
             for record in stream:
                 if run.stop_requested:  # Stop was pressed: this record is never shown
                     break
+                if not isinstance(record, StepRecord):  # waiting for a row in the shared batch
+                    yield {status: waiting_markdown(record)}
+                    continue
                 run.records.append(record)  # the State holds this same object: no copy per token
                 now = time.monotonic()
                 chips_html += chip_html(record, len(run.records) - 1)  # O(1) per token, same HTML as token_chips_html
@@ -161,7 +170,7 @@ def build_lab(service) -> dict:
             request = replace(request, settings=replace(request.settings, seed=state.records[0].seed))
         stream = open_stream(request, continue_from=taken)
         try:
-            record = next(iter(stream))
+            record = next(r for r in stream if isinstance(r, StepRecord))  # past any Waiting
         finally:
             getattr(stream, "close", lambda: None)()
         run = Run(request, (state.records if same_run else []) + [record])
@@ -173,7 +182,7 @@ def build_lab(service) -> dict:
     def finish(state: Run):
         """After a run: the scrub slider and the over-the-run chart, from the records."""
         if not state.records:
-            return {}
+            return unchanged(scrub, run_plot)
         return {scrub: _scrub_update(state), run_plot: charts.run_figure(state.records)}
 
     def stop_run(state: Run):
@@ -181,7 +190,7 @@ def build_lab(service) -> dict:
         records it has shown, and the scrubber and run chart appear for them."""
         state.stop_requested = True
         if not state.records:
-            return {}
+            return unchanged(chips)
         return {
             chips: token_chips_html(state.records), status: status_markdown(state), **step_views(state),
             **finish(state),
@@ -189,25 +198,27 @@ def build_lab(service) -> dict:
 
     def scrub_to(index, state: Run):
         if not state.records:
-            return {}
+            return unchanged(chips)
         try:
-            i = int(index)
-        except (TypeError, ValueError, OverflowError):
-            raise user_error(f"scrub step must be a whole number, got {index!r}") from None
-        i = min(max(i, 0), len(state.records) - 1)
+            i = validation.number("scrub step", index, integer=True, low=0, high=len(state.records) - 1)
+        except ValueError as e:
+            raise user_error(e) from None
         return {
             chips: token_chips_html(state.records, selected=i), status: status_markdown(state, index=i),
             **step_views(state, i),
         }
 
     live = [chips, status, stage_plot, draw_plot, run_state, scrub, run_plot]
-    gen_event = generate_btn.click(generate, controls, live, api_name="generate", show_progress="hidden")
-    step_btn.click(step, [run_state, *controls], live, api_name="step", show_progress="hidden")
+    # preprocess=False: the raw values reach parse_request, whose messages name the control, before
+    # Gradio's own component checks ("Value 3.0 is greater than maximum value 2.") can answer for us
+    gen_event = generate_btn.click(generate, controls, live, api_name="generate", show_progress="hidden",
+                                   preprocess=False)
+    step_btn.click(step, [run_state, *controls], live, api_name="step", show_progress="hidden", preprocess=False)
     stop_btn.click(stop_run, run_state, [chips, status, stage_plot, draw_plot, scrub, run_plot], cancels=[gen_event],
                    api_name="stop", queue=False)
     # release (mouse), and change from the keyboard: arrow keys and Enter move the step at once
     gr.on([scrub.release, scrub.input], scrub_to, [scrub, run_state], [chips, status, stage_plot, draw_plot],
-          api_name="scrub", show_progress="hidden", trigger_mode="always_last")
+          api_name="scrub", show_progress="hidden", trigger_mode="always_last", preprocess=False)
     order.change(lambda o: ORDER_NOTES.get(o, ""), order, order_note, api_visibility="private", show_progress="hidden")
 
     return {

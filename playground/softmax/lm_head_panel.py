@@ -47,6 +47,6 @@ def build_lm_head_panel(service, lab: dict) -> dict:
 
     show.click(
         explain, [lab["prompt"], lab["chat"], lab["run_state"], lab["scrub"]], [summary, plot],
-        api_name="lm_head",
+        api_name="lm_head", preprocess=False,  # our validators name the field
     )
     return {"summary": summary, "plot": plot}

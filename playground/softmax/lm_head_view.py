@@ -8,7 +8,7 @@ Pure functions, no torch: the record may come from another process or from JSON.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots

@@ -9,7 +9,7 @@ import json
 import pytest
 from gradio_client.exceptions import AppError
 
-from model_service.settings import Request
+from model_service.settings import Request, SamplingSettings
 from playground.engine import tab as engine_tab
 from playground.engine.table import COLUMNS, EXAMPLE_ROWS, parse_table
 
@@ -64,9 +64,9 @@ def test_a_seeded_row_shows_what_the_service_gives_it_alone(embedded, example_ru
 
 
 @pytest.mark.parametrize("rows, needle", [
-    ([EXAMPLE_ROWS[0], EXAMPLE_ROWS[1], ["Hi", "hot", 0, 1, 0, "hf", "", 4, ""]], "row 3, temperature: must be a number"),
-    ([EXAMPLE_ROWS[0], ["Hi", 1, 0, 1, 0, "beam", "", 4, ""]], "row 2, order: must be one of"),
-    ([EXAMPLE_ROWS[0], ["Hi", 1, 0, 1.5, 0, "hf", "", 4, ""]], r"row 2: top_p must be in \(0, 1\]"),
+    ([EXAMPLE_ROWS[0], EXAMPLE_ROWS[1], ["Hi", "hot", 0, 1, 0, "hf", "", 4, ""]], "row 3, temperature must be a number"),
+    ([EXAMPLE_ROWS[0], ["Hi", 1, 0, 1, 0, "beam", "", 4, ""]], "row 2, order must be one of"),
+    ([EXAMPLE_ROWS[0], ["Hi", 1, 0, 1.5, 0, "hf", "", 4, ""]], "row 2, top-p must be a number between 0 and 1 \\(0 excluded\\), got 1.5"),
     ([EXAMPLE_ROWS[0]] * 9, "at most 8 requests"),
     ([[None] * 9], "no requests"),
 ])
@@ -87,33 +87,35 @@ def test_a_row_too_long_for_the_model_is_named_by_its_table_row(client, embedded
 # ---- the generator itself, on the tiny model -------------------------------------------------------------
 
 
-def run_fn(service):
+def run_fn(service, with_parts=False):
     import gradio as gr
 
     with gr.Blocks() as demo:
-        engine_tab.build_engine_tab(service)
-    return next(f.fn for f in demo.fns.values() if f.api_name == "engine_run")
+        parts = engine_tab.build_engine_tab(service)
+    fn = next(f.fn for f in demo.fns.values() if f.api_name == "engine_run")
+    return (fn, parts) if with_parts else fn
 
 
 def test_charts_are_rate_limited_but_the_first_and_last_steps_are_always_drawn(tiny_service, monkeypatch):
     monkeypatch.setattr(engine_tab, "CHART_INTERVAL", 3600.0)
     rows = [["ab", 1, 0, 1, 0, "hf", str(s), 6 + s, ""] for s in range(3)]
-    outs = list(run_fn(tiny_service)(rows))
+    run, parts = run_fn(tiny_service, with_parts=True)
+    outs = list(run(rows))  # {component: value}: a component left out is not redrawn
     assert len(outs) == 8  # the longest row: 8 steps
-    drawn = [not skipped(o[2]) for o in outs]
+    drawn = [parts["heatmap"] in o for o in outs]
     assert drawn == [True] + [False] * 6 + [True]
-    assert all(not skipped(o[0]) and not skipped(o[1]) for o in outs)  # text and status on every step
+    assert all(parts["texts"] in o and parts["status"] in o for o in outs)  # text and status on every step
     monkeypatch.setattr(engine_tab, "CHART_INTERVAL", 0.0)
-    assert all(not skipped(o[2]) for o in run_fn(tiny_service)(rows))
+    assert all(parts["heatmap"] in o for o in run(rows))
 
 
 def test_requests_reach_the_service_as_parsed(tiny_service):
     seen = []
 
     class Spy:
-        def generate_batch(self, requests, top_n):
+        def generate_batch(self, requests, top_n, report_waiting=False):
             seen.append((list(requests), top_n))
-            return tiny_service.generate_batch(requests, top_n=top_n)
+            return tiny_service.generate_batch(requests, top_n=top_n, report_waiting=report_waiting)
 
     list(run_fn(Spy())([["ab", "0.5", None, "", 0.2, "VLLM", "4", "3", " b|\\n"]]))
     (requests, top_n), = seen

@@ -34,7 +34,7 @@ def test_a_seeded_run_replays_identically_through_the_api(client):
 def test_invalid_settings_come_back_as_a_clear_error_and_the_app_keeps_serving(client):
     job = client.submit(LESSON, 1.0, 0, 2.0, 0.0, None, "hf", 5, api_name="/stream_records")
     assert list(job) == []
-    with pytest.raises(AppError, match="top_p must be in"):
+    with pytest.raises(AppError, match=r"top_p must be a number between 0 and 1 \(0 excluded\), got 2.0"):
         job.result()
     with pytest.raises(AppError, match="prompt is empty"):
         client.predict("  ", *UI_ARGS.values(), api_name="/generate")
@@ -78,3 +78,19 @@ def test_lm_head_panel_explains_the_top_logits(client):
 def test_make_link_encodes_the_controls(client):
     link = client.predict(LESSON, True, 0.5, 40, 0.9, 0.05, "7", 30, "", "vllm", api_name="/make_link")
     assert link.endswith("?prompt=The+capital+of+France+is&chat=true&temperature=0.5&top_k=40&top_p=0.9&min_p=0.05&seed=7&max_new_tokens=30&order=vllm")
+
+
+def test_scrub_over_the_api_reaches_every_step(client):
+    client.predict(LESSON, *{**UI_ARGS, "temperature": 0.0, "max_new": 6}.values(), api_name="/generate")
+    chips, status, *_ = client.predict(5, api_name="/scrub")
+    assert "Step 6" in status
+    with pytest.raises(AppError, match="scrub step must be a whole number between 0 and 5, got 9"):
+        client.predict(9, api_name="/scrub")
+
+
+def test_uploads_are_refused(app_url):
+    import httpx
+
+    files = {"files": ("big.txt", b"x" * 10_000, "text/plain")}
+    r = httpx.post(app_url + "gradio_api/upload", files=files, timeout=30)
+    assert r.status_code >= 400  # max_file_size: the page has no file input

@@ -68,6 +68,6 @@ def test_an_edited_bad_cell_is_named_by_row_and_field(page):
     editor.press("Enter")
     expect(cell).to_contain_text("lucky")
     page.locator("#engine-run").click()
-    expect(page.get_by_text("row 2, seed: must be a number")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("row 2, seed must be a whole number")).to_be_visible(timeout=30_000)
     page.locator("#engine-reset").click()
     expect(page.locator("#engine-table [data-testid='cell-1-6']")).to_have_text("1")

@@ -45,5 +45,20 @@ def test_a_deep_link_sets_the_controls(page, app_url):
     expect(page.locator("#seed textarea, #seed input").first).to_have_value("5")
     page.locator("#make-link").click()
     expect(page.locator("#link textarea, #link input").first).to_have_value(
-        re.compile(r"\?prompt=Hello\+there&temperature=0\.3&top_k=7&seed=5&max_new_tokens=48&order=llama\.cpp$")
+        re.compile(r"\?prompt=Hello\+there&temperature=0\.3&top_k=7&seed=5&order=llama\.cpp$")
     )
+
+
+def test_stop_freezes_the_chips_at_the_step_shown(page):
+    page.locator("#max-new input[type=number]").fill("300")
+    page.locator("#max-new input[type=number]").press("Enter")
+    page.locator("#seed textarea, #seed input").first.fill("11")
+    page.locator("#generate").click()
+    chips = page.locator("#chips .ntp-chip")
+    expect(chips.nth(8)).to_be_attached(timeout=60_000)
+    page.locator("#stop").click()
+    page.wait_for_timeout(600)  # the click and an update already on the wire settle
+    shown = chips.count()
+    page.wait_for_timeout(2500)  # ~40 more tokens' worth of time: nothing may be added
+    assert chips.count() == shown < 300
+    expect(page.locator("#run-status")).to_contain_text("stopped by you")

@@ -14,7 +14,7 @@ import torch
 
 from model_service import ModelService
 from model_service.trace_records import Trace
-from model_service.tracing import ATTENTION_WINDOW, _Hooks, _final_norm
+from model_service.tracing import ATTENTION_WINDOW, _Hooks, final_norm
 
 from ..conftest import byte_tokenizer, tiny_llama
 
@@ -103,7 +103,7 @@ def test_hidden_states_last_is_not_normalised_twice(tiny):
     ids = tiny.encode(PROMPT)
     out = forward(tiny.model, ids, output_hidden_states=True)
     model = tiny.model
-    norm = _final_norm(model)
+    norm = final_norm(model)
     with torch.inference_mode():
         twice = model.lm_head(norm(out.hidden_states[-1][0, -1])).float()
         once = model.lm_head(norm(out.hidden_states[1][0, -1])).softmax(-1)
@@ -206,7 +206,12 @@ def test_hooks_ignore_other_threads(tiny):
 
 def tiny_other(name: str):
     from transformers import (
-        Gemma3ForCausalLM, Gemma3TextConfig, GPT2Config, GPT2LMHeadModel, Qwen2Config, Qwen2ForCausalLM,
+        Gemma3ForCausalLM,
+        Gemma3TextConfig,
+        GPT2Config,
+        GPT2LMHeadModel,
+        Qwen2Config,
+        Qwen2ForCausalLM,
     )
 
     torch.manual_seed(0)

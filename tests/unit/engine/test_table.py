@@ -8,9 +8,6 @@ from model_service import limits
 from model_service.validation import parse_stop_text
 from playground.engine.table import parse_table, renumber
 
-
-
-
 GOOD = ["The capital of France is", 0, 0, 1, 0, "hf", "", 24, "\\n"]
 
 
@@ -50,7 +47,7 @@ def test_stop_cells(cell, expected):
     (["", 1, 0, 1, 0, "hf", "", 8, ""], "row 2, prompt: empty"),
     (["x", "hot", 0, 1, 0, "hf", "", 8, ""], "row 2, temperature must be a number between 0 and 100, got 'hot'"),
     (["x", 1, 2.5, 1, 0, "hf", "", 8, ""], "row 2, top-k must be a whole number"),
-    (["x", 1, 0, 3, 0, "hf", "", 8, ""], r"row 2, top-p must be a number > 0 and <= 1, got 3"),
+    (["x", 1, 0, 3, 0, "hf", "", 8, ""], r"row 2, top-p must be a number between 0 and 1 \(0 excluded\), got 3"),
     (["x", -1, 0, 1, 0, "hf", "", 8, ""], "row 2, temperature must be a number between 0 and 100, got -1"),
     (["x", 1, 0, 1, 0, "greedy", "", 8, ""], "row 2, order must be one of hf, vllm, llama.cpp"),
     (["x", 1, 0, 1, 0, "hf", "1.5", 8, ""], "row 2, seed must be a whole number"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,12 @@ import pytest
 from model_service.records import BatchStep, DrawInfo, Stage, StepRecord, Token
 from model_service.settings import SamplingSettings
 from playground.engine.views import (
-    batch_heatmap, batch_sizes_summary, params_html, rows_html, settings_label, status_markdown,
+    batch_heatmap,
+    batch_sizes_summary,
+    params_html,
+    rows_html,
+    settings_label,
+    status_markdown,
 )
 
 ROOT = Path(__file__).resolve().parents[3]

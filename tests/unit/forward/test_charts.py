@@ -13,8 +13,19 @@ from pathlib import Path
 import pytest
 
 from model_service.trace_records import (
-    AttentionMap, Candidate, Embedding, EmbeddingRow, LensLayer, LogitLens, LogitsCost, PositionPrediction, Residual,
-    Shapes, TeacherForcing, Token, Trace,
+    AttentionMap,
+    Candidate,
+    Embedding,
+    EmbeddingRow,
+    LensLayer,
+    LogitLens,
+    LogitsCost,
+    PositionPrediction,
+    Residual,
+    Shapes,
+    TeacherForcing,
+    Token,
+    Trace,
 )
 from playground.forward import charts as tc
 from playground.forward import text as tt
@@ -32,7 +43,7 @@ def make_attention(t: int = 5, heads: int = H, start: int = 0, block: int = 2) -
     """Head h puts weight on the first key of the window and spreads the rest; rows sum to 1 with `earlier`."""
     w = t - start
     weights, earlier = [], []
-    for h in range(heads):
+    for _head in range(heads):
         rows, before = [], []
         for i in range(w):
             e = 0.2 if start else 0.0

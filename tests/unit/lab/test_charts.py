@@ -11,7 +11,14 @@ import pytest
 
 from model_service.records import DrawInfo, Stage, StepRecord, Token
 from playground.lab.charts import (
-    BLUE, GREY, VERMILLION, draw_figure, empty_figure, run_figure, stage_figure, visible_piece,
+    BLUE,
+    GREY,
+    VERMILLION,
+    draw_figure,
+    empty_figure,
+    run_figure,
+    stage_figure,
+    visible_piece,
 )
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
-from model_service.records import DrawInfo, Stage, StepRecord
 from plotly.colors import sample_colorscale, unlabel_rgb
 
+from model_service.records import DrawInfo, Stage, StepRecord
 from playground.common.colours import NO_DATA, prob_colour, text_colour
 from playground.lab.chips import chip_title, token_chips_html
 

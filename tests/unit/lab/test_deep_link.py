@@ -19,3 +19,18 @@ def test_bad_and_unknown_parameters_are_reported_not_fatal():
     values, problems = parse_query({"temperature": "hot", "order": "openai", "colour": "red", "top_p": "0.5"})
     assert values == {"top_p": 0.5}
     assert len(problems) == 3 and any("temperature" in p for p in problems) and any("colour" in p for p in problems)
+
+
+def test_out_of_range_values_are_named_at_load_and_the_default_kept():
+    values, problems = parse_query({"temperature": "5", "max_new_tokens": "1000", "seed": "9007199254740993"})
+    assert values == {}
+    assert any(p.startswith("temperature must be a number between 0 and 2, got '5'") for p in problems)
+    assert any("max_new_tokens must be a whole number between 1 and 512" in p for p in problems)
+    assert any(p.startswith("seed must be a whole number between 0 and 9,007,199,254,740,991") for p in problems)
+    assert all(p.endswith("the default is kept") for p in problems)
+
+
+def test_stop_strings_and_big_seeds_round_trip_exactly():
+    values = {"prompt": "a|b", "stop": "\\n|x\\|y", "seed": "9007199254740991"}
+    parsed, problems = parse_query(dict(parse_qsl(make_query(values))))
+    assert problems == [] and parsed == values

@@ -9,7 +9,13 @@ import math
 import pytest
 
 from playground.softmax.toy import (
-    fmt_exp, fmt_prob, load_toy, parse_rows, softmax_figure, softmax_table, table_markdown,
+    fmt_exp,
+    fmt_prob,
+    load_toy,
+    parse_rows,
+    softmax_figure,
+    softmax_table,
+    table_markdown,
 )
 
 
