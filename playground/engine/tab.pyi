@@ -50,7 +50,9 @@ class RequestTable(gr.Dataframe):
         super().__init__(*args, **kwargs)
         self._api_info_cache = super().api_info()
         self.data_model = None
-    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from collections.abc import Callable, Sequence
+    from typing import TYPE_CHECKING, Any, Literal
+
     from gradio.blocks import Block
     if TYPE_CHECKING:
         from gradio.components import Timer
