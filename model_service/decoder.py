@@ -142,8 +142,11 @@ class Decoder:
 
     def _forward(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         started = time.perf_counter()
+        # No pads anywhere (a request alone, or rows of equal length): no mask, so attention takes the
+        # plain causal path, as generate() does for one sequence.
+        mask = None if bool(self.mask.all()) else self.mask
         out = self.model(
-            input_ids=ids, attention_mask=self.mask, position_ids=positions, past_key_values=self.cache,
+            input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=self.cache,
             use_cache=True, logits_to_keep=1,
         )
         logits = out.logits[:, -1, :].float()  # upcast once: every stage works in float32
