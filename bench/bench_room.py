@@ -60,7 +60,7 @@ class Direct:
         self.service = ModelService.load()
         self.label = f"direct: {self.service.description}; torch threads {torch.get_num_threads()}; rows per step {self.service.max_rows}"
 
-    def stream(self, prompt, seed, tokens):
+    def stream(self, prompt, seed, tokens, i=0):
         from model_service import SamplingSettings
 
         settings = SamplingSettings(temperature=TEMPERATURE, top_p=TOP_P, seed=seed)
@@ -73,12 +73,20 @@ class App:
 
     def __init__(self, url: str):
         self.url = url
-        self.label = f"app: {url} /stream_records via gradio_client"
+        self.label = f"app: {url} /stream_records via gradio_client (one connected client per learner)"
+        self.clients: dict[int, object] = {}
 
-    def stream(self, prompt, seed, tokens):
+    def connect(self, n: int) -> None:
+        """One client per learner, connected before the clock starts: a learner's page is already
+        loaded when they press Generate (building a Client fetches and parses the whole app config)."""
         from gradio_client import Client
 
-        client = Client(self.url, verbose=False)
+        for i in range(len(self.clients), n):
+            self.clients[i] = Client(self.url, verbose=False)
+
+    def stream(self, prompt, seed, tokens, i=0):
+        self.connect(i + 1)
+        client = self.clients[i]
         # prompt, temperature, top_k, top_p, min_p, seed, order, max_new_tokens
         job = client.submit(prompt, TEMPERATURE, 0, TOP_P, 0.0, seed, "hf", tokens, api_name="/stream_records")
         for record in job:
@@ -90,7 +98,7 @@ def run_one(source, i, tokens, start, out):
     prompt, seed = request(i)
     times, ids = [], []
     try:
-        for token_id in source.stream(prompt, seed, tokens):
+        for token_id in source.stream(prompt, seed, tokens, i):
             times.append(time.perf_counter())
             ids.append(token_id)
     except Exception as e:  # reported, not raised: the other streams' numbers still count
@@ -100,6 +108,7 @@ def run_one(source, i, tokens, start, out):
 
 
 def concurrent(source, n, tokens):
+    getattr(source, "connect", lambda n: None)(n)
     out: dict = {}
     start = time.perf_counter()
     threads = [threading.Thread(target=run_one, args=(source, i, tokens, start, out)) for i in range(n)]
