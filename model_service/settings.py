@@ -90,3 +90,29 @@ class Request:
             "prompt": self.prompt, "settings": self.settings.to_dict(), "max_new_tokens": self.max_new_tokens,
             "stop": list(self.stop), "chat": self.chat,
         }
+
+
+def parse_settings(temperature, top_k, top_p, min_p, seed, order, *, labels: dict | None = None,
+                   blank_is_default: bool = False) -> SamplingSettings:
+    """SamplingSettings from raw values (numbers or their text, as a page, a link, a table or JSON sends
+    them), each checked with the message naming it. labels: how the caller names each field ("top-k"
+    on the page, "top_k" in the API); blank_is_default: an empty cell takes the default (the table)."""
+    name = {**{f: f for f in ("temperature", "top_k", "top_p", "min_p", "seed", "order")}, **(labels or {})}
+    off = SamplingSettings()
+
+    def blank(value):
+        return {"blank": value} if blank_is_default else {}
+
+    if blank_is_default and isinstance(order, str) and order.strip():
+        order = order.strip().lower()  # a typed cell: " VLLM " means vllm
+    elif blank_is_default and validation.is_blank(order):
+        order = off.order
+    number = validation.number
+    return SamplingSettings(
+        temperature=number(name["temperature"], temperature, low=0, high=limits.MAX_TEMPERATURE, **blank(off.temperature)),
+        top_k=number(name["top_k"], top_k, integer=True, low=0, high=limits.MAX_TOP_K, **blank(off.top_k)),
+        top_p=number(name["top_p"], top_p, low=0, high=1, low_open=True, **blank(off.top_p)),
+        min_p=number(name["min_p"], min_p, low=0, high=1, **blank(off.min_p)),
+        seed=validation.seed(name["seed"], seed),
+        order=validation.choice(name["order"], order, ORDERS),
+    )

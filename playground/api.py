@@ -17,21 +17,9 @@ from typing import Any
 import gradio as gr
 
 from model_service import limits, validation
-from model_service.settings import ORDERS, SamplingSettings
+from model_service.settings import parse_settings
 
 from .common.errors import user_error
-
-
-def _settings(temperature, top_k, top_p, min_p, seed, order) -> SamplingSettings:
-    number = validation.number
-    return SamplingSettings(
-        temperature=number("temperature", temperature, low=0, high=limits.MAX_TEMPERATURE),
-        top_k=number("top_k", top_k, integer=True, low=0, high=limits.MAX_TOP_K),
-        top_p=number("top_p", top_p, low=0, high=1, low_open=True),
-        min_p=number("min_p", min_p, low=0, high=1),
-        seed=validation.seed("seed", seed),
-        order=validation.choice("order", order, ORDERS),
-    )
 
 
 def register_api(service) -> None:
@@ -57,7 +45,7 @@ def register_api(service) -> None:
         try:
             records = service.generate(
                 validation.text("prompt", prompt),
-                _settings(temperature, top_k, top_p, min_p, seed, order),
+                parse_settings(temperature, top_k, top_p, min_p, seed, order),
                 max_new_tokens=validation.number("max_new_tokens", max_new_tokens, integer=True, low=1,
                                                  high=limits.MAX_NEW_TOKENS),
                 stop=validation.stop_strings("stop", stop),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from model_service import limits, validation
-from model_service.settings import ORDERS, Request, SamplingSettings
+from model_service.settings import Request, parse_settings
 
 COLUMNS = ("prompt", "temperature", "top-k", "top-p", "min-p", "order", "seed", "max tokens", "stop")
 DATATYPES = ["str", "number", "number", "number", "number", "str", "str", "number", "str"]
@@ -27,6 +27,7 @@ NEW_ROWS = [  # what "Add row" appends, in turn
     ["The recipe calls for", 0.9, 50, 0.9, 0, "hf", "7", 32, ""],
 ]
 _blank = validation.is_blank
+COLUMN_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}  # as the table's headers say
 
 
 def table_rows(table) -> list[list]:
@@ -54,18 +55,10 @@ def parse_row(n: int, cells: list) -> Request:
     if _blank(prompt):
         raise ValueError(f"row {n}, prompt: empty; type some text for the model to continue, or remove the row")
     try:
-        number = validation.number
         prompt = validation.text("prompt", prompt if isinstance(prompt, str) else str(prompt))
-        order = "hf" if _blank(order) else str(order).strip().lower()
-        settings = SamplingSettings(
-            temperature=number("temperature", temperature, low=0, high=limits.MAX_TEMPERATURE, blank=1.0),
-            top_k=number("top-k", top_k, integer=True, low=0, high=limits.MAX_TOP_K, blank=0),
-            top_p=number("top-p", top_p, low=0, high=1, low_open=True, blank=1.0),
-            min_p=number("min-p", min_p, low=0, high=1, blank=0.0),
-            seed=validation.seed("seed", seed),
-            order=validation.choice("order", order, ORDERS),
-        )
-        max_new = number("max tokens", max_tokens, integer=True, low=1, high=limits.MAX_NEW_TOKENS,
+        settings = parse_settings(temperature, top_k, top_p, min_p, seed, order, labels=COLUMN_NAMES,
+                                  blank_is_default=True)
+        max_new = validation.number("max tokens", max_tokens, integer=True, low=1, high=limits.MAX_NEW_TOKENS,
                          blank=limits.DEFAULT_ENGINE_MAX_NEW_TOKENS)
         stops = validation.parse_stop_text("stop", stop)
     except ValueError as e:

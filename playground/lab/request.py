@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from model_service import limits, validation
-from model_service.settings import ORDERS, SamplingSettings
+from model_service.settings import ORDERS, SamplingSettings, parse_settings
 
 ORDER_LABELS = {
     "hf": "Hugging Face: temperature → top-k → top-p → min-p",
@@ -40,6 +40,7 @@ SLIDERS = {
     "min_p": (0.0, 1.0, 0.01),
     "max_new_tokens": (1, limits.MAX_NEW_TOKENS, 1),
 }
+CONTROL_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "order": "sampler order"}  # as the page labels them
 STOP_HELP = "separate several with |; \\n = newline, \\| = a bar"
 
 
@@ -55,15 +56,7 @@ class RunRequest:
 def parse_request(prompt, chat, temperature, top_k, top_p, min_p, seed, max_new_tokens, stop, order) -> RunRequest:
     """Raises ValueError with a message that names the control. `stop` is the box's text."""
     prompt = validation.text("prompt", prompt)
-    number = validation.number
-    max_new = number("max new tokens", max_new_tokens, integer=True, low=1, high=limits.MAX_NEW_TOKENS)
-    settings = SamplingSettings(
-        temperature=number("temperature", temperature, low=0, high=limits.MAX_TEMPERATURE),
-        top_k=number("top-k", top_k, integer=True, low=0, high=limits.MAX_TOP_K),
-        top_p=number("top-p", top_p, low=0, high=1, low_open=True),
-        min_p=number("min-p", min_p, low=0, high=1),
-        seed=validation.seed("seed", seed),
-        order=validation.choice("sampler order", order, ORDERS),
-    )
+    max_new = validation.number("max new tokens", max_new_tokens, integer=True, low=1, high=limits.MAX_NEW_TOKENS)
+    settings = parse_settings(temperature, top_k, top_p, min_p, seed, order, labels=CONTROL_NAMES)
     stops = validation.parse_stop_text("stop strings", stop)
     return RunRequest(prompt, validation.boolean("chat template", chat), settings, max_new, stops)
