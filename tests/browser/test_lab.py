@@ -64,3 +64,18 @@ def test_stop_freezes_the_chips_at_the_step_shown(page):
     page.wait_for_timeout(2500)  # ~40 more tokens' worth of time: nothing may be added
     assert chips.count() == shown < 300
     expect(page.locator("#run-status")).to_contain_text("stopped by you")
+
+
+def test_the_scrubber_follows_the_keyboard(page):
+    page.locator("#temperature input[type=number]").fill("0")
+    page.locator("#temperature input[type=number]").press("Enter")
+    page.locator("#max-new input[type=number]").fill("6")
+    page.locator("#max-new input[type=number]").press("Enter")
+    page.locator("#generate").click()
+    expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
+    box = page.locator("#scrub input[type=number]")
+    box.fill("2")
+    box.press("Enter")  # focus stays in the box: the step must change now, not when focus leaves
+    expect(page.locator("#run-status")).to_contain_text("Step 3 of", timeout=15_000)
+    page.locator("#scrub input[type=range]").press("ArrowLeft")
+    expect(page.locator("#run-status")).to_contain_text("Step 2 of", timeout=15_000)
