@@ -12,6 +12,8 @@ import json
 import os
 import sys
 
+from . import limits
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, no usage dump
@@ -31,10 +33,10 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--min-p", type=float, default=0.0, help="0 = off (default)")
     g.add_argument("--seed", type=int, default=None, help="default: fresh randomness (the seed used is reported)")
     g.add_argument("--order", default="hf", help="hf (default), vllm or llama.cpp")
-    g.add_argument("--max-new-tokens", type=int, default=64)
+    g.add_argument("--max-new-tokens", type=int, default=limits.DEFAULT_MAX_NEW_TOKENS, help=f"1 to {limits.MAX_NEW_TOKENS}")
     g.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     g.add_argument("--chat", action="store_true", help="apply the chat template")
-    g.add_argument("--top-n", type=int, default=20, help="candidates per step in --json records")
+    g.add_argument("--top-n", type=int, default=limits.DEFAULT_TOP_N, help="candidates per step in --json records")
     g.add_argument("--json", action="store_true", help="print one JSON step record per line")
     sub.add_parser("info", help="load the model and describe it")
     return p

@@ -13,6 +13,7 @@ DEFAULT_MAX_NEW_TOKENS = 48  # the lab's run length
 DEFAULT_ENGINE_MAX_NEW_TOKENS = 32  # an engine row's (eight rows side by side stay readable)
 DEFAULT_TOP_N = 20  # candidates kept per step record (the bars of a stage chart)
 DEFAULT_LM_HEAD_TOP_K = 10  # tokens broken down as ‖h‖·‖w‖·cos
+DEFAULT_TRACE_TOP_N = 5  # top logits per position in a forward-pass trace
 
 # ---- limits on one request ----------------------------------------------------------------------------
 # Measured on 2 CPU cores with SmolLM2-135M: a 1,024-token prompt prefills in ~1.8 s and traces in ~2.5 s;

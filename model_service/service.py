@@ -32,21 +32,21 @@ class PlaygroundService(Protocol):
     info: ModelInfo
 
     def generate(
-        self, prompt: str, settings: SamplingSettings, max_new_tokens: int = 64, stop: Sequence[str] = (),
-        chat: bool = False, top_n: int = 20, *, continue_from: Sequence[int] = (), report_waiting: bool = False,
+        self, prompt: str, settings: SamplingSettings, max_new_tokens: int = limits.DEFAULT_MAX_NEW_TOKENS, stop: Sequence[str] = (),
+        chat: bool = False, top_n: int = limits.DEFAULT_TOP_N, *, continue_from: Sequence[int] = (), report_waiting: bool = False,
     ) -> Iterator[StepRecord | Waiting]: ...
 
     def generate_batch(
-        self, requests: Sequence[Request], top_n: int = 20, *, report_waiting: bool = False
+        self, requests: Sequence[Request], top_n: int = limits.DEFAULT_TOP_N, *, report_waiting: bool = False
     ) -> Iterator[BatchStep | Waiting]: ...
 
     def room(self) -> Room: ...
 
-    def trace(self, prompt: str, chat: bool = False, block: int | None = None, top_n: int = 5): ...
+    def trace(self, prompt: str, chat: bool = False, block: int | None = None, top_n: int = limits.DEFAULT_TRACE_TOP_N): ...
 
     def trace_attention(self, prompt: str, chat: bool = False, block: int = 1): ...
 
-    def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (), top_k: int = 10): ...
+    def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (), top_k: int = limits.DEFAULT_LM_HEAD_TOP_K): ...
 
     def pieces_of(self, ids: Sequence[int]) -> dict[int, str]: ...
 
@@ -163,7 +163,7 @@ class ModelService:
         """How each token reads on its own (leading spaces kept, split characters as bytes)."""
         return {int(i): self.pieces(int(i)).piece for i in ids}
 
-    def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (), top_k: int = 10):
+    def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (), top_k: int = limits.DEFAULT_LM_HEAD_TOP_K):
         """The LM head at the position after prompt + continue_from: for the top tokens, logit = h·w
         shown as ‖h‖·‖w‖·cos (an LmHeadView record)."""
         from .lm_head import lm_head_breakdown
@@ -173,7 +173,7 @@ class ModelService:
         with self.model_lock:
             return lm_head_breakdown(self.model, ids, None, top_k)
 
-    def trace(self, prompt: str, chat: bool = False, block: int | None = None, top_n: int = 5):
+    def trace(self, prompt: str, chat: bool = False, block: int | None = None, top_n: int = limits.DEFAULT_TRACE_TOP_N):
         """Lesson 10: one forward pass traced from token ids to logits at every position (a Trace
         record). block: whose attention to keep (1-based; default the middle block)."""
         from .tracing import trace
@@ -202,10 +202,10 @@ class ModelService:
         self,
         prompt: str,
         settings: SamplingSettings | Mapping | None = None,
-        max_new_tokens: int = 64,
+        max_new_tokens: int = limits.DEFAULT_MAX_NEW_TOKENS,
         stop: Sequence[str] = (),
         chat: bool = False,
-        top_n: int = 20,
+        top_n: int = limits.DEFAULT_TOP_N,
         *,
         capture: bool = True,
         ignore_eos: bool = False,
@@ -238,7 +238,7 @@ class ModelService:
         return Stream(self.scheduler, jobs, sink)
 
     def generate_batch(
-        self, requests: Sequence, top_n: int = 20, max_batch: int = limits.MAX_BATCH_REQUESTS, *,
+        self, requests: Sequence, top_n: int = limits.DEFAULT_TOP_N, max_batch: int = limits.MAX_BATCH_REQUESTS, *,
         report_waiting: bool = False,
     ) -> Iterator[BatchStep | Waiting]:
         """Run requests together: they join the room's batch at the same step, each row sampled with

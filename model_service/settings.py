@@ -81,7 +81,7 @@ class Request:
 
     prompt: str
     settings: SamplingSettings = SamplingSettings()
-    max_new_tokens: int = 64
+    max_new_tokens: int = limits.DEFAULT_MAX_NEW_TOKENS
     stop: tuple[str, ...] = ()
     chat: bool = False
 
