@@ -84,7 +84,8 @@ class Decoder:
     def step(self, tokens: list[int]) -> torch.Tensor:
         """Feed one token per row (B, 1): the decode step."""
         ids = torch.tensor(tokens, device=self.device).unsqueeze(1)
-        self.mask = torch.cat([self.mask, torch.ones_like(self.mask[:, :1])], dim=1)
+        # a column of ones changes no row's padding: set _mask directly, keeping _padded
+        self._mask = torch.cat([self._mask, torch.ones_like(self._mask[:, :1])], dim=1)
         positions = self.next_position.unsqueeze(1)
         self.next_position = self.next_position + 1
         return self._forward(ids, positions)
@@ -140,11 +141,23 @@ class Decoder:
                 layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
             self.mask = self.mask[:, first:]
 
+    @property
+    def mask(self) -> torch.Tensor:
+        return self._mask
+
+    @mask.setter
+    def mask(self, value: torch.Tensor) -> None:
+        self._mask = value
+        self._padded = None  # rows joined, left or were trimmed: recheck before the next forward
+
     def _forward(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         started = time.perf_counter()
         # No pads anywhere (a request alone, or rows of equal length): no mask, so attention takes the
-        # plain causal path, as generate() does for one sequence.
-        mask = None if bool(self.mask.all()) else self.mask
+        # plain causal path, as generate() does for one sequence. Checked once per change of the rows,
+        # not per step (on a GPU the check is a device sync).
+        if self._padded is None:
+            self._padded = not bool(self._mask.all())
+        mask = self._mask if self._padded else None
         out = self.model(
             input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=self.cache,
             use_cache=True, logits_to_keep=1,

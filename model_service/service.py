@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
-from . import limits, loading
+from . import limits, loading, validation
 from .pieces import PieceTable
 from .records import BatchStep, ModelInfo, Room, StepRecord, Waiting
 from .settings import Request, SamplingSettings
@@ -76,15 +76,10 @@ def as_settings(settings) -> SamplingSettings:
 def _env_count(name: str, value: int | None, default: int, low: int) -> int:
     """An explicit value, else the environment variable, else the default; a whole number >= low."""
     if value is None:
-        text = os.environ.get(name, "").strip()
-        if not text:
+        value = os.environ.get(name, "")
+        if not value.strip():
             return default
-        if not text.isdigit():
-            raise ValueError(f"{name} must be a whole number >= {low}, got {text!r}")
-        value = int(text)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
-    return value
+    return validation.number(name, value, integer=True, low=low)
 
 
 class ModelService:

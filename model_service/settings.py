@@ -18,9 +18,17 @@ ORDERS: dict[str, tuple[str, ...]] = {
 # as greedy: dividing float32 logits by T <= ~1e-37 overflows to inf and the softmax to NaN, and above
 # 1e-5 but tiny the tempered distribution is already one-hot on the argmax (docs/sampling.md).
 GREEDY_EPS = 1e-5
-VLLM_GREEDY_EPS = GREEDY_EPS
 VLLM_MIN_TEMPERATURE = 0.01
 MAX_SEED = limits.MAX_SEED
+
+
+# What each numeric knob accepts (the API's range; the lab's sliders show the useful part of it).
+RANGES = {
+    "temperature": dict(low=0, high=limits.MAX_TEMPERATURE),
+    "top_k": dict(integer=True, low=0, high=limits.MAX_TOP_K),
+    "top_p": dict(low=0, high=1, low_open=True),
+    "min_p": dict(low=0, high=1),
+}
 
 
 def stage_names(order: str) -> tuple[str, ...]:
@@ -41,15 +49,10 @@ class SamplingSettings:
     order: str = "hf"
 
     def __post_init__(self):
-        number = validation.number
-        t = number("temperature", self.temperature, low=0, high=limits.MAX_TEMPERATURE)
-        k = number("top_k", self.top_k, integer=True, low=0, high=limits.MAX_TOP_K)
-        p = number("top_p", self.top_p, low=0, high=1, low_open=True)
-        m = number("min_p", self.min_p, low=0, high=1)
-        seed = validation.seed("seed", self.seed)
+        for name in RANGES:
+            object.__setattr__(self, name, validation.number(name, getattr(self, name), **RANGES[name]))
+        object.__setattr__(self, "seed", validation.seed("seed", self.seed))
         validation.choice("order", self.order, ORDERS)
-        for name, value in (("temperature", t), ("top_k", k), ("top_p", p), ("min_p", m), ("seed", seed)):
-            object.__setattr__(self, name, value)
 
     @property
     def greedy(self) -> bool:
@@ -97,22 +100,17 @@ def parse_settings(temperature, top_k, top_p, min_p, seed, order, *, labels: dic
     """SamplingSettings from raw values (numbers or their text, as a page, a link, a table or JSON sends
     them), each checked with the message naming it. labels: how the caller names each field ("top-k"
     on the page, "top_k" in the API); blank_is_default: an empty cell takes the default (the table)."""
-    name = {**{f: f for f in ("temperature", "top_k", "top_p", "min_p", "seed", "order")}, **(labels or {})}
+    name = {**{f: f for f in (*RANGES, "seed", "order")}, **(labels or {})}
     off = SamplingSettings()
-
-    def blank(value):
-        return {"blank": value} if blank_is_default else {}
-
+    values = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p}
+    numbers = {
+        f: validation.number(name[f], v, **RANGES[f], **({"blank": getattr(off, f)} if blank_is_default else {}))
+        for f, v in values.items()
+    }
     if blank_is_default and isinstance(order, str) and order.strip():
         order = order.strip().lower()  # a typed cell: " VLLM " means vllm
     elif blank_is_default and validation.is_blank(order):
         order = off.order
-    number = validation.number
     return SamplingSettings(
-        temperature=number(name["temperature"], temperature, low=0, high=limits.MAX_TEMPERATURE, **blank(off.temperature)),
-        top_k=number(name["top_k"], top_k, integer=True, low=0, high=limits.MAX_TOP_K, **blank(off.top_k)),
-        top_p=number(name["top_p"], top_p, low=0, high=1, low_open=True, **blank(off.top_p)),
-        min_p=number(name["min_p"], min_p, low=0, high=1, **blank(off.min_p)),
-        seed=validation.seed(name["seed"], seed),
-        order=validation.choice(name["order"], order, ORDERS),
+        **numbers, seed=validation.seed(name["seed"], seed), order=validation.choice(name["order"], order, ORDERS)
     )

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import torch
 
-from . import limits
+from . import limits, validation
 from .decoder import sync
 from .lm_head import apply_softcap, final_norm
 from .trace_records import (
@@ -48,7 +48,6 @@ MAP_POSITIONS = 256  # heatmap columns (norms, updates) kept: the last positions
 DETAIL_POSITIONS = 16  # per-position tables (embedding rows, top-N logits) kept: the last positions
 ATTENTION_WINDOW = 64  # at most this many positions of attention per head ...
 ATTENTION_BUDGET = 40_000  # ... and at most about this many weights per map, whatever the head count
-MAX_TOP_N = 20
 COST_LENGTHS = tuple(2**k for k in range(13))  # 1 … 4096 tokens
 CHUNK = 64  # logits rows reduced at a time (64 × 262k × 4 B = 67 MB for Gemma)
 
@@ -341,8 +340,7 @@ def trace(
     config = model.config.get_text_config()
     n_layers = config.num_hidden_layers
     block = _check_block(model, block if block is not None else (n_layers + 1) // 2)
-    if isinstance(top_n, bool) or not isinstance(top_n, int) or not 1 <= top_n <= MAX_TOP_N:
-        raise ValueError(f"top_n must be a whole number between 1 and {MAX_TOP_N}, got {top_n!r}")
+    top_n = validation.number("top_n", top_n, integer=True, low=1, high=limits.MAX_TRACE_TOP_N)
     emb = model.get_input_embeddings().weight
     ids = _check_ids(ids, emb.shape[0])
     t = len(ids)

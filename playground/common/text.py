@@ -2,7 +2,7 @@
 
 One helper per job: every tab formats a probability, a byte count or a token piece with these.
 Escaping uses the library (`html.escape`): Plotly labels are pseudo-HTML, gr.HTML is HTML, and
-gr.Markdown / toasts render HTML too, so any visitor's text goes through `escape_html` or `md_code`.
+gr.Markdown / toasts render HTML too, so any visitor's text goes through `escape_html`.
 """
 
 from __future__ import annotations
@@ -25,15 +25,6 @@ def escape_html(text) -> str:
 def escape_plotly(text: str) -> str:
     """Plotly reads labels as pseudo-HTML: a piece like '<br>' must not become markup."""
     return html.escape(text, quote=False)
-
-
-def md_code(text, limit: int = 80) -> str:
-    """A visitor's value quoted inside a Markdown/HTML message: escaped, shortened, in <code>.
-
-    Markdown code spans break on backticks and still let a raw '<tag>' through in some renderers;
-    an escaped <code> element does neither."""
-    shown = repr(text) if not isinstance(text, str) else text
-    return f"<code>{escape_html(shorten(shown, limit))}</code>"
 
 
 def escape_markdown_cell(text: str) -> str:
