@@ -71,5 +71,25 @@ def register_api(service) -> None:
         except (ValueError, RuntimeError) as e:
             raise user_error(e) from None
 
+    def model_info() -> dict:
+        """What this app serves, with no model work: the load status, the model (name, size, device,
+        dtype, ...), the room's limits and its live state (rows per step, queue), and the request caps.
+        Cheap enough to poll while the model loads; a script's first call opens its session, as a
+        browser's page load does."""
+        status = service.status
+        loaded = service.service if status.ready else None
+        return {
+            "status": status.to_dict(),
+            "model": loaded.info.to_dict() if loaded else None,
+            "room": loaded.room().to_dict() if loaded else None,
+            "limits": {
+                "max_prompt_tokens": limits.MAX_PROMPT_TOKENS, "max_new_tokens": limits.MAX_NEW_TOKENS,
+                "max_top_n": limits.MAX_TOP_N, "max_trace_top_n": limits.MAX_TRACE_TOP_N,
+                "max_stop_strings": limits.MAX_STOP_STRINGS, "max_stop_chars": limits.MAX_STOP_CHARS,
+                "max_seed": limits.MAX_SEED,
+            },
+        }
+
     gr.api(stream_records, api_name="stream_records")
+    gr.api(model_info, api_name="model_info")
     gr.api(trace_record, api_name="trace_record")
