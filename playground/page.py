@@ -16,6 +16,7 @@ from model_service import limits
 
 from .api import register_api
 from .common.errors import warn
+from .common.i18n import LANGUAGES, SWITCH_JS, T, html_lang_script, tr, translations
 from .common.text import escape_html
 from .engine.tab import build_engine_tab
 from .forward.tab import build_forward_tab
@@ -29,33 +30,38 @@ TITLE = "Next-Token Playground"
 MAX_UPLOAD = "1kb"  # the page has no file input: Gradio's upload route must not store visitors' files
 
 
-def model_line(status) -> str:
+def model_line(status, lang="en") -> str:
     if status.error:
-        return f"⚠️ **The model failed to load:** {escape_html(status.error)}"
+        return tr(lang, "page.model.failed", error=escape_html(status.error))
     if not status.ready:
-        return f"⏳ Loading the model… {status.fraction:.0%} — {escape_html(status.message)}"
-    return f"**Model:** {escape_html(status.message)}"
+        return tr(lang, "page.model.loading", percent=f"{status.fraction:.0%}", message=escape_html(status.message))
+    return tr(lang, "page.model.ready", description=escape_html(status.message))
 
 
-def build_demo(service) -> gr.Blocks:
+def build_demo(service, default_language: str | None = None) -> gr.Blocks:
+    """default_language: the host's --lang (None: each browser's own language, English if neither)."""
     with gr.Blocks(title=TITLE) as demo:
-        gr.Markdown(f"# {TITLE}\nHow text becomes the next token, on a real language model.", elem_id="title")
+        with gr.Row(elem_id="header"):
+            gr.Markdown(T("page.header"), elem_id="title")
+            # every server-built text reads this; the page's load event sets it (see common/i18n.py)
+            language = gr.Radio([(name, code) for code, name in LANGUAGES.items()], value="en", show_label=False,
+                                label=T("page.language"), elem_id="language", scale=0, min_width=220)
         model_status = gr.Markdown(model_line(service.status), elem_id="model-status")
         with gr.Tabs(elem_id="tabs") as tabs:
-            with gr.Tab("Sampling lab", id="lab"):
-                lab = build_lab(service)
+            with gr.Tab(T("page.tab.lab"), id="lab") as lab_tab:
+                lab = build_lab(service, language=language)
                 with gr.Row():
-                    link_btn = gr.Button("🔗 Link to these settings", size="sm", scale=0, elem_id="make-link")
-                    link = gr.Textbox(show_label=False, placeholder="a link that opens the lab with these settings",
+                    link_btn = gr.Button(T("page.link.button"), size="sm", scale=0, elem_id="make-link")
+                    link = gr.Textbox(show_label=False, placeholder=T("page.link.placeholder"),
                                       buttons=["copy"], scale=4, elem_id="link")
-                with gr.Accordion("Greedy's repetition loop", open=False):
-                    build_greedy_loop(service)
-            with gr.Tab("Softmax & LM head", id="softmax"):
-                build_softmax_tab(service, lab)
-            with gr.Tab("Engine", id="engine"):
-                build_engine_tab(service)
-            with gr.Tab("Forward pass", id="forward") as forward_tab:
-                forward = build_forward_tab(service, lab, tabs=tabs)
+                with gr.Accordion(T("page.greedy_loop"), open=False):
+                    build_greedy_loop(service, language=language)
+            with gr.Tab(T("page.tab.softmax"), id="softmax") as softmax_tab:
+                build_softmax_tab(service, lab, language=language)
+            with gr.Tab(T("page.tab.engine"), id="engine") as engine_tab:
+                build_engine_tab(service, language=language)
+            with gr.Tab(T("page.tab.forward"), id="forward") as forward_tab:
+                forward = build_forward_tab(service, lab, tabs=tabs, language=language)
             forward_tab.select(
                 forward["trace_if_new"], forward["select_inputs"], forward["select_outputs"],
                 api_visibility="private", show_progress="minimal",
@@ -67,9 +73,10 @@ def build_demo(service) -> gr.Blocks:
 
         def apply_link(request: gr.Request):
             """Set the lab's controls from the page's query; warn (escaped) about anything ignored."""
-            values, problems = parse_query(dict(request.query_params)) if request else ({}, [])
+            query = dict(request.query_params) if request else {}
+            values, problems = parse_query(query)
             for problem in problems:
-                warn(f"Link: {problem}")
+                warn(tr(query.get("lang"), "page.link.problem", problem=problem))
             return {lab[name]: values.get(name, gr.skip()) for name in names}
 
         def make_link(*values, request: gr.Request = None):
@@ -79,13 +86,27 @@ def build_demo(service) -> gr.Blocks:
         demo.load(apply_link, None, controls, api_visibility="private", show_progress="hidden")
         link_btn.click(make_link, controls, link, api_name="make_link", show_progress="hidden")
 
-        def track_loading():
+        def track_loading(lang):
             from model_service.background import wait_until_ready
 
             for status in wait_until_ready(service):
-                yield {model_status: model_line(status)}
+                yield {model_status: model_line(status, lang)}
 
-        demo.load(track_loading, None, model_status, api_visibility="private", show_progress="hidden")
+        # the page's language: chosen on load (link, host, browser), then by the picker; Gradio's own
+        # strings follow in the browser, and each tab re-renders its server-built text on .change
+        demo.load(None, None, language, js=html_lang_script(default_language), api_visibility="private").then(
+            track_loading, language, model_status, api_visibility="private", show_progress="hidden")
+        language.change(None, language, None, js=SWITCH_JS, api_visibility="private", show_progress="hidden")
+        tab_keys = {lab_tab: "page.tab.lab", softmax_tab: "page.tab.softmax", engine_tab: "page.tab.engine",
+                    forward_tab: "page.tab.forward"}
+
+        def relabel(lang):
+            # Gradio translates a tab's label only once the tab has been shown: set them all here
+            return {model_status: model_line(service.status, lang),
+                    **{tab: gr.Tab(label=tr(lang, key)) for tab, key in tab_keys.items()}}
+
+        language.change(relabel, language, [model_status, *tab_keys], api_visibility="private",
+                        show_progress="hidden", preprocess=False)
     return demo
 
 
@@ -93,7 +114,7 @@ def launch_options() -> dict:
     """What Gradio 6 takes in launch() rather than Blocks(): theme, CSS, and enough worker threads
     for a room (each streaming learner's handler waits on the model's scheduler in a thread)."""
     return {"theme": gr.themes.Soft(), "css": (ASSETS / "style.css").read_text(encoding="utf-8"),
-            "max_threads": limits.GRADIO_THREADS, "max_file_size": MAX_UPLOAD}
+            "max_threads": limits.GRADIO_THREADS, "max_file_size": MAX_UPLOAD, "i18n": translations()}
 
 
 def queue_options() -> dict:

@@ -47,7 +47,7 @@ def parsed_by_us(table: gr.Dataframe) -> gr.Dataframe:
     return table
 
 
-def build_engine_tab(service) -> dict:
+def build_engine_tab(service, language: gr.Radio | None = None) -> dict:
     """Create the tab's components inside the current Tab context and wire their events."""
     gr.Markdown(INTRO)
     table = gr.Dataframe(

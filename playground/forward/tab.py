@@ -36,7 +36,8 @@ def status_line(trace) -> str:
             f"forward {trace.forward_ms:.0f} ms, trace {trace.trace_ms:.0f} ms.")
 
 
-def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = None, lab_tab_id: str = "lab") -> dict:
+def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = None, lab_tab_id: str = "lab",
+                      language: gr.Radio | None = None) -> dict:
     """Create and wire the tab's components in the current Blocks/Tab context.
 
     lab: the dict of build_lab (its "prompt" and "chat" receive "Sample from here").

@@ -44,7 +44,7 @@ def panel_html(title: str, text: str, done: bool) -> str:
     )
 
 
-def build_greedy_loop(service) -> dict:
+def build_greedy_loop(service, language: gr.Radio | None = None) -> dict:
     """Components inside the current Blocks context."""
     gr.Markdown(
         "Greedy decoding always takes the most likely token. For facts and code that is what you want; in free "

@@ -78,7 +78,7 @@ def _scrub_update(run: Run):
     return gr.update(minimum=0, maximum=max(n - 1, 1), value=n - 1, step=1, interactive=n > 1, visible=n > 0)
 
 
-def build_lab(service) -> dict:
+def build_lab(service, language: gr.Radio | None = None) -> dict:
     """Create the tab's components inside the current Blocks context and wire their events.
     Returns the components other tabs and the page read (by name)."""
     run_state = gr.State(Run())

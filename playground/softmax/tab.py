@@ -3,11 +3,13 @@ become probabilities (softmax on a toy vocabulary). Layout only; each panel wire
 
 from __future__ import annotations
 
+import gradio as gr
+
 from .lm_head_panel import build_lm_head_panel
 from .toy_panel import build_toy_panel
 
 
-def build_softmax_tab(service, lab: dict) -> dict:
+def build_softmax_tab(service, lab: dict, language: gr.Radio | None = None) -> dict:
     """Inside the current Tab: the toy softmax, then the LM head at the lab's current step."""
     toy = build_toy_panel()
     lm_head = build_lm_head_panel(service, lab)

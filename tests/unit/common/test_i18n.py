@@ -1,0 +1,57 @@
+"""The two catalogues and the language choice."""
+
+from pathlib import Path
+
+import pytest
+
+from playground.common import i18n
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_both_languages_have_every_key_with_the_same_placeholders():
+    en, vi = i18n.catalogue("en"), i18n.catalogue("vi")
+    assert set(en) == set(vi), f"only in en: {set(en) - set(vi)}; only in vi: {set(vi) - set(en)}"
+    for key in en:
+        assert i18n.placeholders(en[key]) == i18n.placeholders(vi[key]), key
+        assert vi[key].strip(), key
+
+
+def test_every_key_the_code_uses_exists():
+    used = set()
+    for path in (ROOT / "playground").rglob("*.py"):
+        used |= i18n.keys_used_in(path.read_text(encoding="utf-8"))
+    assert used, "the scan found no keys: the pattern is broken"
+    missing = sorted(used - set(i18n.catalogue("en")))
+    assert not missing, missing
+
+
+def test_most_of_the_vietnamese_catalogue_is_translated():
+    en, vi = i18n.catalogue("en"), i18n.catalogue("vi")
+    same = [k for k in en if en[k] == vi[k] and any(c.isalpha() for c in en[k])]
+    # names and symbols may stay as they are (model names, "Softmax & LM head"); prose may not
+    assert len(same) <= max(3, len(en) // 10), same
+
+
+@pytest.mark.parametrize("value, code", [
+    ("vi", "vi"), ("VI", "vi"), ("vi-VN", "vi"), ("vi_VN", "vi"), ("en-US", "en"),
+    ("fr", "en"), ("", "en"), (None, "en"), (3, "en"), ("<script>", "en"),
+])
+def test_language_accepts_only_what_we_serve(value, code):
+    assert i18n.language(value) == code
+
+
+def test_tr_fills_placeholders_and_falls_back_to_english_for_a_junk_language():
+    assert i18n.tr("vi", "page.model.ready", description="X") == "**Mô hình:** X"
+    assert i18n.tr("xx", "page.model.ready", description="X") == "**Model:** X"
+
+
+def test_T_refuses_an_unknown_key_when_the_page_is_built():
+    with pytest.raises(KeyError):
+        i18n.T("no.such.key")
+
+
+def test_the_load_script_carries_the_hosts_language_only_when_valid():
+    assert '"vi"' in i18n.html_lang_script("vi")
+    assert "host = null" in i18n.html_lang_script(None)
+    assert "</script>" not in i18n.html_lang_script("</script>")
