@@ -11,8 +11,10 @@ import threading
 import time
 from dataclasses import dataclass
 
+from .validation import Unavailable
 
-class ServiceNotReady(RuntimeError):
+
+class ServiceNotReady(Unavailable):
     """The model is still loading (or failed to); the message says which."""
 
 
@@ -73,8 +75,8 @@ class LoadingService:
         if self._service is None:
             s = self._status
             if s.error:
-                raise ServiceNotReady(f"The model failed to load: {s.error}")
-            raise ServiceNotReady(f"The model is still loading ({s.fraction:.0%}: {s.message}). Try again in a moment.")
+                raise ServiceNotReady("load_failed", error=s.error)
+            raise ServiceNotReady("loading", percent=f"{s.fraction:.0%}", message=s.message)
         return self._service
 
     def __getattr__(self, name):

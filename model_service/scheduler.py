@@ -33,7 +33,7 @@ from collections import deque
 
 import torch
 
-from . import limits
+from . import limits, validation
 from .decoder import Decoder
 from .records import Room, RoomRow, Waiting
 from .step_loop import sample_rows
@@ -83,10 +83,7 @@ class Scheduler:
                 raise RuntimeError("the model service is shutting down")
             waiting = sum(len(entry) for entry in self._queue)
             if waiting + len(jobs) > self.queue_size:
-                raise RuntimeError(
-                    f"the room is full: {waiting:,} requests are waiting for the model (the limit here is "
-                    f"{self.queue_size:,}); try again in a minute"
-                )
+                raise validation.Unavailable("room_full", waiting=f"{waiting:,}", limit=f"{self.queue_size:,}")
             self._queue.append(list(jobs))
             self._cond.notify()
 

@@ -136,7 +136,7 @@ class ModelService:
             raise ValueError(f"prompt must be text, got {type(prompt).__name__}")
         if chat:
             if not self.info.has_chat_template:
-                raise ValueError(f"{self.info.name} has no chat template; turn the chat toggle off")
+                raise validation.InputError("no_chat_template", model=self.info.name)
             text = self.tokenizer.apply_chat_template(
                 [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
             )
@@ -144,14 +144,14 @@ class ModelService:
         else:
             ids = self.tokenizer(prompt)["input_ids"]
         if not ids:
-            raise ValueError("the prompt is empty: type some text for the model to continue")
+            raise validation.InputError("prompt_empty")
         return list(ids)
 
     def _prompt_ids(self, prompt: str, chat: bool) -> list[int]:
         """encode() within the room's prompt cap: every path that runs the model checks it."""
         ids = self.encode(prompt, chat)
         if len(ids) > limits.MAX_PROMPT_TOKENS:
-            raise ValueError(f"prompt is {len(ids):,} tokens; the limit here is {limits.MAX_PROMPT_TOKENS:,}")
+            raise validation.InputError("prompt_too_long", count=f"{len(ids):,}", limit=f"{limits.MAX_PROMPT_TOKENS:,}")
         return ids
 
     def pieces_of(self, ids: Sequence[int]) -> dict[int, str]:

@@ -1,9 +1,11 @@
 """One validator per kind of input, shared by the service, the UI, the links, the API and the CLI.
 
-Every error is a ValueError whose message names the field, repeats the value and says what is
-allowed ("temperature must be a number between 0 and 100, got 'abc'"), so a learner knows what to
-fix and a script's author sees it in `AppError`. Values arrive as Python numbers (the API, the
-service), as text (the seed box, deep links, table cells) or as whatever a fuzzer sends.
+Every error is an InputError (a ValueError) whose message names the field, repeats the value and says
+what is allowed ("temperature must be a number between 0 and 100, got 'abc'"), so a learner knows what
+to fix and a script's author sees it in `AppError`. It also carries a key and its values, so the page
+can say the same in the learner's language (playground/common/errors.py). Values arrive as Python
+numbers (the API, the service), as text (the seed box, deep links, table cells) or as whatever a
+fuzzer sends.
 """
 
 from __future__ import annotations
@@ -12,6 +14,52 @@ import math
 import numbers
 
 from . import limits
+
+# key -> the English message; the page's catalogues have "error.<key>" with the same {placeholders}
+MESSAGES = {
+    "number": "{field} must be a number, got {got}",
+    "number_between": "{field} must be a number between {low} and {high}, got {got}",
+    "number_between_open": "{field} must be a number between {low} and {high} ({low} excluded), got {got}",
+    "number_min": "{field} must be a number of at least {low}, got {got}",
+    "number_max": "{field} must be a number of at most {high}, got {got}",
+    "whole": "{field} must be a whole number, got {got}",
+    "whole_between": "{field} must be a whole number between {low} and {high}, got {got}",
+    "whole_min": "{field} must be a whole number of at least {low}, got {got}",
+    "whole_max": "{field} must be a whole number of at most {high}, got {got}",
+    "boolean": "{field} must be true or false (also 1/0, yes/no, on/off), got {got}",
+    "text": "{field} must be text, got {got}",
+    "surrogate": "{field} contains characters that are not valid Unicode (a lone surrogate)",
+    "empty": "{field} is empty: type some text for the model to continue",
+    "prompt_empty": "the prompt is empty: type some text for the model to continue",
+    "choice": "{field} must be one of {choices}, got {got}",
+    "stop_list": "{field} must be a list of strings, got {got}",
+    "stop_count": "{field}: at most {limit} stop strings, got {count}",
+    "stop_item": "{field}: each stop string must be non-empty text, got {got}",
+    "stop_length": "{field}: a stop string may have at most {limit} characters, got {count}",
+    "stop_text": "{field} must be text (stop strings separated by |), got {got}",
+    "prompt_too_long": "prompt is {count} tokens; the limit here is {limit}",
+    "no_chat_template": "{model} has no chat template; turn the chat toggle off",
+    "room_full": "the room is full: {waiting} requests are waiting for the model (the limit here is {limit}); try again in a minute",
+    "loading": "The model is still loading ({percent}: {message}). Try again in a moment.",
+    "load_failed": "The model failed to load: {error}",
+}
+
+
+class _Keyed:
+    """A learner-facing error: `key` names the message, `values` fill it (already formatted as text)."""
+
+    def __init__(self, key: str, **values):
+        self.key, self.values = key, {name: str(value) for name, value in values.items()}
+        super().__init__(MESSAGES[key].format(**self.values))
+
+
+class InputError(_Keyed, ValueError):
+    """Bad input: the message names the field and the value."""
+
+
+class Unavailable(_Keyed, RuntimeError):
+    """Good input the service cannot take now (the room is full, the model is loading)."""
+
 
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
@@ -29,16 +77,6 @@ def is_blank(value) -> bool:
     )
 
 
-def _range(low, high) -> str:
-    if low is not None and high is not None:
-        return f" between {low:,} and {high:,}" if isinstance(low, int) and isinstance(high, int) else f" between {low:g} and {high:g}"
-    if low is not None:
-        return f" of at least {low:g}"
-    if high is not None:
-        return f" of at most {high:g}"
-    return ""
-
-
 def number(field: str, value, *, integer: bool = False, low=None, high=None, low_open: bool = False,
            blank=...):
     """A finite real number (or whole number) in [low, high] ((low, high] with low_open).
@@ -46,30 +84,37 @@ def number(field: str, value, *, integer: bool = False, low=None, high=None, low
     Text is parsed ("0.8", " 3 "); whole numbers are parsed from text with int(), so a 17-digit seed
     keeps every digit. bools, NaN, inf, lists, None are refused, unless `blank` is given: then None,
     NaN and empty text return it."""
-    kind = "a whole number" if integer else "a number"
-    allowed = f"{kind}{_range(low, high)}" + (f" ({low:g} excluded)" if low_open else "")
     if blank is not ... and is_blank(value):
         return blank
+    both_whole = isinstance(low, int) and isinstance(high, int)  # "between 0 and 1,000,000", not "1e+06"
+    bounds = {name: (f"{v:,}" if both_whole else f"{v:g}") for name, v in (("low", low), ("high", high)) if v is not None}
+    key = ("whole" if integer else "number") + (
+        "_between" if low is not None and high is not None else "_min" if low is not None else "_max" if high is not None else ""
+    ) + ("_open" if low_open and low is not None and high is not None and not integer else "")
+
+    def refuse():
+        return InputError(key, field=field, got=_show(value), **bounds)
+
     parsed = value
     if isinstance(value, str):
         text = value.strip()
         try:
             parsed = int(text) if integer and text.lstrip("+-").isdigit() else float(text)
         except ValueError:
-            raise ValueError(f"{field} must be {allowed}, got {_show(value)}") from None
+            raise refuse() from None
     if isinstance(parsed, bool) or not isinstance(parsed, numbers.Real):
-        raise ValueError(f"{field} must be {allowed}, got {_show(value)}")
+        raise refuse()
     if isinstance(parsed, float) and not math.isfinite(parsed):
-        raise ValueError(f"{field} must be {allowed}, got {_show(value)}")
+        raise refuse()
     if integer:
         if parsed != int(parsed):
-            raise ValueError(f"{field} must be {allowed}, got {_show(value)}")
+            raise refuse()
         parsed = int(parsed)
     else:
         parsed = float(parsed)
     too_low = low is not None and (parsed <= low if low_open else parsed < low)
     if too_low or (high is not None and parsed > high):
-        raise ValueError(f"{field} must be {allowed}, got {_show(value)}")
+        raise refuse()
     return parsed
 
 
@@ -81,25 +126,25 @@ def boolean(field: str, value) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
         return value.strip().lower() in _TRUE
-    raise ValueError(f"{field} must be true or false (also 1/0, yes/no, on/off), got {_show(value)}")
+    raise InputError("boolean", field=field, got=_show(value))
 
 
 def text(field: str, value, *, required: bool = True) -> str:
     """A string that encodes to UTF-8 (a lone surrogate from a JSON caller does not)."""
     if not isinstance(value, str):
-        raise ValueError(f"{field} must be text, got {_show(value)}")
+        raise InputError("text", field=field, got=_show(value))
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValueError(f"{field} contains characters that are not valid Unicode (a lone surrogate)") from None
+        raise InputError("surrogate", field=field) from None
     if required and not value.strip():
-        raise ValueError(f"{field} is empty: type some text for the model to continue")
+        raise InputError("empty", field=field)
     return value
 
 
 def choice(field: str, value, choices) -> str:
     if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{field} must be one of {', '.join(choices)}, got {_show(value)}")
+        raise InputError("choice", field=field, choices=", ".join(choices), got=_show(value))
     return value
 
 
@@ -116,16 +161,16 @@ def stop_strings(field: str, value) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, (list, tuple)):
-        raise ValueError(f"{field} must be a list of strings, got {_show(value)}")
+        raise InputError("stop_list", field=field, got=_show(value))
     if len(value) > limits.MAX_STOP_STRINGS:
-        raise ValueError(f"{field}: at most {limits.MAX_STOP_STRINGS} stop strings, got {len(value)}")
+        raise InputError("stop_count", field=field, limit=limits.MAX_STOP_STRINGS, count=len(value))
     out = []
     for s in value:
         if not isinstance(s, str) or s == "":
-            raise ValueError(f"{field}: each stop string must be non-empty text, got {_show(s)}")
+            raise InputError("stop_item", field=field, got=_show(s))
         text(field, s, required=False)
         if len(s) > limits.MAX_STOP_CHARS:
-            raise ValueError(f"{field}: a stop string may have at most {limits.MAX_STOP_CHARS} characters, got {len(s)}")
+            raise InputError("stop_length", field=field, limit=limits.MAX_STOP_CHARS, count=len(s))
         out.append(s)
     return tuple(out)
 
@@ -136,7 +181,7 @@ def parse_stop_text(field: str, value) -> tuple[str, ...]:
     if is_blank(value):
         return ()
     if not isinstance(value, str):
-        raise ValueError(f"{field} must be text (stop strings separated by |), got {_show(value)}")
+        raise InputError("stop_text", field=field, got=_show(value))
     parts, current, i = [], [], 0
     escapes = {"|": "|", "n": "\n", "t": "\t", "\\": "\\"}
     while i < len(value):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from .i18n import DEFAULT, catalogue, language, tr
 from .text import escape_plotly as _escape_text  # html.escape without quotes: toasts are not attributes
 
 
@@ -14,14 +15,24 @@ def toast_text(message) -> str:
     return _escape_text(str(message))
 
 
-def user_error(error) -> gr.Error:
+def in_language(error, lang=None) -> str:
+    """The error's message in the page's language: a keyed error (model_service.validation's InputError,
+    Unavailable) is said again from the catalogue; anything else keeps its English text."""
+    key, values = getattr(error, "key", None), getattr(error, "values", None)
+    lang = language(lang)
+    if lang == DEFAULT or not isinstance(values, dict) or f"error.{key}" not in catalogue(lang):
+        return str(error)
+    return tr(lang, f"error.{key}", **values)
+
+
+def user_error(error, lang=None) -> gr.Error:
     """A gr.Error to raise for a bad input or a service that is not ready; the text is escaped."""
-    return gr.Error(toast_text(error), print_exception=False)
+    return gr.Error(toast_text(in_language(error, lang)), print_exception=False)
 
 
-def warn(message: str) -> None:
-    """A warning toast; the text is escaped."""
-    gr.Warning(toast_text(message))
+def warn(message, lang=None) -> None:
+    """A warning toast; the text (or keyed error) is escaped."""
+    gr.Warning(toast_text(in_language(message, lang)))
 
 
 def unchanged(*components) -> dict:

@@ -55,3 +55,23 @@ def test_the_load_script_carries_the_hosts_language_only_when_valid():
     assert '"vi"' in i18n.html_lang_script("vi")
     assert "host = null" in i18n.html_lang_script(None)
     assert "</script>" not in i18n.html_lang_script("</script>")
+
+
+def test_the_english_catalogue_says_every_error_as_the_service_does():
+    from model_service.validation import MESSAGES
+
+    en = i18n.catalogue("en")
+    assert {k: en[f"error.{k}"] for k in MESSAGES} == MESSAGES
+
+
+def test_a_keyed_error_is_said_in_the_pages_language_and_others_stay_english():
+    from model_service import validation
+    from playground.common.errors import in_language
+
+    with pytest.raises(validation.InputError) as caught:
+        validation.number("temperature", "abc", low=0, high=100)
+    error = caught.value
+    assert in_language(error, "en") == str(error) == "temperature must be a number between 0 and 100, got 'abc'"
+    assert in_language(error, "vi") == "temperature phải là một số từ 0 đến 100, nhận được 'abc'"
+    assert in_language(ValueError("plain"), "vi") == "plain"
+    assert in_language("Link: x", "vi") == "Link: x"
