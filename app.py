@@ -3,9 +3,10 @@
     python app.py                         # the embedded SmolLM2-135M-Instruct on this machine
     python app.py --model gemma3-270m     # the second offline model
     python app.py --model Qwen/Qwen2.5-0.5B --host 0.0.0.0 --share
+    python app.py --lang vi               # a Vietnamese room: the page in Vietnamese, on multilingual Gemma 3
 
 Every flag has an environment variable (NTP_MODEL, NTP_DEVICE, NTP_HOST, NTP_PORT, NTP_SHARE,
-NTP_MAX_ROWS, NTP_QUEUE_SIZE) for hosts such as Hugging Face Spaces. The page is up at once; the
+NTP_MAX_ROWS, NTP_QUEUE_SIZE, NTP_LANG) for hosts such as Hugging Face Spaces. The page is up at once; the
 model loads in the background.
 """
 
@@ -16,6 +17,8 @@ import os
 import sys
 
 from model_service import limits, validation
+
+LANGUAGE_MODELS = {"en": None, "vi": "gemma3-270m"}  # --lang -> the model it runs when none is named
 
 
 def _env_bool(name: str) -> bool:
@@ -51,7 +54,15 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"rows in one forward pass (default: {limits.MAX_ROWS_CPU} on CPU, {limits.MAX_ROWS_GPU} on GPU)")
     p.add_argument("--queue-size", type=int, default=_env_int("NTP_QUEUE_SIZE", limits.QUEUE_SIZE, 1, 100_000),
                    help=f"requests that may wait for a row (default {limits.QUEUE_SIZE})")
-    return p.parse_args(argv)
+    p.add_argument("--lang", default=env("NTP_LANG"), choices=sorted(LANGUAGE_MODELS),
+                   help="the page's language for every visitor (default: each browser's own; a link's ?lang= still "
+                        "wins); with no --model, vi runs the multilingual gemma3-270m")
+    args = p.parse_args(argv)
+    if args.lang is not None and args.lang not in LANGUAGE_MODELS:  # argparse checks typed values, not env ones
+        sys.exit(f"error: NTP_LANG must be one of {', '.join(sorted(LANGUAGE_MODELS))}, got {args.lang!r}")
+    if args.model is None and args.lang:
+        args.model = LANGUAGE_MODELS[args.lang]  # SmolLM2 writes gibberish in Vietnamese; Gemma 3 does not
+    return args
 
 
 def main(argv=None) -> None:
@@ -63,7 +74,7 @@ def main(argv=None) -> None:
         service = LoadingService(args.model, args.device, max_rows=args.max_rows, queue_size=args.queue_size)
     except RuntimeError as e:  # ModelLoadError, e.g. a bad NTP_THREADS
         sys.exit(f"error: {e}")
-    demo = build_demo(service)
+    demo = build_demo(service, default_language=args.lang)
     demo.queue(**queue_options())
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, ssr_mode=False, **launch_options())
 
