@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -24,8 +26,9 @@ def test_the_example_batch_runs_side_by_side_to_the_end(page):
     open_tab(page)
     page.locator("#engine-run").click()
     status = page.locator("#engine-status")
-    expect(status).to_contain_text("batch of 6 of 6 rows", timeout=60_000)
-    # the full batch, mid-run (for the eye only: how far the run has got by now is up to the machine)
+    # mid-run (for the eye only: on a loaded machine the page may first see it at any step, or finished;
+    # that all 6 rows shared steps 1-3 is checked below, from the run's own summary)
+    expect(status).to_contain_text(re.compile(r"batch of \d of 6 rows|All rows finished"), timeout=60_000)
     page.locator("#engine-heatmap").screenshot(path=str(ARTIFACTS / "engine_running.png"))
     expect(status).to_contain_text("All rows finished", timeout=120_000)
     expect(status).to_contain_text("Batch size: 6 rows for steps 1–")
