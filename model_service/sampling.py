@@ -135,8 +135,11 @@ def _run_order(x: torch.Tensor, window: torch.Tensor, params: BatchParams, order
             if active:
                 z = z / params.temperature.unsqueeze(1)
         else:
-            removed = _REMOVERS[name](z, getattr(params, name), window)
-            active = bool(removed.any())
+            knob = getattr(params, name)
+            # a knob that is off in every row removes nothing: skip its pass over the vocabulary
+            off = bool((knob == (1 if name == "top_p" else 0)).all())
+            removed = None if off else _REMOVERS[name](z, knob, window)
+            active = removed is not None and bool(removed.any())
             if active:
                 z = z.masked_fill(removed, float("-inf"))
                 alive = alive & ~removed
@@ -173,7 +176,10 @@ def run_stages(
     each row's own chain is its settings.order."""
     x = logits.float()
     vocab = x.shape[-1]
-    window = _ranked_window(x, min(vocab, max(WINDOW, min_window)))
+    # The window is the draw's layout (docs/sampling.md) and where top-k / top-p find their cut. Greedy
+    # rows with neither need only the top-N the summaries show: a top-20 costs a fraction of a top-1024.
+    ranked = any(not s.greedy or s.top_k > 0 or s.top_p < 1 for s in settings)
+    window = _ranked_window(x, min(vocab, max(WINDOW, min_window) if ranked else max(min_window, 1)))
     orders = [s.order for s in settings]
 
     def run(rows_x, rows_window, rows_settings, order):
