@@ -2,6 +2,7 @@
 
 Cells are what a person typed or what an API caller sent: numbers, text, blanks (None, "", NaN).
 Blank cells take the defaults; the same validators as the lab and the API check every value.
+Columns are read by position, never by header: the headers are in the page's language.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import re
 from model_service import limits, validation
 from model_service.settings import Request, parse_settings
 
-COLUMNS = ("prompt", "temperature", "top-k", "top-p", "min-p", "order", "seed", "max tokens", "stop")
+from ..common.i18n import tr
+
+COLUMNS = ("prompt", "temperature", "top-k", "top-p", "min-p", "order", "seed", "max tokens", "stop")  # English
 DATATYPES = ["str", "number", "number", "number", "number", "str", "str", "number", "str"]
 # A mixed batch: greedy next to several kinds of sampling, three orders, three ways to stop.
 EXAMPLE_ROWS = [
@@ -28,6 +31,18 @@ NEW_ROWS = [  # what "Add row" appends, in turn
 ]
 _blank = validation.is_blank
 COLUMN_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}  # as the table's headers say
+# the headers in words; the others are the knobs' names, as learners meet them in code, in every language
+_WORDS = {"order": "engine.column.order", "max tokens": "engine.column.max_tokens", "stop": "engine.column.stop"}
+
+
+def headers(lang="en") -> list[str]:
+    """The table's column headers in `lang` (in English, COLUMNS)."""
+    return [tr(lang, _WORDS[name]) if name in _WORDS else name for name in COLUMNS]
+
+
+def table_value(rows, lang="en") -> dict:
+    """Rows as the table shows them, under headers in `lang` (a gr.Dataframe value)."""
+    return {"headers": headers(lang), "data": rows}
 
 
 def table_rows(table) -> list[list]:
@@ -50,10 +65,10 @@ def table_rows(table) -> list[list]:
     return rows
 
 
-def parse_row(n: int, cells: list) -> Request:
+def parse_row(n: int, cells: list, lang="en") -> Request:
     prompt, temperature, top_k, top_p, min_p, order, seed, max_tokens, stop = cells
     if _blank(prompt):
-        raise ValueError(f"row {n}, prompt: empty; type some text for the model to continue, or remove the row")
+        raise ValueError(tr(lang, "engine.error.empty_prompt", row=n))
     try:
         prompt = validation.text("prompt", prompt if isinstance(prompt, str) else str(prompt))
         settings = parse_settings(temperature, top_k, top_p, min_p, seed, order, labels=COLUMN_NAMES,
@@ -66,16 +81,17 @@ def parse_row(n: int, cells: list) -> Request:
     return Request(prompt, settings, max_new, stops)
 
 
-def parse_table(table) -> tuple[list[int], list[Request]]:
+def parse_table(table, lang="en") -> tuple[list[int], list[Request]]:
     """(the 1-based table row of each request, the requests). Wholly blank rows are skipped but keep
-    their place in the numbering, so a message's row number is the one the learner sees."""
+    their place in the numbering, so a message's row number is the one the learner sees. The
+    validators' messages are in English (model_service has no languages); the table's own, in `lang`."""
     numbered = [(n, cells) for n, cells in enumerate(table_rows(table), start=1) if not all(map(_blank, cells))]
     if not numbered:
-        raise ValueError("the table has no requests: add a row with a prompt")
+        raise ValueError(tr(lang, "engine.error.no_requests"))
     if len(numbered) > limits.MAX_ENGINE_ROWS:
-        raise ValueError(f"at most {limits.MAX_ENGINE_ROWS} requests run together here; the table has {len(numbered)}: "
-                         f"remove {len(numbered) - limits.MAX_ENGINE_ROWS} row(s)")
-    return [n for n, _ in numbered], [parse_row(n, cells) for n, cells in numbered]
+        raise ValueError(tr(lang, "engine.error.too_many", max_rows=limits.MAX_ENGINE_ROWS, rows=len(numbered),
+                            extra=len(numbered) - limits.MAX_ENGINE_ROWS))
+    return [n for n, _ in numbered], [parse_row(n, cells, lang) for n, cells in numbered]
 
 
 def renumber(message: str, numbers_: list[int]) -> str:

@@ -16,13 +16,14 @@ from model_service.settings import SamplingSettings
 
 from ..common.colours import MASS_SCALE, VERMILLION
 from ..common.figures import base_layout, empty_figure
-from ..common.text import STOP_REASONS, escape_html, escape_plotly, pct, quoted_piece, shorten, visible_piece
+from ..common.i18n import tr
+from ..common.text import escape_html, escape_plotly, pct, quoted_piece, shorten, visible_piece
 
 CELL_CHARS = 8  # token text in a heatmap cell is cut to this
 PIECE_CHARS = 10  # token text in the parameter table
 
 
-def settings_label(s: SamplingSettings) -> str:
+def settings_label(s: SamplingSettings, lang="en") -> str:
     """A request's knobs in a few words, only those that are on: "greedy", "T 0.8 · top-p 0.95"."""
     if s.greedy:
         parts = ["greedy"]
@@ -31,20 +32,28 @@ def settings_label(s: SamplingSettings) -> str:
         parts += [f"top-k {s.top_k}"] if s.top_k else []
         parts += [f"top-p {s.top_p:g}"] if s.top_p < 1 else []
         parts += [f"min-p {s.min_p:g}"] if s.min_p > 0 else []
-        parts = parts or ["T 1 (plain sampling)"]
+        parts = parts or [tr(lang, "engine.label.plain")]
     if s.order != "hf":
         parts.append(s.order)
     return " · ".join(parts)
 
 
-def _finished_note(record: StepRecord) -> str:
-    return f"finished at step {record.step + 1}: {STOP_REASONS.get(record.stop_reason, record.stop_reason)}"
+# why a row stopped (StepRecord.stop_reason) -> its words; a reason we have no words for shows as it is
+_STOP_KEYS = {"eos": "engine.stop.eos", "max_tokens": "engine.stop.max_tokens", "stop_string": "engine.stop.stop_string"}
+
+
+def stop_reason(code, lang="en") -> str:
+    return tr(lang, _STOP_KEYS[code]) if code in _STOP_KEYS else str(code)
+
+
+def _finished_note(record: StepRecord, lang) -> str:
+    return tr(lang, "engine.heatmap.finished", step=record.step + 1, reason=stop_reason(record.stop_reason, lang))
 
 
 # ---- the batch heatmap --------------------------------------------------------------------------
 
 
-def _row_cells(record: StepRecord, top: int):
+def _row_cells(record: StepRecord, top: int, lang):
     """(probabilities, cell texts, hover texts, chosen column) of one live row: its top tokens by raw
     rank, then one "rest" cell for the mass outside them."""
     final = record.stage("final")
@@ -55,22 +64,24 @@ def _row_cells(record: StepRecord, top: int):
     text, hover = [], []
     for k, token in enumerate(record.candidates[:n]):
         text.append(escape_plotly(shorten(visible_piece(token.piece, token.special), CELL_CHARS)))
-        hover.append(f"rank {k + 1} · {escape_plotly(quoted_piece(token.piece))} · final {pct(final.probs[k])} · raw {pct(raw.probs[k])}")
+        hover.append(tr(lang, "engine.heatmap.hover", rank=k + 1, piece=escape_plotly(quoted_piece(token.piece)),
+                        final=pct(final.probs[k]), raw=pct(raw.probs[k])))
     text += [""] * (top - n)
     hover += [""] * (top - n)
     chosen = next((k for k, t in enumerate(record.candidates[:n]) if t.id == record.token_id), None)
     if chosen is None:  # drawn from the tail: the rest cell names it and its raw rank
         chosen = top
         text.append(escape_plotly(shorten(visible_piece(record.piece, record.special), CELL_CHARS - 3)) + f" #{record.chosen_rank + 1}")
-        hover.append(f"outside the top {n}: chosen {escape_plotly(quoted_piece(record.piece))}, raw rank {record.chosen_rank + 1}")
+        hover.append(tr(lang, "engine.heatmap.hover_tail", top=n, piece=escape_plotly(quoted_piece(record.piece)),
+                        rank=record.chosen_rank + 1))
     else:
         text.append(pct(z[-1]) if z[-1] >= 0.01 else "")
-        hover.append(f"all other tokens · final {pct(z[-1])}")
+        hover.append(tr(lang, "engine.heatmap.hover_rest", final=pct(z[-1])))
     return z, text, hover, chosen
 
 
 def batch_heatmap(step: BatchStep, labels: Sequence[str] | None = None, finished: Sequence[StepRecord | None] = (),
-                  top: int = 10) -> go.Figure:
+                  top: int = 10, lang="en") -> go.Figure:
     """Requests × their top tokens, coloured by the probability after the final stage.
 
     Each row has its own tokens (a row's top-`top` by raw logit, most probable left), so columns are
@@ -79,8 +90,8 @@ def batch_heatmap(step: BatchStep, labels: Sequence[str] | None = None, finished
     have left the batch (they show as an empty line with their stop reason)."""
     rows = len(step.rows)
     if rows == 0:
-        return empty_figure("No requests.")
-    labels = list(labels) if labels else [f"row {i + 1}" for i in range(rows)]
+        return empty_figure(tr(lang, "engine.heatmap.no_requests"))
+    labels = list(labels) if labels else [tr(lang, "engine.row", number=i + 1) for i in range(rows)]
     finished = list(finished) + [None] * (rows - len(finished))
     z, text, hover, shapes, notes = [], [], [], [], []
     for i, record in enumerate(step.rows):
@@ -89,29 +100,31 @@ def batch_heatmap(step: BatchStep, labels: Sequence[str] | None = None, finished
             text.append([""] * (top + 1))
             hover.append([""] * (top + 1))
             done = finished[i]
-            notes.append((i, _finished_note(done) if done is not None else "not in this step's batch"))
+            notes.append((i, _finished_note(done, lang) if done is not None else tr(lang, "engine.heatmap.not_in_batch")))
             shapes.append(dict(type="rect", x0=-0.5, x1=top + 0.5, y0=i - 0.45, y1=i + 0.45, layer="below",
                                fillcolor="#F2F2F2", line=dict(width=0), xref="x", yref="y"))
             continue
-        zr, tr, hr, chosen = _row_cells(record, top)
-        z.append(zr)
-        text.append(tr)
-        hover.append(hr)
+        row_z, row_text, row_hover, chosen = _row_cells(record, top, lang)
+        z.append(row_z)
+        text.append(row_text)
+        hover.append(row_hover)
         shapes.append(dict(type="rect", x0=chosen - 0.5, x1=chosen + 0.5, y0=i - 0.5, y1=i + 0.5,
                            line=dict(color=VERMILLION, width=2.5), xref="x", yref="y"))
     fig = go.Figure(go.Heatmap(
         z=z, text=text, texttemplate="%{text}", textfont=dict(size=10), hovertext=hover,
         hovertemplate="%{hovertext}<extra></extra>", zmin=0, zmax=1, colorscale=MASS_SCALE, xgap=1, ygap=2,
-        colorbar=dict(title=dict(text="p final", side="top", font=dict(size=9)), thickness=10, len=0.9,
-                      tickvals=[0, 0.1, 0.3, 0.6, 1], ticktext=["0", ".1", ".3", ".6", "1"], tickfont=dict(size=9)),
+        colorbar=dict(title=dict(text=tr(lang, "engine.heatmap.colorbar"), side="top", font=dict(size=9)), thickness=10,
+                      len=0.9, tickvals=[0, 0.1, 0.3, 0.6, 1], ticktext=["0", ".1", ".3", ".6", "1"], tickfont=dict(size=9)),
     ))
     for i, note in notes:
         fig.add_annotation(text=escape_plotly(note), x=top / 2, y=i, xref="x", yref="y", showarrow=False,
                            font=dict(size=10, color="#888"))
     fig.update_layout(shapes=shapes)
-    fig.update_xaxes(tickvals=list(range(top + 1)), ticktext=[str(k + 1) for k in range(top)] + ["rest"],
+    ranks = [str(k + 1) for k in range(top)] + [tr(lang, "engine.heatmap.rest")]
+    fig.update_xaxes(tickvals=list(range(top + 1)), ticktext=ranks,
                      side="top", range=[-0.5, top + 0.5], fixedrange=True, showgrid=False, zeroline=False,
-                     tickfont=dict(size=9), ticks="", title=dict(text="rank under the raw logits", font=dict(size=9), standoff=2))
+                     tickfont=dict(size=9), ticks="",
+                     title=dict(text=tr(lang, "engine.heatmap.x_title"), font=dict(size=9), standoff=2))
     fig.update_yaxes(tickvals=list(range(rows)), ticktext=[escape_plotly(shorten(label, 34)) for label in labels],
                      range=[rows - 0.5, -0.5], fixedrange=True, showgrid=False, zeroline=False, automargin=True,
                      tickfont=dict(size=10), ticks="", ticklabelstandoff=6)
@@ -120,12 +133,12 @@ def batch_heatmap(step: BatchStep, labels: Sequence[str] | None = None, finished
 
 # ---- the parameter tensors ---------------------------------------------------------------------------
 
-_TENSORS = (  # (key in BatchStep.params, dtype, what "off" looks like)
-    ("temperature", "float32", "greedy rows carry 1"),
-    ("top_k", "int64", "0 = off"),
-    ("top_p", "float32", "1 = off"),
-    ("min_p", "float32", "0 = off"),
-    ("greedy", "bool", "argmax, no draw"),
+_TENSORS = (  # (key in BatchStep.params, dtype, the catalogue key of what "off" looks like)
+    ("temperature", "float32", "engine.params.note.temperature"),
+    ("top_k", "int64", "engine.params.note.top_k"),
+    ("top_p", "float32", "engine.params.note.top_p"),
+    ("min_p", "float32", "engine.params.note.min_p"),
+    ("greedy", "bool", "engine.params.note.greedy"),
 )
 
 
@@ -137,16 +150,17 @@ def _value(value) -> str:
     return str(value)
 
 
-def params_html(step: BatchStep, numbers: Sequence[int] | None = None) -> str:
+def params_html(step: BatchStep, numbers: Sequence[int] | None = None, lang="en") -> str:
     """The per-row tensors the sampler receives this step, one (B,) tensor per line, one column per
     batch row, and what it gives back: one token id per row. numbers: the table row of each request."""
     b, vocab = step.logits_shape
     numbers = list(numbers) if numbers else list(range(1, len(step.rows) + 1))
-    head = "".join(f"<th>b{j}<br><small>row {numbers[i]}</small></th>" for j, i in enumerate(step.active))
+    head = "".join(f"<th>b{j}<br><small>{tr(lang, 'engine.row', number=numbers[i])}</small></th>"
+                   for j, i in enumerate(step.active))
     lines = []
     for key, dtype, note in _TENSORS:
         cells = "".join(f"<td>{_value(v)}</td>" for v in step.params.get(key, []))
-        lines.append(f"<tr><th><code>{key}</code> <small>{dtype} · {note}</small></th>{cells}</tr>")
+        lines.append(f"<tr><th><code>{key}</code> <small>{dtype} · {tr(lang, note)}</small></th>{cells}</tr>")
     chosen = [step.rows[i] for i in step.active]
     ids = "".join(f"<td>{r.token_id}</td>" for r in chosen)
     pieces = "".join(
@@ -154,11 +168,11 @@ def params_html(step: BatchStep, numbers: Sequence[int] | None = None) -> str:
         f"{escape_html(shorten(visible_piece(r.piece, r.special), PIECE_CHARS))}</td>" for r in chosen
     )
     lines.append(f'<tr class="ntp-out"><th>→ <code>next_tokens</code> <small>int64</small></th>{ids}</tr>')
-    lines.append(f'<tr class="ntp-out"><th>→ as text</th>{pieces}</tr>')
-    caption = (f"Step {step.step + 1}: logits <code>({b}, {vocab:,})</code> · each line is one <code>({b},)</code> "
-               f"tensor · one sampler pass for the whole batch")
+    lines.append(f'<tr class="ntp-out"><th>→ {tr(lang, "engine.params.as_text")}</th>{pieces}</tr>')
+    caption = tr(lang, "engine.params.caption", step=step.step + 1, logits=f"<code>({b}, {vocab:,})</code>",
+                 row=f"<code>({b},)</code>")
     return (f'{PARAMS_STYLE}<div class="ntp-params"><div class="ntp-caption">{caption}</div>'
-            f"<table><tr><th>batch row</th>{head}</tr>{''.join(lines)}</table></div>")
+            f"<table><tr><th>{tr(lang, 'engine.params.batch_row')}</th>{head}</tr>{''.join(lines)}</table></div>")
 
 
 PARAMS_STYLE = """<style>
@@ -173,35 +187,39 @@ PARAMS_STYLE = """<style>
 </style>"""
 
 
-def empty_params_html() -> str:
-    return f'{PARAMS_STYLE}<div class="ntp-params ntp-caption">The sampler\'s per-row tensors appear here.</div>'
+def empty_params_html(lang="en") -> str:
+    return f'{PARAMS_STYLE}<div class="ntp-params ntp-caption">{tr(lang, "engine.params.empty")}</div>'
 
 
 # ---- the requests' texts, side by side -----------------------------------------------------------------
 
 
-def _card(number: int, label: str, prompt: str, record: StepRecord | None, running: bool) -> str:
+def _card(number: int, label: str, prompt: str, record: StepRecord | None, running: bool, lang) -> str:
     if record is None:
-        state, body = ("waiting…" if running else "not run yet"), ""
+        state, body = tr(lang, "engine.card.waiting" if running else "engine.card.not_run"), ""
     else:
         body = escape_html(record.text)
         if record.stop_reason:
-            state = f"<b>stopped</b> after {record.step + 1} tokens: {STOP_REASONS.get(record.stop_reason, record.stop_reason)}"
+            state = tr(lang, "engine.card.stopped", tokens=record.step + 1, reason=stop_reason(record.stop_reason, lang))
         else:
-            state = f"generating · {record.step + 1} tokens"
+            state = tr(lang, "engine.card.generating", tokens=record.step + 1)
     done = " ntp-done" if record is not None and record.stop_reason else ""
     return (
-        f'<div class="ntp-card{done}" data-row="{number}"><div class="ntp-card-head"><b>Row {number}</b> · '
+        f'<div class="ntp-card{done}" data-row="{number}"><div class="ntp-card-head"><b>{tr(lang, "engine.card.row", number=number)}</b> · '
         f"{escape_html(label)}</div><div class=\"ntp-card-text\"><span class=\"ntp-prompt\">{escape_html(prompt)}</span>"
         f'{body}</div><div class="ntp-card-state">{state}</div></div>'
     )
 
 
 def rows_html(numbers: Sequence[int], labels: Sequence[str], prompts: Sequence[str],
-              latest: Sequence[StepRecord | None], running: bool = True) -> str:
+              latest: Sequence[StepRecord | None], running: bool = True, lang="en") -> str:
     """One card per request: its prompt (muted), the text generated so far, and its state or stop reason."""
-    cards = "".join(_card(n, lab, p, r, running) for n, lab, p, r in zip(numbers, labels, prompts, latest))
+    cards = "".join(_card(n, lab, p, r, running, lang) for n, lab, p, r in zip(numbers, labels, prompts, latest))
     return f'{ROWS_STYLE}<div class="ntp-cards">{cards}</div>'
+
+
+def empty_rows_html(lang="en") -> str:
+    return f'<div class="ntp-empty">{tr(lang, "engine.texts.empty")}</div>'
 
 
 ROWS_STYLE = """<style>
@@ -218,7 +236,7 @@ ROWS_STYLE = """<style>
 # ---- the status line -----------------------------------------------------------------------------
 
 
-def batch_sizes_summary(sizes: Sequence[int]) -> str:
+def batch_sizes_summary(sizes: Sequence[int], lang="en") -> str:
     """Batch size per step as runs: [6, 6, 5, 5, 5, 2] -> "6 rows for steps 1–2 · 5 for steps 3–5 · 2 for step 6"."""
     runs: list[list[int]] = []  # [size, first step, last step], steps 1-based
     for s, size in enumerate(sizes, start=1):
@@ -228,52 +246,57 @@ def batch_sizes_summary(sizes: Sequence[int]) -> str:
             runs.append([size, s, s])
     parts = []
     for n, (size, a, b) in enumerate(runs):
-        unit = (" rows" if size != 1 else " row") if n == 0 else ""
-        parts.append(f"{size}{unit} for " + (f"steps {a}–{b}" if a != b else f"step {a}"))
+        steps = tr(lang, "engine.sizes.steps", first=a, last=b) if a != b else tr(lang, "engine.sizes.step", step=a)
+        key = "engine.sizes.next" if n else "engine.sizes.first_one" if size == 1 else "engine.sizes.first"
+        parts.append(tr(lang, key, size=size, steps=steps))
     return " · ".join(parts)
 
 
 def status_markdown(step: BatchStep | None, sizes: Sequence[int] = (), tokens: int = 0, seconds: float = 0.0,
-                    done: bool = False) -> str:
+                    done: bool = False, lang="en") -> str:
     if step is None:
-        return "Press **Run** to generate every row of the table together, one forward pass per step."
+        return tr(lang, "engine.status.idle")
     b, vocab = step.logits_shape
     parts = [
-        f"**Step {step.step + 1}**",
-        f"batch of **{b}** of {len(step.rows)} rows",
+        tr(lang, "engine.status.step", step=step.step + 1),
+        tr(lang, "engine.status.batch", size=b, rows=len(step.rows)),
         f"logits ({b}, {vocab:,})",
-        f"forward {step.forward_ms:.0f} ms · sampler {step.sampling_ms:.1f} ms",
+        tr(lang, "engine.status.timing", forward=f"{step.forward_ms:.0f}", sampler=f"{step.sampling_ms:.1f}"),
     ]
     if seconds > 0:
-        parts.append(f"{tokens / seconds:.1f} tokens/s in all")
+        parts.append(tr(lang, "engine.status.rate", rate=f"{tokens / seconds:.1f}"))
     line = " · ".join(parts)
     if done:
-        line += f"  \n**All rows finished** after {step.step + 1} steps, {tokens} tokens. Batch size: {batch_sizes_summary(sizes)}."
+        line += "  \n" + tr(lang, "engine.status.done", steps=step.step + 1, tokens=tokens,
+                            sizes=batch_sizes_summary(sizes, lang))
     return line
 
 
-def waiting_markdown(waiting) -> str:
+def waiting_markdown(waiting, lang="en") -> str:
     """A request that waits for a row in the shared batch: where it stands."""
-    ahead = waiting.ahead
-    return (f"⏳ **Waiting for a row in the shared batch: {ahead} request{'s' if ahead != 1 else ''} ahead of you** "
-            f"({waiting.queue_length} waiting in all). Every learner's request joins one running batch.")
+    key = "engine.waiting.one" if waiting.ahead == 1 else "engine.waiting.many"
+    return tr(lang, key, ahead=waiting.ahead, waiting=waiting.queue_length)
 
 
-def room_html(room) -> str:
+def room_html(room, lang="en") -> str:
     """The live room: every row the model is running now, anonymised (settings and progress, never a
     prompt), the queue, and the scheduler's step counter."""
-    head = (f'<div class="ntp-caption"><b>The live room</b>: {len(room.rows)} of {room.max_rows} rows in use · '
-            f"{room.waiting} waiting · step {room.step:,} since start. Each row is someone's request; prompts stay private.</div>")
+    head = tr(lang, "engine.room.head", used=len(room.rows), max_rows=room.max_rows, waiting=room.waiting,
+              step=f"{room.step:,}")
+    head = f'<div class="ntp-caption">{head}</div>'
     if not room.rows:
-        return f'{PARAMS_STYLE}<div class="ntp-params">{head}<div class="ntp-caption">Nobody is generating right now.</div></div>'
+        return f'{PARAMS_STYLE}<div class="ntp-params">{head}<div class="ntp-caption">{tr(lang, "engine.room.nobody")}</div></div>'
     cells = []
     for i, row in enumerate(room.rows, start=1):
-        label = settings_label(SamplingSettings(**{**row.settings, "seed": None}))
-        progress = "reading its prompt" if row.prefilling else f"token {row.step} of {row.max_new_tokens}"
-        cells.append(f"<tr><td>{i}</td><td>{escape_html(label)}{' · seeded' if row.seeded else ''}</td>"
-                     f"<td>{row.prompt_tokens} prompt tokens</td><td>{progress}</td></tr>")
-    return (f'{PARAMS_STYLE}<div class="ntp-params">{head}<table><tr><th>row</th><th>settings</th><th>prompt</th>'
-            f"<th>progress</th></tr>{''.join(cells)}</table></div>")
+        label = settings_label(SamplingSettings(**{**row.settings, "seed": None}), lang)
+        seeded = tr(lang, "engine.room.seeded") if row.seeded else ""
+        progress = (tr(lang, "engine.room.prefilling") if row.prefilling
+                    else tr(lang, "engine.room.progress", step=row.step, max_tokens=row.max_new_tokens))
+        cells.append(f"<tr><td>{i}</td><td>{escape_html(label)}{seeded}</td>"
+                     f"<td>{tr(lang, 'engine.room.prompt_tokens', tokens=row.prompt_tokens)}</td><td>{progress}</td></tr>")
+    columns = "".join(f"<th>{tr(lang, key)}</th>" for key in (
+        "engine.room.col.row", "engine.room.col.settings", "engine.room.col.prompt", "engine.room.col.progress"))
+    return f'{PARAMS_STYLE}<div class="ntp-params">{head}<table><tr>{columns}</tr>{"".join(cells)}</table></div>'
 
 
 __all__ = [

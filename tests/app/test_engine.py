@@ -88,10 +88,12 @@ def test_a_row_too_long_for_the_model_is_named_by_its_table_row(client, embedded
 
 
 def run_fn(service, with_parts=False):
+    """The run handler, taking the table and the page's language."""
     import gradio as gr
 
     with gr.Blocks() as demo:
-        parts = engine_tab.build_engine_tab(service)
+        language = gr.Radio(["en", "vi"], value="en")
+        parts = engine_tab.build_engine_tab(service, language=language)
     fn = next(f.fn for f in demo.fns.values() if f.api_name == "engine_run")
     return (fn, parts) if with_parts else fn
 
@@ -100,13 +102,13 @@ def test_charts_are_rate_limited_but_the_first_and_last_steps_are_always_drawn(t
     monkeypatch.setattr(engine_tab, "CHART_INTERVAL", 3600.0)
     rows = [["ab", 1, 0, 1, 0, "hf", str(s), 6 + s, ""] for s in range(3)]
     run, parts = run_fn(tiny_service, with_parts=True)
-    outs = list(run(rows))  # {component: value}: a component left out is not redrawn
+    outs = list(run(rows, "en"))  # {component: value}: a component left out is not redrawn
     assert len(outs) == 8  # the longest row: 8 steps
     drawn = [parts["heatmap"] in o for o in outs]
     assert drawn == [True] + [False] * 6 + [True]
     assert all(parts["texts"] in o and parts["status"] in o for o in outs)  # text and status on every step
     monkeypatch.setattr(engine_tab, "CHART_INTERVAL", 0.0)
-    assert all(parts["heatmap"] in o for o in run(rows))
+    assert all(parts["heatmap"] in o for o in run(rows, "en"))
 
 
 def test_requests_reach_the_service_as_parsed(tiny_service):
@@ -117,8 +119,65 @@ def test_requests_reach_the_service_as_parsed(tiny_service):
             seen.append((list(requests), top_n))
             return tiny_service.generate_batch(requests, top_n=top_n, report_waiting=report_waiting)
 
-    list(run_fn(Spy())([["ab", "0.5", None, "", 0.2, "VLLM", "4", "3", " b|\\n"]]))
+    list(run_fn(Spy())([["ab", "0.5", None, "", 0.2, "VLLM", "4", "3", " b|\\n"]], "en"))
     (requests, top_n), = seen
     assert top_n == engine_tab.TOP_N
     assert requests == [Request("ab", SamplingSettings(temperature=0.5, min_p=0.2, seed=4, order="vllm"), 3,
                                 (" b", "\n"))]
+
+
+# ---- the page's language ----------------------------------------------------------------------------------
+
+
+def test_a_run_in_vietnamese_through_the_api(client):
+    texts, status, plot, params = client.predict(table([["Hi", 0, 0, 1, 0, "hf", "", 2, ""]]), "vi",
+                                                 api_name="/engine_run")
+    assert "**Mọi hàng đã xong** sau 2 bước" in status and "<b>Hàng 1</b>" in texts
+    assert "đạt số token mới tối đa" in texts and "hàng batch" in params
+    layout = json.loads(plot["plot"])["layout"]
+    assert layout["xaxis"]["title"]["text"] == "hạng theo logits thô"
+    with pytest.raises(AppError, match="bảng chưa có request nào"):
+        client.predict(table([[None] * 9]), "vi", api_name="/engine_run")
+
+
+def test_a_language_switch_redraws_the_run_and_the_room_without_the_model(tiny_service):
+    calls = []
+
+    class Counting:
+        def generate_batch(self, *args, **kwargs):
+            calls.append(args)
+            return tiny_service.generate_batch(*args, **kwargs)
+
+        def room(self):
+            return tiny_service.room()
+
+    run, parts = run_fn(Counting(), with_parts=True)
+    rows = [["ab", 0, 0, 1, 0, "hf", "", 3, ""], ["cd", 1, 0, 1, 0, "hf", "1", 4, ""]]
+    last = list(run(rows, "en"))[-1]
+    state, snapshot = last[parts["last_run"]], tiny_service.room()
+    shown = {"headers": list(COLUMNS), "data": rows, "metadata": None}
+    vi = parts["rerender"]("vi", state, snapshot, shown)
+    assert len(calls) == 1  # drawn from the kept run: no second batch
+    assert "**Mọi hàng đã xong** sau 4 bước" in vi[parts["status"]]
+    assert "<b>Hàng 2</b>" in vi[parts["texts"]] and "hàng batch" in vi[parts["params"]]
+    assert vi[parts["heatmap"]].layout.xaxis.title.text == "hạng theo logits thô"
+    assert "Mỗi hàng là một request" in vi[parts["help"]] and "Cả phòng, trực tiếp" in vi[parts["room"]]
+    assert vi[parts["watch"]].label == "Theo dõi trực tiếp (làm mới mỗi 2 s)"
+    table_update = vi[parts["table"]]
+    assert table_update.label == "Các request (tối đa 8)"
+    assert table_update.value["headers"][5:] == ["thứ tự", "seed", "token tối đa", "dừng"]
+    assert table_update.value["data"] == rows  # the learner's cells, as they were
+    # and back: English exactly as the run itself drew it
+    en = parts["rerender"]("en", state, None, shown)
+    for name in ("status", "texts", "params"):
+        assert en[parts[name]] == last[parts[name]], name
+    assert en[parts["heatmap"]].to_plotly_json() == last[parts["heatmap"]].to_plotly_json()
+    assert skipped(en[parts["room"]])  # no room shown yet: nothing to redraw
+    assert len(calls) == 1
+
+
+def test_before_any_run_a_switch_gives_the_placeholders_in_the_new_language(tiny_service):
+    _, parts = run_fn(tiny_service, with_parts=True)
+    vi = parts["rerender"]("vi", None, None, {"headers": list(COLUMNS), "data": EXAMPLE_ROWS, "metadata": None})
+    assert "**Chạy batch**" in vi[parts["status"]] and "Văn bản của từng hàng" in vi[parts["texts"]]
+    assert vi[parts["heatmap"]].layout.annotations[0].text.startswith("Batch sẽ hiện ở đây")

@@ -74,3 +74,55 @@ def test_an_edited_bad_cell_is_named_by_row_and_field(page):
     expect(page.get_by_text("row 2, seed must be a whole number")).to_be_visible(timeout=30_000)
     page.locator("#engine-reset").click()
     expect(page.locator("#engine-table [data-testid='cell-1-6']")).to_have_text("1")
+
+
+def test_in_vietnamese_the_tab_runs_and_english_redraws_it_without_a_new_run(browser, app_url, embedded):
+    import re
+
+    context = browser.new_context(locale="vi-VN", viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    page.goto(app_url, wait_until="domcontentloaded")
+    expect(page.locator("#model-status")).to_contain_text("Mô hình:", timeout=60_000)
+    assert page.evaluate("document.documentElement.lang") == "vi"
+    open_tab(page)
+    expect(page.get_by_text("Bên trong một engine.")).to_be_visible()
+    expect(page.locator("#engine-run")).to_have_text("Chạy batch")
+    table = page.locator("#engine-table")
+    for words in ("Các request (tối đa 8)", "thứ tự", "token tối đa", "dừng"):
+        expect(table).to_contain_text(words)
+    expect(page.locator("#engine-help")).to_contain_text("Mỗi hàng là một request, tối đa 8 hàng")
+    expect(page.locator("#engine-status")).to_contain_text("Bấm Chạy batch")
+    page.locator("#engine-run").click()
+    status = page.locator("#engine-status")
+    expect(status).to_contain_text("Mọi hàng đã xong", timeout=120_000)
+    expect(status).to_contain_text("Kích thước batch: 6 hàng ở bước 1–")
+    texts, heat, params = page.locator("#engine-texts"), page.locator("#engine-heatmap"), page.locator("#engine-params")
+    for words in ("Hàng 1", "đã dừng", "gặp stop string", "Paris"):
+        expect(texts).to_contain_text(words)
+    for words in ("hạng theo logits thô", "còn lại", "p cuối", "xong ở bước", "1 · greedy"):
+        expect(heat).to_contain_text(words)
+    for words in ("hàng batch", "dạng văn bản", "0 = tắt"):
+        expect(params).to_contain_text(words)
+    page.screenshot(path=str(ARTIFACTS / "engine_vi.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(ARTIFACTS / "engine_vi_390.png"), full_page=True)
+    page.set_viewport_size({"width": 1440, "height": 1000})
+
+    steps = re.search(r"Bước (\d+)", status.inner_text()).group(1)
+    forward_passes = embedded.room().step
+    page.locator("#language").get_by_text("English").click()
+    expect(status).to_contain_text("All rows finished")
+    expect(status).to_contain_text(f"Step {steps} ·")  # the same run, redrawn
+    expect(page.locator("#engine-run")).to_have_text("Run the batch")
+    for words in ("Requests (up to 8)", "order", "max tokens"):
+        expect(table).to_contain_text(words)
+    expect(page.locator("#engine-table [data-testid='cell-0-0']")).to_have_text("The capital of France is")
+    expect(texts).to_contain_text("Row 1")
+    expect(texts).to_contain_text("stop string")
+    for words in ("rank under the raw logits", "rest", "p final", "finished at step"):
+        expect(heat).to_contain_text(words)
+    expect(params).to_contain_text("batch row")
+    expect(page.locator("#engine-help")).to_contain_text("One row per request, at most 8")
+    assert page.evaluate("document.documentElement.lang") == "en"
+    assert embedded.room().step == forward_passes  # no forward pass: nothing ran again
+    context.close()

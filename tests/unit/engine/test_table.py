@@ -6,7 +6,7 @@ import pytest
 
 from model_service import limits
 from model_service.validation import parse_stop_text
-from playground.engine.table import parse_table, renumber
+from playground.engine.table import COLUMNS, headers, parse_table, renumber, table_value
 
 GOOD = ["The capital of France is", 0, 0, 1, 0, "hf", "", 24, "\\n"]
 
@@ -73,3 +73,34 @@ def test_more_than_eight_requests_or_none_are_refused():
 def test_service_messages_are_renumbered_to_table_rows():
     assert renumber("request 2: prompt + max_new_tokens exceeds", [1, 4]) == "row 4: prompt + max_new_tokens exceeds"
     assert renumber("a batch needs 1 to 64 requests", [1]) == "a batch needs 1 to 64 requests"
+
+
+# ---- the table in Vietnamese: headers in words, columns read by position ---------------------------------
+
+
+def test_headers_translate_the_words_and_keep_the_knobs_names():
+    assert headers() == list(COLUMNS)
+    vi = headers("vi")
+    assert vi == ["prompt", "temperature", "top-k", "top-p", "min-p", "thứ tự", "seed", "token tối đa", "dừng"]
+
+
+@pytest.mark.parametrize("header_row", [
+    headers("vi"), list(COLUMNS), list(reversed(COLUMNS)), ["a"] * 9, [],
+])
+def test_a_table_parses_by_position_whatever_its_headers_say(header_row):
+    rows = [GOOD, ["Once", 0.8, 40, 0.95, 0.1, "vllm", "7", 12, "a|b"]]
+    value = {"headers": header_row, "data": rows, "metadata": None}
+    assert parse_table(value) == parse_table(rows)
+    assert parse_table(table_value(rows, "vi"), "vi") == parse_table(rows)
+
+
+def test_the_tables_own_messages_in_vietnamese_and_the_validators_in_english():
+    with pytest.raises(ValueError, match="bảng chưa có request nào: hãy thêm một hàng có prompt"):
+        parse_table([[None] * 9], "vi")
+    with pytest.raises(ValueError, match="ở đây tối đa 8 request chạy cùng lúc; bảng đang có 9: hãy xoá 1 hàng"):
+        parse_table([GOOD] * 9, "vi")
+    with pytest.raises(ValueError, match="^hàng 2, prompt: đang trống;"):
+        parse_table([GOOD, ["", 1, 0, 1, 0, "hf", "", 8, ""]], "vi")
+    # model_service speaks English only: the validators' messages (with their row) stay whole, not half-translated
+    with pytest.raises(ValueError, match="^row 2, temperature must be a number"):
+        parse_table([GOOD, ["x", "hot", 0, 1, 0, "hf", "", 8, ""]], "vi")

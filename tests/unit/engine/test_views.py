@@ -9,15 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from model_service.records import BatchStep, DrawInfo, Stage, StepRecord, Token
+from model_service.records import BatchStep, DrawInfo, Room, RoomRow, Stage, StepRecord, Token, Waiting
 from model_service.settings import SamplingSettings
+from playground.common.text import STOP_REASONS
 from playground.engine.views import (
     batch_heatmap,
     batch_sizes_summary,
+    empty_params_html,
     params_html,
+    room_html,
     rows_html,
     settings_label,
     status_markdown,
+    stop_reason,
+    waiting_markdown,
 )
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -130,10 +135,106 @@ def test_batch_sizes_and_status():
     assert "Run" in status_markdown(None)
 
 
-def test_engine_views_import_neither_torch_nor_gradio_and_the_tab_no_torch():
-    code = "import sys, playground.engine.views; print(sorted({'torch', 'gradio'} & set(sys.modules)))"
+def test_engine_views_import_no_torch_and_gradio_only_for_the_catalogues():
+    # gradio comes in with playground.common.i18n (T() and gr.I18n live there); nothing else may bring it
+    code = ("import sys, playground.common.i18n; before = set(sys.modules); import playground.engine.views, "
+            "playground.engine.replay; new = set(sys.modules) - before; "
+            "print(sorted({m.split('.')[0] for m in new} & {'torch', 'gradio'}), 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
-    assert out.stdout.strip() == "[]"
+    assert out.stdout.strip() == "[] False"
     code = "import sys, playground.engine.table; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
+
+
+# ---- in Vietnamese ------------------------------------------------------------------------------------------
+
+
+def test_the_heatmap_in_vietnamese_titles_ticks_hovers_and_notes():
+    rows = [record(chosen=1), None, record(probs=(0.5, 0.2, 0.1, 0.1), chosen=7)]
+    fig = batch_heatmap(batch(rows), finished=[None, record(step=4, stop="max_tokens"), None], top=TOP, lang="vi")
+    (heat,) = fig.data
+    assert fig.layout.xaxis.title.text == "hạng theo logits thô"
+    assert heat.colorbar.title.text == "p cuối"
+    assert list(fig.layout.xaxis.ticktext) == ["1", "2", "3", "4", "còn lại"]
+    assert list(fig.layout.yaxis.ticktext) == ["hàng 1", "hàng 2", "hàng 3"]  # default labels
+    assert heat.hovertext[0][1] == "hạng 2 · ' the' · cuối 30.0% · thô 30.0%"
+    assert heat.hovertext[0][TOP] == "mọi token còn lại · cuối 0%"
+    assert heat.hovertext[2][TOP] == "ngoài top 4: đã chọn ' far', hạng thô 42"
+    assert [a.text for a in fig.layout.annotations] == ["xong ở bước 5: đạt số token mới tối đa"]
+    assert heat.text[2][TOP] == "␣far #42"  # numbers and pieces read the same in both languages
+    not_in = batch_heatmap(batch([None, record()]), top=TOP, lang="vi")
+    assert [a.text for a in not_in.layout.annotations] == ["không nằm trong batch của bước này"]
+    assert batch_heatmap(batch([]), lang="vi").layout.annotations[0].text == "Không có request nào."
+
+
+def test_the_heatmap_in_english_is_as_before_by_default():
+    fig = batch_heatmap(batch([record(chosen=1), None]), finished=[None, record(step=4, stop="eos")], top=TOP)
+    assert fig.layout.xaxis.title.text == "rank under the raw logits" and fig.data[0].colorbar.title.text == "p final"
+    assert list(fig.layout.yaxis.ticktext) == ["row 1", "row 2"]
+    assert fig.data[0].hovertext[0][1] == "rank 2 · ' the' · final 30.0% · raw 30.0%"
+    assert fig.data[0].hovertext[0][TOP] == "all other tokens · final 0%"
+    assert [a.text for a in fig.layout.annotations] == ["finished at step 5: end-of-text token"]
+
+
+def test_params_in_vietnamese():
+    params = {"temperature": [1.0], "top_k": [0], "top_p": [1.0], "min_p": [0.0], "greedy": [True]}
+    out = params_html(batch([None, record()], params=params), numbers=[3, 6], lang="vi")
+    assert "<th>hàng batch</th>" in out and "<th>b0<br><small>hàng 6</small></th>" in out
+    assert "Bước 4: logits <code>(1, 49,152)</code> · mỗi dòng là một tensor <code>(1,)</code>" in out
+    for words in ("hàng greedy mang 1", "0 = tắt", "1 = tắt", "argmax, không rút ngẫu nhiên", "→ dạng văn bản"):
+        assert words in out
+    assert "row" not in out and "off" not in out and "as text" not in out
+    assert "Các tensor theo từng hàng" in empty_params_html("vi") and "per-row tensors" in empty_params_html()
+
+
+def test_cards_in_vietnamese_still_escape_what_the_visitor_typed():
+    latest = [record(step=2, text=" Paris <3"), record(step=9, stop="stop_string", text=" and"), None]
+    out = rows_html([1, 3, 4], ["greedy", "T 0.8", "<i>x</i>"], ["<b>Thủ đô", "Once", "x"], latest, lang="vi")
+    assert "<b>Hàng 1</b>" in out and "<b>Hàng 3</b>" in out and "đang sinh · 3 token" in out
+    assert "<b>đã dừng</b> sau 10 token: gặp stop string" in out and "đang chờ…" in out
+    assert '<span class="ntp-prompt">&lt;b&gt;Thủ đô</span>' in out and "&lt;i&gt;x&lt;/i&gt;" in out
+    assert "chưa chạy" in rows_html([1], ["greedy"], ["x"], [None], running=False, lang="vi")
+
+
+def test_status_batch_sizes_and_the_waiting_line_in_vietnamese():
+    assert batch_sizes_summary([6, 6, 5, 5, 5, 2], "vi") == "6 hàng ở bước 1–2 · 5 ở bước 3–5 · 2 ở bước 6"
+    assert batch_sizes_summary([1], "vi") == "1 hàng ở bước 1"
+    st = batch([record(), None, record()])
+    line = status_markdown(st, [3, 2], tokens=5, seconds=0.5, lang="vi")
+    assert line.startswith("**Bước 4** · batch **2** trên 3 hàng · logits (2, 49,152) · forward pass 82 ms")
+    assert "sampler 4.2 ms" in line and "tổng cộng 10.0 token/s" in line
+    done = status_markdown(st, [3, 2], 5, 0.5, done=True, lang="vi")
+    assert "**Mọi hàng đã xong** sau 4 bước, 5 token. Kích thước batch: 3 hàng ở bước 1 · 2 ở bước 2." in done
+    assert "**Chạy batch**" in status_markdown(None, lang="vi")
+    assert "còn 2 request trước bạn** (tổng cộng 5 đang chờ)" in waiting_markdown(Waiting(3, 2, 5), "vi")
+    assert "1 request ahead of you** (1 waiting in all)" in waiting_markdown(Waiting(2, 1, 1))
+    assert "2 requests ahead of you** (5 waiting in all)" in waiting_markdown(Waiting(3, 2, 5))
+
+
+def test_the_live_room_in_both_languages():
+    rows = (RoomRow({"temperature": 0.8, "top_p": 0.95}, True, 3, 32, 6, False),
+            RoomRow({"temperature": 1.0}, False, 0, 16, 900, True))
+    room = Room(rows=rows, waiting=2, step=12345, max_rows=8, queue_size=64)
+    vi = room_html(room, "vi")
+    assert "<b>Cả phòng, trực tiếp</b>: 2/8 hàng đang dùng · 2 đang chờ · bước 12,345 kể từ khi khởi động" in vi
+    for words in ("<th>cấu hình</th>", "T 0.8 · top-p 0.95 · có seed", "token 3/32",
+                  "T 1 (lấy mẫu thường)", "đang đọc prompt", "<td>900 token</td>"):
+        assert words in vi
+    en = room_html(room)
+    for words in ("<b>The live room</b>: 2 of 8 rows in use · 2 waiting · step 12,345 since start", " · seeded",
+                  "token 3 of 32", "reading its prompt", "900 prompt tokens", "<th>progress</th>"):
+        assert words in en
+    empty = Room(rows=(), waiting=0, step=1, max_rows=8, queue_size=64)
+    assert "Lúc này không ai đang sinh văn bản." in room_html(empty, "vi")
+    assert "Nobody is generating right now." in room_html(empty)
+
+
+def test_settings_labels_and_stop_reasons_in_vietnamese_and_english_as_every_tab_says_it():
+    assert settings_label(SamplingSettings(), "vi") == "T 1 (lấy mẫu thường)"
+    assert settings_label(SamplingSettings(temperature=0), "vi") == "greedy"  # the knobs keep their names
+    assert settings_label(SamplingSettings(temperature=0.6, top_k=40, order="vllm"), "vi") == "T 0.6 · top-k 40 · vllm"
+    assert {code: stop_reason(code) for code in STOP_REASONS} == STOP_REASONS
+    assert [stop_reason(code, "vi") for code in ("eos", "max_tokens", "stop_string")] == [
+        "token kết thúc văn bản", "đạt số token mới tối đa", "gặp stop string"]
+    assert stop_reason("aborted", "vi") == "aborted"  # a reason with no words shows as it is
