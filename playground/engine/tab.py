@@ -18,7 +18,7 @@ import gradio as gr
 from model_service import limits
 from model_service.records import BatchStep
 
-from ..common.errors import unchanged, user_error, warn
+from ..common.errors import in_language, unchanged, user_error, warn
 from ..common.i18n import DEFAULT, T, tr
 from ..common.text import escape_html
 from . import replay, views
@@ -92,8 +92,8 @@ def build_engine_tab(service, language: gr.Radio | None = None) -> dict:
             steps = service.generate_batch(requests, top_n=TOP_N, report_waiting=True)
         except ValueError as e:  # bad input the table cannot see (e.g. prompt longer than the limit)
             raise user_error(renumber(str(e), numbers_)) from None
-        except RuntimeError as e:  # the model is still loading, or failed to
-            raise user_error(e) from None
+        except RuntimeError as e:  # the model is still loading, or failed to, or the room is full
+            raise user_error(e, lang) from None
         state = EngineRun.start(numbers_, requests)
         started = last_chart = time.monotonic()
         try:
@@ -142,7 +142,7 @@ def build_engine_tab(service, language: gr.Radio | None = None) -> dict:
         try:
             snapshot = service.room()
         except RuntimeError as e:  # the model is still loading
-            return {room: f'<div class="ntp-caption">{escape_html(str(e))}</div>', last_room: None}
+            return {room: f'<div class="ntp-caption">{escape_html(in_language(e, lang))}</div>', last_room: None}
         return {room: views.room_html(snapshot, lang), last_room: snapshot}
 
     room_btn.click(show_room, lang_in, [room, last_room], api_name="room", show_progress="hidden")
@@ -154,7 +154,7 @@ def build_engine_tab(service, language: gr.Radio | None = None) -> dict:
         """The page's language changed: redraw every text built here from what is on screen (no model)."""
         try:
             shown = gr.Dataframe(value=table_value(table_rows(rows), lang), label=table_label(lang))
-        except ValueError:  # not a table (only an API caller could send that): leave it
+        except ValueError:  # not a table we can read: leave it as it is
             shown = gr.skip()
         return {
             help_md: help_markdown(lang), table: shown, watch: gr.Checkbox(label=watch_label(lang)),

@@ -138,6 +138,8 @@ def test_a_run_in_vietnamese_through_the_api(client):
     assert layout["xaxis"]["title"]["text"] == "hạng theo logits thô"
     with pytest.raises(AppError, match="bảng chưa có request nào"):
         client.predict(table([[None] * 9]), "vi", api_name="/engine_run")
+    with pytest.raises(AppError, match="hàng 2, thứ tự phải là một trong hf, vllm, llama.cpp"):
+        client.predict(table([EXAMPLE_ROWS[0], ["Hi", 1, 0, 1, 0, "beam", "", 4, ""]]), "vi", api_name="/engine_run")
 
 
 def test_a_language_switch_redraws_the_run_and_the_room_without_the_model(tiny_service):

@@ -77,8 +77,6 @@ def test_an_edited_bad_cell_is_named_by_row_and_field(page):
 
 
 def test_in_vietnamese_the_tab_runs_and_english_redraws_it_without_a_new_run(browser, app_url, embedded):
-    import re
-
     context = browser.new_context(locale="vi-VN", viewport={"width": 1440, "height": 1000})
     page = context.new_page()
     page.goto(app_url, wait_until="domcontentloaded")

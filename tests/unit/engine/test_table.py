@@ -101,6 +101,12 @@ def test_the_tables_own_messages_in_vietnamese_and_the_validators_in_english():
         parse_table([GOOD] * 9, "vi")
     with pytest.raises(ValueError, match="^hàng 2, prompt: đang trống;"):
         parse_table([GOOD, ["", 1, 0, 1, 0, "hf", "", 8, ""]], "vi")
-    # model_service speaks English only: the validators' messages (with their row) stay whole, not half-translated
-    with pytest.raises(ValueError, match="^row 2, temperature must be a number"):
+    # the validators' keyed errors, said again in Vietnamese, naming the field as the Vietnamese header does
+    with pytest.raises(ValueError, match="^hàng 2, temperature phải là một số từ 0 đến 100, nhận được 'hot'$"):
         parse_table([GOOD, ["x", "hot", 0, 1, 0, "hf", "", 8, ""]], "vi")
+    with pytest.raises(ValueError, match="^hàng 3, thứ tự phải là một trong hf, vllm, llama.cpp, nhận được 'beam'$"):
+        parse_table([GOOD, GOOD, ["x", 1, 0, 1, 0, "beam", "", 8, ""]], "vi")
+    with pytest.raises(ValueError, match="^hàng 2, token tối đa phải là một số nguyên từ 1 đến 512, nhận được 0$"):
+        parse_table([GOOD, ["x", 1, 0, 1, 0, "hf", "", 0, ""]], "vi")
+    with pytest.raises(ValueError, match="^row 2, max tokens must be a whole number between 1 and 512, got 0$"):
+        parse_table([GOOD, ["x", 1, 0, 1, 0, "hf", "", 0, ""]])
