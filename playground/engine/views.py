@@ -1,5 +1,6 @@
 """Views of one step of the batched engine (lesson 13, "Inside an engine"): pure functions, records in,
-a plotly Figure or an HTML string out. No torch, no gradio.
+a plotly Figure or an HTML string out, in the language `lang` ("en" by default). No torch; no gradio
+but what the catalogues' module (common.i18n) imports.
 
 Rows keep their place in every view for the whole run (request order, finished rows stay as empty
 lines), so the eye can watch the batch shrink while the layout stays still.
