@@ -88,7 +88,7 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
         try:
             h = validation.number("head", chosen_head, integer=True, low=ALL_HEADS, high=10_000, blank=ALL_HEADS)
         except ValueError as e:
-            raise user_error(e) from None
+            raise user_error(e, lang) from None
         h = None if h == ALL_HEADS else h
         return {attention_md: tt.attention_markdown(trace.attention, trace.attention_note, lang),
                 attention_plot: tc.attention_figure(trace.attention, h, trace.attention_note, lang)}
@@ -145,7 +145,7 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
             chosen_head = validation.number("head", chosen_head, integer=True, low=ALL_HEADS, high=10_000, blank=ALL_HEADS)
             trace = service.trace(text, use_chat, block=chosen_block)
         except (ValueError, RuntimeError) as e:
-            raise user_error(e) from None
+            raise user_error(e, lang) from None
         return render(trace, chosen_head, lang)
 
     def trace_if_new(text, use_chat, chosen_block, chosen_head, current, lang="en"):
@@ -161,7 +161,7 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
             chosen_block = validation.number("block", chosen_block, integer=True, low=1, high=current.num_layers)
             attention = service.trace_attention(current.prompt, current.chat, chosen_block)
         except (ValueError, RuntimeError) as e:
-            raise user_error(e) from None
+            raise user_error(e, lang) from None
         trace = current.with_attention(attention)
         return {state: trace, **attention_views(trace, chosen_head, lang)}
 

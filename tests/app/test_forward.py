@@ -70,3 +70,10 @@ def test_the_trace_speaks_the_language_it_is_given_and_english_by_default(client
     assert attention_md.count("Block 30 trong số 30") == 1
     attention_md, _ = client.predict(30, -1, api_name="/trace_block")  # the picker's default: English
     assert "Block 30 of 30" in attention_md
+
+
+def test_bad_requests_are_told_in_the_pages_language(client):
+    with pytest.raises(AppError, match="prompt đang trống"):
+        client.predict("", False, 15, -1, "vi", api_name="/trace")
+    with pytest.raises(AppError, match="block phải là một số nguyên từ 1 đến 30"):
+        client.predict(LESSON, False, 99, -1, "vi", api_name="/trace")
