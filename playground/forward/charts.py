@@ -3,6 +3,7 @@
 No torch, no gradio. Heatmaps place tokens on numeric axes with text tick labels, so a piece that
 occurs twice ("the" … "the") keeps two columns. Norms grow by orders of magnitude through the blocks,
 so the residual heatmaps colour log10 of the value and hover the value itself.
+Titles, axes and hover text are catalogue strings (keys `forward.*`) in the language `lang`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from model_service.trace_records import AttentionMap, Trace
 
 from ..common.colours import BLUE, INK, MASKED, PROBABILITY_SCALE, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure
+from ..common.i18n import tr
 from ..common.text import escape_plotly, nbytes, pct, piece_label, quoted_piece
 
 TICK_LABELS = 40  # beyond this many columns, label positions by number instead of by piece
@@ -51,7 +53,7 @@ def _log_heatmap(z, x, y, name: str, hover_rows, colorbar: dict | None, zrange) 
     )
 
 
-def residual_figure(trace: Trace, height: int | None = None) -> go.Figure:
+def residual_figure(trace: Trace, height: int | None = None, lang: str = "en") -> go.Figure:
     """Two heatmaps, blocks down × positions across: ‖stream‖ after each block (the last row: after the
     final norm, as hidden_states[L] comes back) and ‖update‖ = ‖h_k − h_{k−1}‖, what each block added."""
     r = trace.residual
@@ -59,20 +61,24 @@ def residual_figure(trace: Trace, height: int | None = None) -> go.Figure:
     pos = list(r.positions)
     norms = [list(row) for row in r.norms] + [list(r.final_norms)]
     rows = list(range(L + 2))  # 0 = embedding, k = after block k, L + 1 = final norm applied
-    row_names = ["embedding (hidden_states[0])"] + [f"after block {k}" for k in range(1, L)] + [
-        f"after block {L}, before the final norm", f"hidden_states[{L}]: final norm applied"]
-    who = [[f"{row_names[k]} · position {p} {escape_plotly(quoted_piece(trace.tokens[p].piece))}" for p in pos] for k in rows]
+    row_names = [tr(lang, "forward.residual.row.embedding")] + [
+        tr(lang, "forward.residual.row.block", block=k) for k in range(1, L)] + [
+        tr(lang, "forward.residual.row.before_norm", block=L), tr(lang, "forward.residual.row.normed", block=L)]
+    who = [[tr(lang, "forward.residual.hover", row=row_names[k], position=p,
+               piece=escape_plotly(quoted_piece(trace.tokens[p].piece))) for p in pos] for k in rows]
     values = [v for row in norms + [list(u) for u in r.updates] for v in row if v > 0] or [1.0]
     zrange = (math.floor(math.log10(min(values))), math.ceil(math.log10(max(values))))
     decades = list(range(zrange[0], zrange[1] + 1))
     bar = dict(tickvals=decades, ticktext=[f"{10**d:g}" for d in decades], thickness=10, len=0.8, title=dict(text="‖·‖", side="top"))
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.03,
-                        subplot_titles=("‖stream‖ after each block", "‖update‖ = ‖h<sub>k</sub> − h<sub>k−1</sub>‖: what block k added"))
+                        subplot_titles=(tr(lang, "forward.residual.title.stream"), tr(lang, "forward.residual.title.update")))
     fig.add_trace(_log_heatmap(norms, pos, rows, "‖h‖", who, None, zrange), row=1, col=1)
-    fig.add_trace(_log_heatmap([list(u) for u in r.updates], pos, rows[1 : L + 1], "‖update‖", who[1 : L + 1], bar, zrange), row=1, col=2)
+    fig.add_trace(_log_heatmap([list(u) for u in r.updates], pos, rows[1 : L + 1], tr(lang, "forward.residual.update"),
+                               who[1 : L + 1], bar, zrange), row=1, col=2)
     ticks = [0] + [k for k in range(1, L + 1) if L <= 12 or k % 5 == 0 or k == L] + [L + 1]
-    names = {0: "embedding", L + 1: "final norm"}
-    fig.update_yaxes(tickvals=ticks, ticktext=[names.get(k, f"block {k}") for k in ticks], range=[L + 1.5, -0.5],
+    names = {0: tr(lang, "forward.axis.embedding"), L + 1: tr(lang, "forward.axis.final_norm")}
+    fig.update_yaxes(tickvals=ticks, ticktext=[names.get(k) or tr(lang, "forward.block", block=k) for k in ticks],
+                     range=[L + 1.5, -0.5],
                      showgrid=False, zeroline=False, fixedrange=True, row=1, col=1)
     fig.update_yaxes(showgrid=False, zeroline=False, fixedrange=True, row=1, col=2)
     fig.update_xaxes(showgrid=False, zeroline=False, **_position_ticks(trace, pos))
@@ -83,48 +89,51 @@ def residual_figure(trace: Trace, height: int | None = None) -> go.Figure:
 # ---- attention ---------------------------------------------------------------------------------------
 
 
-def _attention_cells(a: AttentionMap, head: int):
+def _attention_cells(a: AttentionMap, head: int, lang: str):
     """z (None where masked), hover text, x values: the window's keys, plus an 'earlier' column at -1
     holding the weight on every key before the window when the window is cut."""
     start = a.positions[0]
     cut = start > 0
     z, text = [], []
     for i, q in enumerate(a.positions):
-        row, hover = ([a.earlier[head][i]] if cut else []), ([f"keys 0…{start - 1}: {a.earlier[head][i]:.3f}"] if cut else [])
+        row = [a.earlier[head][i]] if cut else []
+        hover = [tr(lang, "forward.attention.hover.earlier", last=start - 1, weight=a.earlier[head][i])] if cut else []
         for j, k in enumerate(a.positions):
             visible = k <= q and (a.sliding_window is None or q - k < a.sliding_window)
             w = a.weights[head][i][j]
             row.append(w if visible else None)
-            hover.append(f"{label(a.pieces[i].piece)} → {label(a.pieces[j].piece)}: {w:.3f}" if visible else "masked: cannot look there")
+            hover.append(f"{label(a.pieces[i].piece)} → {label(a.pieces[j].piece)}: {w:.3f}" if visible
+                         else tr(lang, "forward.attention.hover.masked"))
         z.append(row)
         text.append(hover)
     x = ([start - 1] if cut else []) + list(a.positions)
     return z, text, x
 
 
-def attention_figure(a: AttentionMap | None, head: int | None = None, note: str = "") -> go.Figure:
+def attention_figure(a: AttentionMap | None, head: int | None = None, note: str = "", lang: str = "en") -> go.Figure:
     """One block's attention: a grid of every head (head=None) or one head large. Rows are queries,
     columns keys; grey cells are the causal mask (a position never looks ahead)."""
     if a is None:
-        return empty_figure(note or "No attention for this model.", 220)
+        return empty_figure(note or tr(lang, "forward.attention.none"), 220)
     heads = list(range(a.num_heads)) if head is None else [min(max(int(head), 0), a.num_heads - 1)]
     cols = math.ceil(math.sqrt(len(heads)))
     nrows = math.ceil(len(heads) / cols)
     group = a.num_heads // max(a.num_kv_heads, 1)
-    titles = [f"head {h + 1}" + (f" · kv {h // group + 1}" if group > 1 else "") for h in heads]
+    titles = [tr(lang, "forward.head.kv", head=h + 1, kv=h // group + 1) if group > 1 else tr(lang, "forward.head", head=h + 1)
+              for h in heads]
     fig = make_subplots(rows=nrows, cols=cols, subplot_titles=titles, horizontal_spacing=0.3 / cols, vertical_spacing=0.4 / max(nrows, 2))
     show_labels = len(heads) == 1 or len(a.positions) <= 12
     cut = a.positions[0] > 0
     for n, h in enumerate(heads):
-        z, text, x = _attention_cells(a, h)
+        z, text, x = _attention_cells(a, h, lang)
         r, c = n // cols + 1, n % cols + 1
         fig.add_trace(go.Heatmap(z=z, x=x, y=list(a.positions), text=text, colorscale=PROBABILITY_SCALE, zmin=0, zmax=1,
-                                 showscale=n == 0, colorbar=dict(thickness=10, len=0.6, title=dict(text="weight", side="top")),
+                                 showscale=n == 0, colorbar=dict(thickness=10, len=0.6, title=dict(text=tr(lang, "forward.attention.weight"), side="top")),
                                  hovertemplate="%{text}<extra>" + titles[n] + "</extra>", xgap=_gap(len(x)),
                                  ygap=_gap(len(x))), row=r, col=c)
     pieces = [label(t.piece, t.special) for t in a.pieces]
     if show_labels and len(a.positions) <= TICK_LABELS:
-        xs = dict(tickvals=([a.positions[0] - 1] if cut else []) + list(a.positions), ticktext=(["earlier"] if cut else []) + pieces)
+        xs = dict(tickvals=([a.positions[0] - 1] if cut else []) + list(a.positions), ticktext=([tr(lang, "forward.attention.earlier")] if cut else []) + pieces)
         ys = dict(tickvals=list(a.positions), ticktext=pieces)
     elif len(heads) == 1:  # too many pieces to print: number the positions
         xs = ys = dict(tickmode="auto", nticks=12)
@@ -141,21 +150,25 @@ def attention_figure(a: AttentionMap | None, head: int | None = None, note: str 
 # ---- output: logits at every position -------------------------------------------------------------
 
 
-def predictions_figure(trace: Trace) -> go.Figure:
+def predictions_figure(trace: Trace, lang: str = "en") -> go.Figure:
     """Rows: positions (the token read there). Columns: the top-N next tokens of that position's logits
     row, then the token that really comes next with its rank. The last row is the only one generation
     uses; it is outlined."""
     preds = trace.predictions
     if not preds:
-        return empty_figure("No predictions.")
+        return empty_figure(tr(lang, "forward.predictions.none"))
     n = len(preds[0].top)
     z, text, hover = [], [], []
     for p in preds:
         z.append([c.prob for c in p.top] + [p.next_prob if p.next is not None else None])
         text.append([f"{label(c.piece, c.special)}<br>{pct(c.prob)}" for c in p.top] + (
-            [f"{label(p.next.piece, p.next.special)}<br>#{p.next_rank + 1} · {pct(p.next_prob)}"] if p.next is not None else ["(generation<br>starts here)"]))
-        hover.append([f"after {escape_plotly(quoted_piece(p.token.piece))}: {escape_plotly(quoted_piece(c.piece))} {pct(c.prob)}" for c in p.top] + (
-            [f"the prompt's next token {escape_plotly(quoted_piece(p.next.piece))}: rank {p.next_rank + 1}, p {pct(p.next_prob)}"] if p.next is not None else ["no next token in the prompt"]))
+            [f"{label(p.next.piece, p.next.special)}<br>#{p.next_rank + 1} · {pct(p.next_prob)}"] if p.next is not None
+            else [tr(lang, "forward.predictions.starts")]))
+        after = escape_plotly(quoted_piece(p.token.piece))
+        hover.append([tr(lang, "forward.predictions.hover", token=after, piece=escape_plotly(quoted_piece(c.piece)),
+                         prob=pct(c.prob)) for c in p.top] + (
+            [tr(lang, "forward.predictions.hover_next", piece=escape_plotly(quoted_piece(p.next.piece)), rank=p.next_rank + 1,
+                prob=pct(p.next_prob))] if p.next is not None else [tr(lang, "forward.predictions.hover_none")]))
     ys = [p.position for p in preds]
     fig = go.Figure(go.Heatmap(
         z=z, x=list(range(n + 1)), y=ys, text=text, customdata=hover, texttemplate="%{text}", textfont=dict(size=10),
@@ -164,56 +177,61 @@ def predictions_figure(trace: Trace) -> go.Figure:
     ))
     last = ys[-1]
     fig.add_shape(type="rect", x0=-0.5, x1=n + 0.5, y0=last - 0.5, y1=last + 0.5, line=dict(color=VERMILLION, width=3))
-    fig.add_annotation(x=n + 0.5, y=last, xanchor="left", text="← generation<br>uses only this row", showarrow=False,
+    fig.add_annotation(x=n + 0.5, y=last, xanchor="left", text=tr(lang, "forward.predictions.note"), showarrow=False,
                        font=dict(color=VERMILLION, size=11), xshift=6)
-    fig.update_xaxes(tickvals=list(range(n + 1)), ticktext=[f"#{i + 1}" for i in range(n)] + ["actually next"], side="top",
+    fig.update_xaxes(tickvals=list(range(n + 1)), ticktext=[f"#{i + 1}" for i in range(n)] + [tr(lang, "forward.predictions.actual")], side="top",
                      showgrid=False, zeroline=False, fixedrange=True)
     fig.update_yaxes(tickvals=ys, ticktext=[f"{p.position}: {label(p.token.piece, p.token.special)}" for p in preds],
                      autorange="reversed", showgrid=False, zeroline=False, fixedrange=True)
     return base_layout(fig, 34 * len(preds) + 70, dict(l=110, r=130, t=34, b=10))
 
 
-def teacher_figure(trace: Trace, height: int = 170) -> go.Figure:
+def teacher_figure(trace: Trace, height: int = 170, lang: str = "en") -> go.Figure:
     """For every position: the probability the model gave to the prompt's actual next token."""
     t = trace.teacher
     if not t.probs:
-        return empty_figure("A one-token prompt has no next token to check.", height)
+        return empty_figure(tr(lang, "forward.teacher.none"), height)
     x = list(range(len(t.probs)))  # bar i: position i's logits row, scored on token i + 1
-    hover = [f"{i}: {escape_plotly(quoted_piece(trace.tokens[i].piece))} → {escape_plotly(quoted_piece(trace.tokens[i + 1].piece))} · "
-             f"p {pct(p)} · rank {r + 1}" for i, (p, r) in enumerate(zip(t.probs, t.ranks))]
+    hover = [tr(lang, "forward.teacher.hover", position=i, token=escape_plotly(quoted_piece(trace.tokens[i].piece)),
+                next=escape_plotly(quoted_piece(trace.tokens[i + 1].piece)), prob=pct(p), rank=r + 1)
+             for i, (p, r) in enumerate(zip(t.probs, t.ranks))]
     fig = go.Figure(go.Bar(x=x, y=list(t.probs), marker_color=[VERMILLION if r == 0 else BLUE for r in t.ranks],
                            hovertext=hover, hoverinfo="text"))
-    fig.update_yaxes(range=[0, 1], tickformat=".0%", title_text="p(actual next)", fixedrange=True, gridcolor="#EEE")
+    fig.update_yaxes(range=[0, 1], tickformat=".0%", title_text=tr(lang, "forward.teacher.y"), fixedrange=True, gridcolor="#EEE")
     ticks = _position_ticks(trace, [i + 1 for i in x])
     if "tickvals" in ticks:
         ticks["tickvals"] = x
-    fig.update_xaxes(title_text="the prompt's next token, as each position's logits scored it (teacher forcing)",
-                     fixedrange=True, **ticks)
+    fig.update_xaxes(title_text=tr(lang, "forward.teacher.x"), fixedrange=True, **ticks)
     return base_layout(fig, height, dict(l=50, r=10, t=10, b=50), bargap=0.15)
 
 
-def cost_figure(trace: Trace, height: int = 280) -> go.Figure:
+def cost_figure(trace: Trace, height: int = 280, lang: str = "en") -> go.Figure:
     """Logits kept for every position grow as T × V × bytes; logits_to_keep=1 stays at V × bytes."""
     c = trace.cost
     fig = go.Figure()
-    for ys, name, colour in ((c.bytes_fp32, "all positions, float32", VERMILLION), (c.bytes_bf16, "all positions, bf16", SKY)):
+    per_length = tr(lang, "forward.cost.hover", tokens="%{x}", size="%{customdata}")
+    for ys, dtype, colour in ((c.bytes_fp32, "float32", VERMILLION), (c.bytes_bf16, "bf16", SKY)):
+        name = tr(lang, "forward.cost.all", dtype=dtype)
         fig.add_trace(go.Scatter(x=list(c.lengths), y=list(ys), name=name, mode="lines", line=dict(color=colour, width=2),
-                                 hovertemplate="%{x} tokens: %{customdata}<extra>" + name + "</extra>",
+                                 hovertemplate=per_length + "<extra>" + name + "</extra>",
                                  customdata=[nbytes(v) for v in ys]))
     for v, name, dash in ((c.keep_one_fp32, "logits_to_keep=1, float32", "dash"), (c.keep_one_bf16, "logits_to_keep=1, bf16", "dot")):
         fig.add_trace(go.Scatter(x=[c.lengths[0], c.lengths[-1]], y=[v, v], name=name, mode="lines",
-                                 line=dict(color=INK, width=1.5, dash=dash), hovertemplate=f"{nbytes(v)} at any length<extra>{name}</extra>"))
+                                 line=dict(color=INK, width=1.5, dash=dash),
+                                 hovertemplate=tr(lang, "forward.cost.hover_keep", size=nbytes(v)) + f"<extra>{name}</extra>"))
     here = c.tokens * c.vocab_size * 4
-    fig.add_trace(go.Scatter(x=[c.tokens], y=[here], mode="markers", marker=dict(color=VERMILLION, size=10), name="this prompt",
-                             hovertemplate=f"this prompt: {c.tokens} × {c.vocab_size:,} × 4 B = {nbytes(here)}<extra></extra>"))
-    fig.add_annotation(x=math.log10(c.tokens), y=math.log10(here), text=f"this prompt: {nbytes(here)}", showarrow=True,
+    fig.add_trace(go.Scatter(x=[c.tokens], y=[here], mode="markers", marker=dict(color=VERMILLION, size=10),
+                             name=tr(lang, "forward.cost.this_prompt"), hovertemplate=tr(
+                                 lang, "forward.cost.hover_here", tokens=c.tokens, vocab=c.vocab_size, size=nbytes(here))
+                             + "<extra></extra>"))
+    fig.add_annotation(x=math.log10(c.tokens), y=math.log10(here), text=tr(lang, "forward.cost.here", size=nbytes(here)), showarrow=True,
                        arrowhead=0, ax=40, ay=-28, font=dict(size=11, color=VERMILLION))
     lo, hi = min(c.keep_one_bf16, c.bytes_bf16[0]), max(c.bytes_fp32)
     decades = list(range(int(math.floor(math.log10(lo))), int(math.ceil(math.log10(hi))) + 1))
     fig.update_yaxes(type="log", tickvals=[10**d for d in decades], ticktext=[nbytes(10**d) for d in decades],
-                     title_text="memory for the logits", gridcolor="#EEE", fixedrange=True)
+                     title_text=tr(lang, "forward.cost.y"), gridcolor="#EEE", fixedrange=True)
     top = math.log10(c.lengths[-1])
-    fig.update_xaxes(type="log", title_text="prompt length T (tokens)", gridcolor="#EEE", fixedrange=True,
+    fig.update_xaxes(type="log", title_text=tr(lang, "forward.cost.x"), gridcolor="#EEE", fixedrange=True,
                      tickvals=[4**k for k in range(int(top / math.log10(4)) + 1)], range=[-0.05, top + 0.05])
     return base_layout(fig, height, dict(l=70, r=10, t=10, b=46), showlegend=True,
                    legend=dict(x=0.01, y=0.99, bgcolor="rgba(255,255,255,0.8)", font=dict(size=10)))
@@ -222,7 +240,7 @@ def cost_figure(trace: Trace, height: int = 280) -> go.Figure:
 # ---- the logit lens ------------------------------------------------------------------------------------
 
 
-def lens_figure(trace: Trace) -> go.Figure:
+def lens_figure(trace: Trace, lang: str = "en") -> go.Figure:
     """Layers down: the top-N tokens when the final norm and the head read each snapshot of the last
     position (left), and the probability of the model's final answer at each layer (right)."""
     lens = trace.lens
@@ -231,11 +249,12 @@ def lens_figure(trace: Trace) -> go.Figure:
     L = len(layers) - 1
     ks = [layer.index for layer in layers]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.7, 0.3], horizontal_spacing=0.03,
-                        subplot_titles=(f"top {n} at the last position, layer by layer",
-                                        f"p({label(lens.target.piece, lens.target.special, 16)}), the final answer"))
+                        subplot_titles=(tr(lang, "forward.lens.title.top", n=n),
+                                        tr(lang, "forward.lens.title.target", piece=label(lens.target.piece, lens.target.special, 16))))
     z = [[c.prob for c in layer.top] for layer in layers]
     text = [[label(c.piece, c.special) for c in layer.top] for layer in layers]
-    hover = [[f"layer {k}: {escape_plotly(quoted_piece(c.piece))} {pct(c.prob)}" for c in layer.top] for k, layer in zip(ks, layers)]
+    hover = [[tr(lang, "forward.lens.hover", layer=k, piece=escape_plotly(quoted_piece(c.piece)), prob=pct(c.prob))
+              for c in layer.top] for k, layer in zip(ks, layers)]
     fig.add_trace(go.Heatmap(z=z, x=list(range(n)), y=ks, text=text, customdata=hover, texttemplate="%{text}",
                              textfont=dict(size=10), colorscale=PROBABILITY_SCALE, zmin=0, zmax=1, xgap=2, ygap=1, showscale=False,
                              hovertemplate="%{customdata}<extra></extra>"), row=1, col=1)
@@ -243,10 +262,12 @@ def lens_figure(trace: Trace) -> go.Figure:
                          marker_color=[VERMILLION if layer.target_rank == 0 else BLUE for layer in layers],
                          text=[f"#{layer.target_rank + 1}" for layer in layers], textposition="outside", cliponaxis=False,
                          textfont=dict(size=9),
-                         hovertext=[f"layer {k}: p {pct(layer.target_prob)}, rank {layer.target_rank + 1}" for k, layer in zip(ks, layers)],
+                         hovertext=[tr(lang, "forward.lens.hover_target", layer=k, prob=pct(layer.target_prob),
+                                       rank=layer.target_rank + 1) for k, layer in zip(ks, layers)],
                          hoverinfo="text"), row=1, col=2)
     ticks = [k for k in ks if L <= 12 or k % 5 == 0 or k == L]
-    fig.update_yaxes(tickvals=ticks, ticktext=["embedding" if k == 0 else f"block {k}" for k in ticks],
+    fig.update_yaxes(tickvals=ticks, ticktext=[tr(lang, "forward.axis.embedding") if k == 0 else tr(lang, "forward.block", block=k)
+                                               for k in ticks],
                      range=[L + 0.5, -0.5], showgrid=False, zeroline=False, fixedrange=True)
     fig.update_xaxes(tickvals=list(range(n)), ticktext=[f"#{i + 1}" for i in range(n)], showgrid=False,
                      zeroline=False, fixedrange=True, row=1, col=1)

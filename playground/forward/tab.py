@@ -4,7 +4,8 @@ Input (token chips with ids) → Embedding (lookup rows) → the blocks (residua
 attention) → Output (logits at every position, their memory cost) → Logit lens → Sample from here.
 Layout and wiring only: the service returns a Trace record, `text` and `charts` draw it.
 The record stays in gr.State, so picking another head redraws without touching the model; picking
-another block asks the service for that block's attention only.
+another block asks the service for that block's attention only. Static text is `T(key)`; every view
+built here takes the header's language, and a change of language redraws the views from the State.
 """
 
 from __future__ import annotations
@@ -15,25 +16,22 @@ from model_service import limits, validation
 
 from ..common.errors import unchanged, user_error
 from ..common.figures import empty_figure
+from ..common.i18n import DEFAULT, T, tr
 from . import charts as tc
 from . import text as tt
 
 ALL_HEADS = -1
 DEFAULT_BLOCKS = 30  # the slider's range until the first trace tells the real depth
 
-INTRO = (
-    "## The forward pass, traced\n"
-    "Every generated token is one forward pass: tensors in, tensors out. `model.generate()` is a convenience "
-    "loop around it; here the model is called directly with `output_hidden_states=True`, and three things "
-    "come back: the token ids, the hidden states and the logits. Press **Trace** and follow one prompt "
-    "from ids to logits."
-)
 
 
-def status_line(trace) -> str:
-    s = trace.shapes
-    return (f"Traced **{len(trace.tokens)} tokens** through {s.num_layers} blocks of {tt.escape_html(trace.model)}: "
-            f"forward {trace.forward_ms:.0f} ms, trace {trace.trace_ms:.0f} ms.")
+def status_line(trace, lang: str = "en") -> str:
+    return tr(lang, "forward.status.traced", tokens=len(trace.tokens), blocks=trace.shapes.num_layers,
+              model=tt.escape_html(trace.model), forward_ms=trace.forward_ms, trace_ms=trace.trace_ms)
+
+
+def head_choices(lang: str, num_heads: int = 0) -> list:
+    return [(tr(lang, "forward.head.all"), ALL_HEADS)] + [(tr(lang, "forward.head", head=h + 1), h) for h in range(num_heads)]
 
 
 def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = None, lab_tab_id: str = "lab",
@@ -42,84 +40,103 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
 
     lab: the dict of build_lab (its "prompt" and "chat" receive "Sample from here").
     tabs: the page's gr.Tabs; when given, "Sample from here" also switches to the tab `lab_tab_id`.
+    language: the header's language picker (its value "en" or "vi"); without it the views are English.
     """
     state = gr.State(None)
-    gr.Markdown(INTRO)
+    gr.Markdown(T("forward.intro"))
     with gr.Row(equal_height=False):
-        prompt = gr.Textbox(limits.LESSON_PROMPT, label="Prompt", lines=2, scale=4, elem_id="fw-prompt")
+        prompt = gr.Textbox(limits.LESSON_PROMPT, label=T("forward.prompt"), lines=2, scale=4, elem_id="fw-prompt")
         with gr.Column(scale=1, min_width=220):
-            chat = gr.Checkbox(False, label="Chat template", elem_id="fw-chat")
-            trace_btn = gr.Button("Trace the forward pass", variant="primary", elem_id="fw-trace")
-    status = gr.Markdown("Press **Trace the forward pass**.", elem_id="fw-status")
+            chat = gr.Checkbox(False, label=T("forward.chat"), elem_id="fw-chat")
+            trace_btn = gr.Button(T("forward.trace"), variant="primary", elem_id="fw-trace")
+    status = gr.Markdown(T("forward.status.ready"), elem_id="fw-status")
 
-    gr.Markdown("### 1 · Input: token ids")
+    gr.Markdown(T("forward.section.input"))
     tokens = gr.HTML(elem_id="fw-tokens")
-    input_md = gr.Markdown(tt.LESSON["input"], elem_id="fw-input")
+    input_md = gr.Markdown(T("forward.lesson.input"), elem_id="fw-input")
     shapes_md = gr.Markdown(elem_id="fw-shapes")
 
-    gr.Markdown("### 2 · Embedding: one row per id")
-    embedding_md = gr.Markdown(tt.LESSON["embedding"], elem_id="fw-embedding")
+    gr.Markdown(T("forward.section.embedding"))
+    embedding_md = gr.Markdown(T("forward.lesson.embedding"), elem_id="fw-embedding")
 
-    gr.Markdown("### 3 · Through the blocks: read, then add")
-    stream_md = gr.Markdown(tt.LESSON["blocks"], elem_id="fw-stream")
-    residual_plot = gr.Plot(empty_figure("The residual stream's norms appear here.", 260), show_label=False, elem_id="fw-residual")
-    attention_md = gr.Markdown(tt.LESSON["attention"], elem_id="fw-attention-text")
+    gr.Markdown(T("forward.section.blocks"))
+    stream_md = gr.Markdown(T("forward.lesson.blocks"), elem_id="fw-stream")
+    residual_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.residual"), 260), show_label=False, elem_id="fw-residual")
+    attention_md = gr.Markdown(T("forward.lesson.attention"), elem_id="fw-attention-text")
     with gr.Row():
-        block = gr.Slider(1, DEFAULT_BLOCKS, (DEFAULT_BLOCKS + 1) // 2, step=1, label="Block", elem_id="fw-block", scale=3)
-        head = gr.Dropdown([("all heads", ALL_HEADS)], value=ALL_HEADS, label="Head", elem_id="fw-head", scale=1)
-    attention_plot = gr.Plot(empty_figure("One block's attention appears here.", 260), show_label=False, elem_id="fw-attention")
+        block = gr.Slider(1, DEFAULT_BLOCKS, (DEFAULT_BLOCKS + 1) // 2, step=1, label=T("forward.block.label"),
+                          elem_id="fw-block", scale=3)
+        head = gr.Dropdown([(T("forward.head.all"), ALL_HEADS)], value=ALL_HEADS, label=T("forward.head.label"),
+                           elem_id="fw-head", scale=1)
+    attention_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.attention"), 260), show_label=False, elem_id="fw-attention")
 
-    gr.Markdown("### 4 · Output: logits at every position")
-    output_md = gr.Markdown(tt.LESSON["output"], elem_id="fw-output")
-    predictions_plot = gr.Plot(empty_figure("The top tokens of every position appear here."), show_label=False, elem_id="fw-predictions")
-    teacher_plot = gr.Plot(empty_figure("How likely the prompt's own next tokens were.", 170), show_label=False, elem_id="fw-teacher")
-    cost_md = gr.Markdown(tt.LESSON["cost"], elem_id="fw-cost-text")
-    cost_plot = gr.Plot(empty_figure("The memory cost of all those logits appears here."), show_label=False, elem_id="fw-cost")
+    gr.Markdown(T("forward.section.output"))
+    output_md = gr.Markdown(T("forward.lesson.output"), elem_id="fw-output")
+    predictions_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.predictions")), show_label=False, elem_id="fw-predictions")
+    teacher_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.teacher"), 170), show_label=False, elem_id="fw-teacher")
+    cost_md = gr.Markdown(T("forward.lesson.cost"), elem_id="fw-cost-text")
+    cost_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.cost")), show_label=False, elem_id="fw-cost")
 
-    gr.Markdown("### 5 · Logit lens: the answer forming, block by block")
-    lens_md = gr.Markdown(tt.LESSON["lens"], elem_id="fw-lens-text")
-    lens_plot = gr.Plot(empty_figure("The logit lens appears here."), show_label=False, elem_id="fw-lens")
+    gr.Markdown(T("forward.section.lens"))
+    lens_md = gr.Markdown(T("forward.lesson.lens"), elem_id="fw-lens-text")
+    lens_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.lens")), show_label=False, elem_id="fw-lens")
 
-    gr.Markdown("### 6 · " + tt.LESSON["sample"])
-    sample_btn = gr.Button("Sample from here", elem_id="fw-sample")
+    gr.Markdown(T("forward.section.sample"))
+    sample_btn = gr.Button(T("forward.sample"), elem_id="fw-sample")
 
-    def attention_views(trace, chosen_head) -> dict:
+    def attention_views(trace, chosen_head, lang) -> dict:
         try:
             h = validation.number("head", chosen_head, integer=True, low=ALL_HEADS, high=10_000, blank=ALL_HEADS)
         except ValueError as e:
-            raise user_error(e) from None
+            raise user_error(e, lang) from None
         h = None if h == ALL_HEADS else h
-        return {attention_md: tt.attention_markdown(trace.attention, trace.attention_note),
-                attention_plot: tc.attention_figure(trace.attention, h, trace.attention_note)}
+        return {attention_md: tt.attention_markdown(trace.attention, trace.attention_note, lang),
+                attention_plot: tc.attention_figure(trace.attention, h, trace.attention_note, lang)}
 
-    def head_update(trace, chosen_head):
+    def head_update(trace, chosen_head, lang):
         a = trace.attention
         if a is None:
-            return gr.update(choices=[("all heads", ALL_HEADS)], value=ALL_HEADS)
-        choices = [("all heads", ALL_HEADS)] + [(f"head {h + 1}", h) for h in range(a.num_heads)]
+            return gr.update(choices=head_choices(lang), value=ALL_HEADS)
         keep = chosen_head is not None and -1 <= chosen_head < a.num_heads
-        return gr.update(choices=choices, value=chosen_head if keep else ALL_HEADS)
+        return gr.update(choices=head_choices(lang, a.num_heads), value=chosen_head if keep else ALL_HEADS)
 
-    def render(trace, chosen_head=ALL_HEADS) -> dict:
+    def render(trace, chosen_head=ALL_HEADS, lang="en") -> dict:
         """Every view of a trace."""
         a = trace.attention
         return {
-            state: trace, status: status_line(trace),
-            tokens: tt.tokens_html(trace), input_md: tt.input_markdown(trace), shapes_md: tt.shapes_markdown(trace),
-            embedding_md: tt.embedding_markdown(trace), stream_md: tt.stream_markdown(trace),
-            residual_plot: tc.residual_figure(trace),
+            state: trace, status: status_line(trace, lang), tokens: tt.tokens_html(trace, lang),
+            input_md: tt.input_markdown(trace, lang), shapes_md: tt.shapes_markdown(trace, lang),
+            embedding_md: tt.embedding_markdown(trace, lang=lang), stream_md: tt.stream_markdown(trace, lang),
+            residual_plot: tc.residual_figure(trace, lang=lang),
             block: gr.update(maximum=trace.num_layers, value=a.block if a else 1, interactive=a is not None),
-            head: head_update(trace, chosen_head), **attention_views(trace, chosen_head),
-            output_md: tt.output_markdown(trace), predictions_plot: tc.predictions_figure(trace),
-            teacher_plot: tc.teacher_figure(trace), cost_md: tt.cost_markdown(trace), cost_plot: tc.cost_figure(trace),
-            lens_md: tt.lens_markdown(trace), lens_plot: tc.lens_figure(trace),
+            head: head_update(trace, chosen_head, lang), **attention_views(trace, chosen_head, lang),
+            output_md: tt.output_markdown(trace, lang), predictions_plot: tc.predictions_figure(trace, lang),
+            teacher_plot: tc.teacher_figure(trace, lang=lang), cost_md: tt.cost_markdown(trace, lang),
+            cost_plot: tc.cost_figure(trace, lang=lang), lens_md: tt.lens_markdown(trace, lang),
+            lens_plot: tc.lens_figure(trace, lang),
+        }
+
+    def placeholders(lang) -> dict:
+        """The views before the first trace, in `lang`."""
+        return {
+            status: tr(lang, "forward.status.ready"), head: gr.update(choices=head_choices(lang)),
+            input_md: tr(lang, "forward.lesson.input"), embedding_md: tr(lang, "forward.lesson.embedding"),
+            stream_md: tr(lang, "forward.lesson.blocks"), attention_md: tr(lang, "forward.lesson.attention"),
+            output_md: tr(lang, "forward.lesson.output"), cost_md: tr(lang, "forward.lesson.cost"),
+            lens_md: tr(lang, "forward.lesson.lens"),
+            residual_plot: empty_figure(tr(lang, "forward.empty.residual"), 260),
+            attention_plot: empty_figure(tr(lang, "forward.empty.attention"), 260),
+            predictions_plot: empty_figure(tr(lang, "forward.empty.predictions")),
+            teacher_plot: empty_figure(tr(lang, "forward.empty.teacher"), 170),
+            cost_plot: empty_figure(tr(lang, "forward.empty.cost")), lens_plot: empty_figure(tr(lang, "forward.empty.lens")),
         }
 
     outputs = [state, status, tokens, input_md, shapes_md, embedding_md, stream_md, residual_plot, block, head,
                attention_md, attention_plot, output_md, predictions_plot, teacher_plot, cost_md, cost_plot, lens_md,
                lens_plot]
+    lang_input = [language] if language is not None else []
 
-    def run_trace(text, use_chat, chosen_block, chosen_head):
+    def run_trace(text, use_chat, chosen_block, chosen_head, lang="en"):
         try:
             text = validation.text("prompt", text)
             use_chat = validation.boolean("chat template", use_chat)
@@ -128,39 +145,51 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
             chosen_head = validation.number("head", chosen_head, integer=True, low=ALL_HEADS, high=10_000, blank=ALL_HEADS)
             trace = service.trace(text, use_chat, block=chosen_block)
         except (ValueError, RuntimeError) as e:
-            raise user_error(e) from None
-        return render(trace, chosen_head)
+            raise user_error(e, lang) from None
+        return render(trace, chosen_head, lang)
 
-    def trace_if_new(text, use_chat, chosen_block, chosen_head, current):
+    def trace_if_new(text, use_chat, chosen_block, chosen_head, current, lang="en"):
         """For a tab-select event: trace only if the shown trace is not of this prompt already."""
         if current is not None and (current.prompt, current.chat) == (text, bool(use_chat)):
             return unchanged(state)
-        return run_trace(text, use_chat, chosen_block, chosen_head)
+        return run_trace(text, use_chat, chosen_block, chosen_head, lang)
 
-    def change_block(current, chosen_block, chosen_head):
+    def change_block(current, chosen_block, chosen_head, lang="en"):
         if current is None:
             return unchanged(state)
         try:
             chosen_block = validation.number("block", chosen_block, integer=True, low=1, high=current.num_layers)
             attention = service.trace_attention(current.prompt, current.chat, chosen_block)
         except (ValueError, RuntimeError) as e:
-            raise user_error(e) from None
+            raise user_error(e, lang) from None
         trace = current.with_attention(attention)
-        return {state: trace, **attention_views(trace, chosen_head)}
+        return {state: trace, **attention_views(trace, chosen_head, lang)}
 
-    def change_head(current, chosen_head):
+    def change_head(current, chosen_head, lang="en"):
         if current is None:
             return unchanged(attention_md)
-        return attention_views(current, chosen_head)
+        return attention_views(current, chosen_head, lang)
 
-    inputs = [prompt, chat, block, head]
+    def change_language(lang, current, chosen_head):
+        """Redraw every view in the new language from the trace already made: no model work."""
+        if current is None:
+            return placeholders(lang)
+        views = render(current, chosen_head, lang)
+        del views[state], views[block]  # the same trace and slider: nothing to send
+        return views
+
+    inputs = [prompt, chat, block, head, *lang_input]
     # preprocess=False: run_trace's validators name the field before Gradio's component checks can
     trace_btn.click(run_trace, inputs, outputs, api_name="trace", preprocess=False)
     prompt.submit(run_trace, inputs, outputs, api_visibility="private", preprocess=False)
     # release (mouse), and change from the keyboard: arrow keys and Enter pick the block at once
-    gr.on([block.release, block.input], change_block, [state, block, head], [state, attention_md, attention_plot],
+    gr.on([block.release, block.input], change_block, [state, block, head, *lang_input], [state, attention_md, attention_plot],
           api_name="trace_block", show_progress="minimal", trigger_mode="always_last", preprocess=False)
-    head.input(change_head, [state, head], [attention_md, attention_plot], api_visibility="private", show_progress="hidden")
+    head.input(change_head, [state, head, *lang_input], [attention_md, attention_plot], api_visibility="private",
+               show_progress="hidden")
+    if language is not None:
+        language.change(change_language, [language, state, head], [o for o in outputs if o not in (state, block)],
+                        api_visibility="private", show_progress="hidden", preprocess=False)
 
     if lab is not None:
         targets = [lab["prompt"], lab["chat"]] + ([tabs] if tabs is not None else [])
@@ -175,7 +204,8 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
         "state": state, "prompt": prompt, "chat": chat, "trace_button": trace_btn, "sample_button": sample_btn,
         "block": block, "head": head, "status": status,
         # for a tab.select(...) that shows the lesson's trace when the tab is opened:
-        "trace_if_new": trace_if_new, "select_inputs": [*inputs, state], "select_outputs": outputs,
+        "trace_if_new": trace_if_new, "select_inputs": [prompt, chat, block, head, state, *lang_input],
+        "select_outputs": outputs,
     }
 
 

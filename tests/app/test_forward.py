@@ -56,3 +56,24 @@ def test_bad_requests_are_clear_errors(client):
     with pytest.raises(AppError, match="block must be"):
         client.predict(LESSON, False, 99, 5, api_name="/trace_record")
     assert client.predict(LESSON, False, 1, 3, api_name="/trace_record")["attention"]["block"] == 1
+
+
+def test_the_trace_speaks_the_language_it_is_given_and_english_by_default(client):
+    out = client.predict(LESSON, False, 2, -1, "vi", api_name="/trace")
+    status, tokens, input_md, shapes, *_ = out
+    attention_md, residual = out[9], out[6]
+    assert "Đã lần theo **5 token** qua 30 block" in status and 'title="ID 504 · ' in tokens
+    assert "tokenizer này không thêm marker bắt đầu văn bản" in input_md and "đầu ra embedding" in shapes
+    assert "Block 2 trong số 30: 9 head dùng chung 3 head key/value" in attention_md
+    assert "‖stream‖ sau mỗi block" in residual["plot"]
+    attention_md, _ = client.predict(30, -1, "vi", api_name="/trace_block")
+    assert attention_md.count("Block 30 trong số 30") == 1
+    attention_md, _ = client.predict(30, -1, api_name="/trace_block")  # the picker's default: English
+    assert "Block 30 of 30" in attention_md
+
+
+def test_bad_requests_are_told_in_the_pages_language(client):
+    with pytest.raises(AppError, match="prompt đang trống"):
+        client.predict("", False, 15, -1, "vi", api_name="/trace")
+    with pytest.raises(AppError, match="block phải là một số nguyên từ 1 đến 30"):
+        client.predict(LESSON, False, 99, -1, "vi", api_name="/trace")

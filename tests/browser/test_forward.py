@@ -1,7 +1,9 @@
 """The Forward pass tab in a real browser: trace the lesson prompt, see every panel, pick a block and
-a head, hand the prompt to the Sampling lab."""
+a head, hand the prompt to the Sampling lab; in Vietnamese, and back to English without a new trace."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -48,3 +50,76 @@ def test_trace_the_lesson_prompt_and_sample_from_here(page):
     page.locator("#fw-sample").click()
     expect(page.locator("#prompt textarea")).to_have_value("Once upon a time", timeout=10_000)
     expect(page.locator("#generate")).to_be_visible()  # the lab's tab is the one showing
+
+
+@pytest.fixture()
+def vi_page(browser, app_url):
+    """A Vietnamese browser: the page picks Vietnamese from the browser's language."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="vi-VN")
+    page = context.new_page()
+    page.goto(app_url, wait_until="domcontentloaded")
+    expect(page.locator("#model-status")).to_contain_text("Mô hình:", timeout=60_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    yield page
+    context.close()
+
+
+# what the tab says in English, which a Vietnamese page must not show (its own text, not the prompt's)
+ENGLISH = ["Traced", "Press", "Input: tokenizer", "after each block", "what block k added", "all heads", "weight",
+           "uses only this row", "actually next", "this prompt", "memory for the logits", "the final answer",
+           "layer by layer", "Sample from here", "The final answer"]
+
+
+def test_a_vietnamese_browser_gets_the_tab_in_vietnamese_and_english_redraws_without_a_new_trace(vi_page, embedded, monkeypatch):
+    page = vi_page
+    traces = []
+    real_trace = embedded.trace
+    monkeypatch.setattr(embedded, "trace", lambda *a, **k: traces.append(a) or real_trace(*a, **k))
+    assert page.evaluate("document.documentElement.lang") == "vi"
+
+    page.get_by_role("tab", name="Forward pass").click()  # traces the lesson prompt on its own
+    expect(page.locator("#fw-status")).to_contain_text("Đã lần theo 5 token qua 30 block", timeout=60_000)
+    expect(page.locator("#fw-trace")).to_have_text("Lần theo forward pass")
+    expect(page.locator("#fw-input")).to_contain_text("Đầu vào: tokenizer, rồi embedding.")
+    expect(page.locator("#fw-shapes")).to_contain_text("đầu ra embedding")
+    expect(page.locator("#fw-residual")).to_contain_text("‖stream‖ sau mỗi block")  # chart titles
+    expect(page.locator("#fw-attention")).to_contain_text("trọng số")
+    expect(page.locator("#fw-predictions")).to_contain_text("chỉ dùng hàng này")
+    expect(page.locator("#fw-teacher")).to_contain_text("p(kế tiếp thật)")
+    expect(page.locator("#fw-cost")).to_contain_text("bộ nhớ cho logits")
+    expect(page.locator("#fw-lens")).to_contain_text("đáp án cuối cùng")
+    expect(page.locator("#fw-block")).to_contain_text("Chọn block")
+    expect(page.locator("#fw-head input")).to_have_value("mọi head")
+    box = page.locator("#fw-block input[type=number]")  # another block: its text in Vietnamese too
+    box.fill("1")
+    box.press("Tab")
+    expect(page.locator("#fw-attention-text")).to_contain_text("Block 1 trong số 30", timeout=60_000)
+    panel = page.locator("#fw-status").locator("xpath=ancestor::div[@role='tabpanel']")
+    shown = panel.evaluate("e => e.textContent")
+    assert not [w for w in ENGLISH if w in shown], [w for w in ENGLISH if w in shown]
+    page.wait_for_timeout(500)  # let plotly settle before the picture
+    page.screenshot(path=str(ARTIFACTS / "forward_pass_vi.png"), full_page=True)
+    done = len(traces)
+    assert done >= 1
+    status_vi = page.locator("#fw-status").inner_text()
+
+    page.locator("#language").get_by_text("English").click()  # the header's picker
+    expect(page.locator("#fw-status")).to_contain_text("Traced 5 tokens through 30 blocks", timeout=30_000)
+    expect(page.locator("#fw-input")).to_contain_text("Input: tokenizer, then embedding.")
+    expect(page.locator("#fw-residual")).to_contain_text("what block k added")
+    expect(page.locator("#fw-attention-text")).to_contain_text("Block 1 of 30")
+    expect(page.locator("#fw-predictions")).to_contain_text("uses only this row")
+    expect(page.locator("#fw-lens")).to_contain_text("the final answer")
+    expect(page.locator("#fw-trace")).to_have_text("Trace the forward pass")
+    assert page.evaluate("document.documentElement.lang") == "en"
+    status_en = page.locator("#fw-status").inner_text()
+    assert re.findall(r"\d+ ms", status_en) == re.findall(r"\d+ ms", status_vi)  # the same trace, redrawn
+    assert len(traces) == done  # no new trace
+
+    page.locator("#language").get_by_text("Tiếng Việt").click()
+    expect(page.locator("#fw-status")).to_contain_text("Đã lần theo 5 token", timeout=30_000)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_timeout(800)
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    page.screenshot(path=str(ARTIFACTS / "forward_pass_vi_390.png"), full_page=True)
+    assert len(traces) == done
