@@ -50,6 +50,7 @@ def lm_head_figure(view, pieces: Mapping[int, str] | None = None, height: int = 
     ]
     titles = (tr(lang, "softmax.head.fig.logit"), tr(lang, "softmax.head.fig.cos", norm=f"{v['hidden_norm']:.2f}"))
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.14, subplot_titles=titles)
+    fig.update_annotations(font_size=13)  # Plotly's 16 px: the cos title was cut off on a 390 px phone
     fig.add_trace(
         go.Bar(x=labels, y=[c["logit"] for c in cands], marker_color=colours, hovertext=hover,
                hoverinfo="text", text=[f"{c['logit']:.2f}" for c in cands], textposition="outside",

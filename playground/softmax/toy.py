@@ -267,6 +267,7 @@ def softmax_figure(table: dict, height: int = 360, lang: str = "en") -> go.Figur
         left_title = "e^(x / T)" if not table["shift"] else tr(lang, "softmax.toy.fig.exp_shifted")
     titles = (left_title, tr(lang, "softmax.toy.fig.probability"))
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.12)
+    fig.update_annotations(font_size=14)  # Plotly's 16 px titles touch each other on a 390 px phone
 
     if table["greedy"]:
         fig.add_annotation(
