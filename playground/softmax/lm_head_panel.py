@@ -43,7 +43,7 @@ def build_lm_head_panel(service, lab: dict, language: gr.Radio | None = None) ->
             prompt, chat = validation.text("prompt", prompt), validation.boolean("chat template", chat)
             index = validation.number("step", index, integer=True, low=0, high=limits.MAX_NEW_TOKENS, blank=0)
         except ValueError as e:
-            raise user_error(e) from None
+            raise user_error(e, lang) from None
         if state is not None and state.records and state.request is not None:
             i = min(index, len(state.records) - 1)
             prompt, chat = state.request.prompt, state.request.chat
@@ -53,7 +53,7 @@ def build_lm_head_panel(service, lab: dict, language: gr.Radio | None = None) ->
             view = service.lm_head(prompt, chat, taken, top_k=limits.DEFAULT_LM_HEAD_TOP_K)
             pieces = service.pieces_of([c.id for c in view.candidates])
         except (ValueError, RuntimeError) as e:
-            raise user_error(e) from None
+            raise user_error(e, lang) from None
         shown = {"view": view.to_dict(), "pieces": dict(pieces), "step": step}
         text, figure = lm_head_views(shown, lang)
         return {summary: text, plot: figure, shown_state: shown}

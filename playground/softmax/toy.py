@@ -22,8 +22,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from model_service import limits
-from model_service.validation import is_blank, number
+from model_service.validation import InputError, is_blank, number
 
+from ..common.errors import in_language
 from ..common.figures import FONT, base_layout
 from ..common.i18n import tr
 from ..common.text import escape_markdown_cell, escape_plotly, unique_labels
@@ -45,10 +46,10 @@ def load_toy(path: str | Path | None = None) -> tuple[str, list[str], list[float
 
 
 def parse_logit(token: str, value, lang: str = "en") -> float:
-    """One user-typed logit -> float, or a ValueError naming the token ("5", " -2,5", "−1" all work)."""
+    """One user-typed logit -> float, or a ValueError in `lang` naming the token ("5", " -2,5", "−1" all work)."""
     label = tr(lang, "softmax.toy.error.logit_of", token=repr(show_piece(token)))
     if isinstance(value, bool):
-        raise ValueError(tr(lang, "softmax.toy.error.not_number", label=label, value=repr(value)))
+        raise ValueError(tr(lang, "error.number", field=label, got=repr(value)))
     if isinstance(value, str):
         text = value.strip().replace("\u2212", "-").replace(" ", "")
         if text.count(",") == 1 and "." not in text:
@@ -58,11 +59,8 @@ def parse_logit(token: str, value, lang: str = "en") -> float:
         value = text
     try:
         return number(label, value, low=-MAX_ABS_LOGIT, high=MAX_ABS_LOGIT)
-    except ValueError as e:
-        # the validator checks and shows the value it got; the sentence around it is the page's language
-        got = str(e).rsplit(", got ", 1)[-1]
-        raise ValueError(tr(lang, "softmax.toy.error.range", label=label, low=f"{-MAX_ABS_LOGIT:g}",
-                            high=f"{MAX_ABS_LOGIT:g}", value=got)) from None
+    except InputError as e:
+        raise ValueError(in_language(e, lang)) from None
 
 
 def parse_logits(tokens: Sequence[str], values: Sequence, lang: str = "en") -> list[float]:

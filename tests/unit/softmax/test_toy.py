@@ -192,7 +192,7 @@ def test_vietnamese_greedy_and_overflow(toy):
 
 
 @pytest.mark.parametrize("rows, message", [
-    ([["␣Lyon", "abc"]], "logit của '␣Lyon' phải là một số trong khoảng từ -1e+06 đến 1e+06, nhận được 'abc'"),
+    ([["␣Lyon", "abc"]], "logit của '␣Lyon' phải là một số từ -1e+06 đến 1e+06, nhận được 'abc'"),
     ([["␣Lyon", " "]], "logit của '␣Lyon' đang trống: hãy gõ một số, ví dụ 2.5"),
     ([["␣Lyon", True]], "logit của '␣Lyon' phải là một số, nhận được True"),
     ([], "bảng đang trống: hãy thêm ít nhất một token kèm logit của nó"),
