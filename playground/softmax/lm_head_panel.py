@@ -8,6 +8,8 @@ without asking the model again.
 
 from __future__ import annotations
 
+from functools import cache
+
 import gradio as gr
 
 from model_service import limits, validation
@@ -15,6 +17,7 @@ from model_service import limits, validation
 from ..common.errors import user_error
 from ..common.figures import empty_figure
 from ..common.i18n import T, tr
+from ..common.i18n import language as language_code
 from .lm_head_view import lm_head_figure, lm_head_markdown
 
 
@@ -22,11 +25,18 @@ def lm_head_views(shown: dict | None, lang: str = "en") -> tuple[str, object]:
     """(summary Markdown, figure) for what the panel showed (None: nothing yet), in `lang`.
     shown: {"view": LmHeadView dict, "pieces": {id: piece}, "step": the lab's step, or None for its prompt}."""
     if not shown:
-        return "", empty_figure(tr(lang, "softmax.head.empty"), height=300)
+        return "", _placeholder(language_code(lang))
     where = (tr(lang, "softmax.head.where.step", step=shown["step"]) if shown["step"] is not None
              else tr(lang, "softmax.head.where.prompt"))
     view, pieces = shown["view"], shown["pieces"]
     return f"{where}\n\n{lm_head_markdown(view, pieces, lang)}", lm_head_figure(view, pieces, lang=lang)
+
+
+@cache
+def _placeholder(lang: str):
+    """One per language: every page load in a Vietnamese room redraws it (never mutated: Gradio only
+    serialises it)."""
+    return empty_figure(tr(lang, "softmax.head.empty"), height=300)
 
 
 def build_lm_head_panel(service, lab: dict, language: gr.Radio | None = None) -> dict:

@@ -53,9 +53,29 @@ def toy_views(rows, shift=0.0, temperature=1.0, lang="en"):
     return table_markdown(table, lang), softmax_figure(table, lang=lang), table, None
 
 
+_REMEMBERED: dict[str, tuple] = {}  # repr of the inputs -> views that succeeded
+REMEMBER_AT_MOST = 256
+
+
+def remembered_views(rows, shift=0.0, temperature=1.0, lang="en"):
+    """toy_views, remembered when it succeeds: in a Vietnamese room every page load redraws the same
+    lesson (~0.1 s of CPU, mostly the figure), and a class tries the same few settings. Nothing mutates
+    the result (Gradio serialises the figure with to_json), so one copy serves every learner. The key is
+    the inputs' repr, so True and 1 (equal as dict keys, not as logits) stay apart."""
+    key = repr((rows, shift, temperature, lang))
+    views = _REMEMBERED.get(key)
+    if views is None:
+        views = toy_views(rows, shift, temperature, lang)
+        if views[3] is None and len(key) <= 4096:  # a bad edit is said afresh; a huge table is not kept
+            if len(_REMEMBERED) >= REMEMBER_AT_MOST:
+                _REMEMBERED.clear()  # crude, thread-safe bound: the lesson's few settings come back at once
+            _REMEMBERED[key] = views
+    return views
+
+
 def toy_softmax(rows, shift=0.0, temperature=1.0, lang="en"):
     """The event handler's work: toy_views, plus a warning toast for a bad edit -> (Markdown, figure, dict)."""
-    markdown, figure, table, error = toy_views(rows, shift, temperature, lang)
+    markdown, figure, table, error = remembered_views(rows, shift, temperature, lang)
     if error:
         warn(error)
     return markdown, figure, table
@@ -118,7 +138,7 @@ def build_toy_panel(toy_path=None, language: gr.Radio | None = None) -> SoftmaxL
 
     if language is not None:
         def rerender(lang, rows, shift, temperature):
-            md, fig, table_dict, _ = toy_views(rows, shift, temperature, lang)  # no toast: nothing was edited
+            md, fig, table_dict, _ = remembered_views(rows, shift, temperature, lang)  # no toast: nothing was edited
             return {intro: _intro(prompt, tokens, logits, lang), markdown: md, plot: fig, numbers: table_dict}
 
         language.change(rerender, [language, table, shift, temperature], [intro, markdown, plot, numbers],

@@ -238,3 +238,19 @@ def test_the_panel_redraws_in_the_pages_language_without_a_toast():
     edit = next(f for f in demo.fns.values() if f.api_name == "toy_softmax")
     assert edit.inputs[-1] is language
     assert "| xác suất |" in edit.fn(toy_rows(tokens, logits), 0, 1, "vi")[lesson.markdown]
+
+
+def test_a_redraw_is_remembered_but_a_bad_edit_is_said_each_time(toy):
+    from playground.softmax.toy_panel import remembered_views, toy_rows, toy_softmax
+
+    _, tokens, logits = toy
+    rows = toy_rows(tokens, logits)
+    first = remembered_views(rows, 0, 1.0, "vi")
+    assert remembered_views([list(r) for r in rows], 0, 1.0, "vi") is first  # every learner's page load
+    assert remembered_views(rows, 0, 1.0, "en") is not first and remembered_views(rows, 0, 0.5, "vi") is not first
+    assert remembered_views([["a", 1]], 0, 1.0)[3] is None
+    assert "must be a number" in remembered_views([["a", True]], 0, 1.0)[3]  # True == 1 as a key, not as a logit
+    with pytest.warns(UserWarning) as toasts:
+        toy_softmax([["a", "x"]])
+        toy_softmax([["a", "x"]])
+    assert len(toasts) == 2
