@@ -3,7 +3,8 @@
 Every logit is h · w = ‖h‖ · ‖w‖ · cos(h, w). ‖h‖ is shared by all tokens, so the bars of logits
 and the bars of cos tell the lesson's story: rows that point the way h points get high logits. The
 Markdown gives the head's size, which the lesson stresses because it is read at every decode step.
-Pure functions, no torch: the record may come from another process or from JSON.
+Pure functions, no torch: the record may come from another process or from JSON; their words are in
+`lang` (the catalogues' strings, English by default), their numbers formatted the same in every language.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from plotly.subplots import make_subplots
 from ..common.colours import BLUE as MUTED
 from ..common.colours import VERMILLION as ACCENT
 from ..common.figures import base_layout
+from ..common.i18n import tr
 from ..common.text import big_count, escape_markdown_cell, escape_plotly, nbytes, unique_labels, visible_piece
 
 LLAMA_8B = (128256, 4096)  # the lesson's reference head: Llama-3.1-8B
@@ -33,7 +35,7 @@ def _label(c: dict, pieces: Mapping[int, str] | None) -> str:
     return visible_piece(piece) if piece is not None else f"#{c['id']}"
 
 
-def lm_head_figure(view, pieces: Mapping[int, str] | None = None, height: int = 380) -> go.Figure:
+def lm_head_figure(view, pieces: Mapping[int, str] | None = None, height: int = 380, lang: str = "en") -> go.Figure:
     """Two panels per candidate token: its logit (hover: ‖h‖ · ‖w‖ · cos), and cos(h, w_row)."""
     v = _as_dict(view)
     cands = v["candidates"]
@@ -41,13 +43,14 @@ def lm_head_figure(view, pieces: Mapping[int, str] | None = None, height: int = 
     top = max(range(len(cands)), key=lambda i: cands[i]["logit"]) if cands else -1
     colours = [ACCENT if i == top else MUTED for i in range(len(cands))]
     hover = [
-        f"{lab}<br>logit {c['logit']:.3f} = ‖h‖ {c['norm_h']:.2f} × ‖w‖ {c['norm_w']:.3f} × cos {c['cos']:.4f}"
-        + (f" + bias {c['bias']:.3f}" if c["bias"] else "")
-        + f"<br>model's logit {c['model_logit']:.3f} · p {c['prob']:.1%} · rank {c['rank'] + 1}"
+        tr(lang, "softmax.head.hover", token=lab, logit=f"{c['logit']:.3f}", h=f"{c['norm_h']:.2f}",
+           w=f"{c['norm_w']:.3f}", cos=f"{c['cos']:.4f}", bias=f" + bias {c['bias']:.3f}" if c["bias"] else "",
+           model_logit=f"{c['model_logit']:.3f}", p=f"{c['prob']:.1%}", rank=c["rank"] + 1)
         for lab, c in zip(labels, cands)
     ]
-    titles = ("logit = h · w_row", f"cos(h, w_row)   (‖h‖ = {v['hidden_norm']:.2f} for every token)")
+    titles = (tr(lang, "softmax.head.fig.logit"), tr(lang, "softmax.head.fig.cos", norm=f"{v['hidden_norm']:.2f}"))
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.14, subplot_titles=titles)
+    fig.update_annotations(font_size=13)  # Plotly's 16 px: the cos title was cut off on a 390 px phone
     fig.add_trace(
         go.Bar(x=labels, y=[c["logit"] for c in cands], marker_color=colours, hovertext=hover,
                hoverinfo="text", text=[f"{c['logit']:.2f}" for c in cands], textposition="outside",
@@ -65,42 +68,32 @@ def lm_head_figure(view, pieces: Mapping[int, str] | None = None, height: int = 
     return base_layout(fig, height, dict(l=50, r=20, t=40, b=40), bargap=0.3)
 
 
-def lm_head_markdown(view, pieces: Mapping[int, str] | None = None) -> str:
+def lm_head_markdown(view, pieces: Mapping[int, str] | None = None, lang: str = "en") -> str:
     """Size of the head (V × d, parameters, bytes read per step), the Llama-3.1-8B comparison, and,
     if there are candidates, a table showing logit = ‖h‖ · ‖w‖ · cos."""
     v = _as_dict(view)
     V, d = v["vocab_size"], v["hidden_size"]
     share = v["head_parameters"] / v["model_parameters"] if v.get("model_parameters") else None
-    lines = [
-        f"**LM head**: a {V:,} × {d:,} matrix — one row per vocabulary token, each a direction in the "
-        f"{d}-d space of the last hidden state h. {big_count(v['head_parameters'])} parameters "
-        f"≈ **{nbytes(v['bytes_bf16'])} at bf16**"
-        + (f" ({nbytes(v['bytes_model_dtype'])} at {v['dtype']}, as loaded)" if v["dtype"] != "bfloat16" else "")
-        + ", read at every decode step.",
-    ]
+    loaded = "" if v["dtype"] == "bfloat16" else tr(
+        lang, "softmax.head.size.loaded", size=nbytes(v["bytes_model_dtype"]), dtype=v["dtype"])
+    lines = [tr(lang, "softmax.head.size", vocab=f"{V:,}", hidden=f"{d:,}", dims=d,
+                params=big_count(v["head_parameters"]), bf16=nbytes(v["bytes_bf16"]), loaded=loaded)]
     if share is not None:
-        lines.append(
-            f"That is {share:.0%} of this model's {big_count(v['model_parameters'])} parameters"
-            + (" — shared with the input embedding (tied), so it costs no extra memory but is still read every step."
-               if v["tied"] else " (a separate matrix from the input embedding).")
-        )
+        lines.append(tr(lang, "softmax.head.share.tied" if v["tied"] else "softmax.head.share.untied",
+                        share=f"{share:.0%}", params=big_count(v["model_parameters"])))
     lv, ld = LLAMA_8B
     ratio = lv * ld / v["head_parameters"]
-    lines.append(
-        f"For comparison, Llama-3.1-8B: {lv:,} × {ld:,} ≈ 525 M weights ≈ 1 GB at bf16"
-        + (f" ({ratio:.0f}× this head)." if ratio >= 1.5 else ".")
-    )
+    lines.append(tr(lang, "softmax.head.llama", vocab=f"{lv:,}", hidden=f"{ld:,}",
+                    ratio=tr(lang, "softmax.head.llama.ratio", ratio=f"{ratio:.0f}") if ratio >= 1.5 else ""))
     if v.get("softcap"):
-        cap = v["softcap"]
-        lines.append(f"This model soft-caps its logits: it outputs {cap:g} · tanh(logit / {cap:g}). "
-                     "The logits below are **before** capping.")
+        lines.append(tr(lang, "softmax.head.softcap", cap=f"{v['softcap']:g}"))
     if v.get("has_bias"):
-        lines.append("This head has a bias: logit = ‖h‖ · ‖w‖ · cos + bias.")
+        lines.append(tr(lang, "softmax.head.bias"))
     if not v.get("matches_model", True):
-        lines.append(f"⚠️ head(h) differs from the model's logits by up to {v['max_abs_diff']:.3g}.")
+        lines.append(tr(lang, "softmax.head.mismatch", diff=f"{v['max_abs_diff']:.3g}"))
     if v["candidates"]:
-        lines += ["", f"logit = h · w = ‖h‖ · ‖w‖ · cos(h, w), with ‖h‖ = {v['hidden_norm']:.2f} for every token:", ""]
-        lines += ["| token | ‖w‖ | cos | ‖h‖·‖w‖·cos | model's logit | p |", "|:--|--:|--:|--:|--:|--:|"]
+        lines += ["", tr(lang, "softmax.head.formula", norm=f"{v['hidden_norm']:.2f}"), ""]
+        lines += [tr(lang, "softmax.head.table.header"), "|:--|--:|--:|--:|--:|--:|"]
         for c in v["candidates"]:
             token = escape_markdown_cell(_label(c, pieces))
             lines.append(

@@ -7,7 +7,8 @@ the logits before the softmax: T = 0.5 stretches the gaps (Paris 96%), T = 1.5 s
 
 So the table shows the *raw* e^x values the lesson shows, while the probabilities are computed the
 safe way (subtract the max first), which is itself the lesson's point made executable. Everything is
-plain Python: no torch, no gradio; numbers in, a JSON-able dict out, then Markdown and a figure.
+plain Python: no torch, no components; numbers in, a JSON-able dict out, then Markdown and a figure, their
+words in the page's language (`lang`, from the catalogues; English by default).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from model_service import limits
-from model_service.validation import is_blank, number
+from model_service.validation import InputError, is_blank, number
 
+from ..common.errors import in_language
 from ..common.figures import FONT, base_layout
+from ..common.i18n import tr
 from ..common.text import escape_markdown_cell, escape_plotly, unique_labels
 
 TOY_PATH = Path(__file__).resolve().parents[2] / "assets" / "toy_vocab.json"
@@ -42,26 +45,29 @@ def load_toy(path: str | Path | None = None) -> tuple[str, list[str], list[float
     return data["prompt"], tokens, parse_logits(tokens, [row["logit"] for row in data["tokens"]])
 
 
-def parse_logit(token: str, value) -> float:
-    """One user-typed logit -> float, or a ValueError naming the token ("5", " -2,5", "−1" all work)."""
-    label = f"the logit of {show_piece(token)!r}"
+def parse_logit(token: str, value, lang: str = "en") -> float:
+    """One user-typed logit -> float, or a ValueError in `lang` naming the token ("5", " -2,5", "−1" all work)."""
+    label = tr(lang, "softmax.toy.error.logit_of", token=repr(show_piece(token)))
     if isinstance(value, bool):
-        raise ValueError(f"{label} must be a number, got {value!r}")
+        raise ValueError(tr(lang, "error.number", field=label, got=repr(value)))
     if isinstance(value, str):
         text = value.strip().replace("\u2212", "-").replace(" ", "")
         if text.count(",") == 1 and "." not in text:
             text = text.replace(",", ".")  # a decimal comma
         if not text:
-            raise ValueError(f"{label} is empty: type a number such as 2.5")
+            raise ValueError(tr(lang, "softmax.toy.error.empty", label=label))
         value = text
-    return number(label, value, low=-MAX_ABS_LOGIT, high=MAX_ABS_LOGIT)
+    try:
+        return number(label, value, low=-MAX_ABS_LOGIT, high=MAX_ABS_LOGIT)
+    except InputError as e:
+        raise ValueError(in_language(e, lang)) from None
 
 
-def parse_logits(tokens: Sequence[str], values: Sequence) -> list[float]:
-    return [parse_logit(t, v) for t, v in zip(tokens, values, strict=True)]
+def parse_logits(tokens: Sequence[str], values: Sequence, lang: str = "en") -> list[float]:
+    return [parse_logit(t, v, lang) for t, v in zip(tokens, values, strict=True)]
 
 
-def parse_rows(rows) -> tuple[list[str], list[float]]:
+def parse_rows(rows, lang: str = "en") -> tuple[list[str], list[float]]:
     """Rows of an edited table ([token, logit] pairs, or a pandas DataFrame) -> (tokens, logits).
 
     Blank rows are dropped; a missing token name becomes "token N" so the error can still point at it.
@@ -77,8 +83,8 @@ def parse_rows(rows) -> tuple[list[str], list[float]]:
         tokens.append(f"token {n}" if is_blank(token) else str(token))
         values.append("" if value is None else value)
     if not tokens:
-        raise ValueError("the table is empty: add at least one token with a logit")
-    return tokens, parse_logits(tokens, values)
+        raise ValueError(tr(lang, "softmax.toy.error.empty_table"))
+    return tokens, parse_logits(tokens, values, lang)
 
 
 # ----------------------------------------------------------------------------- the softmax
@@ -89,13 +95,15 @@ def softmax_table(
     shift: float = 0.0,
     temperature: float = 1.0,
     tokens: Sequence[str] | None = None,
+    lang: str = "en",
 ) -> dict:
     """Every intermediate of softmax((x + shift) / T), one row per token, JSON-able.
 
     rows[i]: token, logit x, shifted x + shift, scaled (x + shift)/T, exp e^scaled (None when it
     overflows a float; the exponent `scaled` still says how big it is), prob. exp_sum is Σ e^scaled
     (None on overflow; log_exp_sum is always finite). T = 0 is greedy: scaled/exp are None and the top
-    logit (first one on a tie, like argmax) gets probability 1.
+    logit (first one on a tie, like argmax) gets probability 1. `note` (the row of prose under the
+    table) and the messages of bad logits are in `lang`.
     """
     if isinstance(logits, Mapping):
         tokens, logits = list(logits), list(logits.values())
@@ -103,8 +111,8 @@ def softmax_table(
     if len(tokens) != len(logits):
         raise ValueError(f"{len(tokens)} tokens but {len(logits)} logits")
     if not tokens:
-        raise ValueError("no tokens: the softmax needs at least one logit")
-    xs = parse_logits(tokens, logits)
+        raise ValueError(tr(lang, "softmax.toy.error.no_tokens"))
+    xs = parse_logits(tokens, logits, lang)
     shift = number("shift", shift, low=-MAX_ABS_LOGIT, high=MAX_ABS_LOGIT)
     temperature = number("temperature", temperature, low=0, high=limits.MAX_TEMPERATURE)
 
@@ -134,7 +142,7 @@ def softmax_table(
         "exp_sum": None if lse is None else _exp(lse),
         "log_exp_sum": lse,
         "overflow": (not greedy) and any(e is None for e in exps),
-        "note": _note(greedy, shift, temperature),
+        "note": _note(greedy, shift, temperature, lang),
     }
 
 
@@ -142,18 +150,18 @@ def _exp(x: float) -> float | None:
     return math.exp(x) if x <= MAX_EXP_ARG else None
 
 
-def _note(greedy: bool, shift: float, temperature: float) -> str:
+def _note(greedy: bool, shift: float, temperature: float, lang: str) -> str:
     if greedy:
-        return "T = 0 is greedy: no softmax, the highest logit gets probability 1."
+        return tr(lang, "softmax.toy.note.greedy")
     parts = []
     if shift:
-        parts.append("every logit moved by the same amount: e^x and the sum change, the probabilities do not")
+        parts.append(tr(lang, "softmax.toy.note.shift"))
     if temperature < 1:
-        parts.append(f"T = {temperature:g} < 1 stretches the gaps: the top token gains")
+        parts.append(tr(lang, "softmax.toy.note.cold", t=f"{temperature:g}"))
     elif temperature > 1:
-        parts.append(f"T = {temperature:g} > 1 squeezes the gaps: the others gain")
+        parts.append(tr(lang, "softmax.toy.note.hot", t=f"{temperature:g}"))
     if not parts:
-        return "Only the differences between logits matter."
+        return tr(lang, "softmax.toy.note.plain")
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."
 
@@ -206,7 +214,7 @@ def fmt_prob(p: float) -> str:
     return "<0.1%"
 
 
-def table_markdown(table: dict) -> str:
+def table_markdown(table: dict, lang: str = "en") -> str:
     """The table as compact Markdown: token, x, [x + shift], [/ T], e^…, probability, and the sum.
 
     The shift and temperature columns appear only when they do something, so the default view is
@@ -224,7 +232,7 @@ def table_markdown(table: dict) -> str:
     if not greedy:
         heads.append(f"e^{arg}" if arg == "x" else f"e^({arg})")
         cells.append(lambda r: fmt_exp(r["scaled"]))
-    heads.append("probability")
+    heads.append(tr(lang, "softmax.toy.col.probability"))  # "token", "logit x": the same in every language
     cells.append(lambda r: fmt_prob(r["prob"]))
 
     lines = ["| " + " | ".join(heads) + " |", "|:--" + "|--:" * (len(heads) - 1) + "|"]
@@ -237,29 +245,31 @@ def table_markdown(table: dict) -> str:
     lines.append("| " + " | ".join(["**Σ**"] + [""] * (len(heads) - 2 - len(total)) + total + ["**100%**"]) + " |")
     lines += ["", f"*{table['note']}*"]
     if table["overflow"]:
-        lines += ["", "*Some e^… are too big for a float: computed as e^(x − max) / Σ e^(x − max), same probabilities.*"]
+        lines += ["", f"*{tr(lang, 'softmax.toy.overflow')}*"]
     return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- the figure
 
 
-def softmax_figure(table: dict, height: int = 360) -> go.Figure:
+def softmax_figure(table: dict, height: int = 360, lang: str = "en") -> go.Figure:
     """Two panels: e^… bars with Σ annotated (left), probabilities on a fixed 0–1 axis (right)."""
     rows = table["rows"]
     labels = unique_labels([escape_plotly(show_piece(r["token"])) for r in rows])
     colours = [ACCENT if i == table["top"] else MUTED for i in range(len(rows))]
     if table["greedy"]:
-        left_title = "e^(x / T): none at T = 0"
+        left_title = tr(lang, "softmax.toy.fig.exp_greedy")
     elif table["overflow"]:
-        left_title = "e^(x / T − max) (e^x overflows)"
+        left_title = tr(lang, "softmax.toy.fig.exp_overflow")
     else:
-        left_title = "e^(x / T)" if not table["shift"] else "e^((x + shift) / T)"
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(left_title, "probability = e^… / Σ"), horizontal_spacing=0.12)
+        left_title = "e^(x / T)" if not table["shift"] else tr(lang, "softmax.toy.fig.exp_shifted")
+    titles = (left_title, tr(lang, "softmax.toy.fig.probability"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.12)
+    fig.update_annotations(font_size=14)  # Plotly's 16 px titles touch each other on a 390 px phone
 
     if table["greedy"]:
         fig.add_annotation(
-            text="T = 0 → greedy:<br>take the highest logit", x=0.5, y=0.5, xref="x domain", yref="y domain",
+            text=tr(lang, "softmax.toy.fig.greedy"), x=0.5, y=0.5, xref="x domain", yref="y domain",
             showarrow=False, font=dict(size=16), row=1, col=1,
         )
     else:

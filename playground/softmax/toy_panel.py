@@ -2,7 +2,8 @@
 
 It needs no model: five tokens and their logits come from assets/toy_vocab.json, and every slider or
 table edit recomputes the pure softmax_table -> Markdown + figure. One public endpoint, /toy_softmax,
-returns (Markdown, figure, the table as JSON), so the numbers are scriptable too.
+returns (Markdown, figure, the table as JSON), so the numbers are scriptable too. A change of the page's
+language recomputes the same arithmetic in the new language (it is cheap: no model, no queue).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from ..common.errors import warn
+from ..common.i18n import T, tr
 from ..common.text import escape_html
 from .toy import load_toy, parse_rows, show_piece, softmax_figure, softmax_table, table_markdown
 
@@ -36,69 +38,96 @@ def toy_rows(tokens, logits) -> list[list]:
     return [[show_piece(t), x] for t, x in zip(tokens, logits)]
 
 
-def toy_softmax(rows, shift=0.0, temperature=1.0):
-    """The event handler: edited rows + sliders -> (Markdown, figure, table dict).
+def toy_views(rows, shift=0.0, temperature=1.0, lang="en"):
+    """Edited rows + sliders -> (Markdown, figure, table dict, error message or None), in `lang`.
 
-    A bad edit (a logit that is not a number) never raises: it shows a warning toast, puts the
-    message where the table was and leaves the last good figure on screen."""
+    A bad edit (a logit that is not a number) never raises: the message goes where the table was, the
+    figure is gr.skip() (the last good one stays on screen) and the dict is {"error": message}."""
     try:
-        tokens, logits = parse_rows(rows)
+        tokens, logits = parse_rows(rows, lang)
         tokens = [" " + t[1:] if t.startswith(SPACE_MARK) else t for t in tokens]
-        table = softmax_table(logits, shift, temperature, tokens=tokens)
+        table = softmax_table(logits, shift, temperature, tokens=tokens, lang=lang)
     except ValueError as exc:
         message = str(exc)
-        warn(message)
-        return f"⚠️ **{escape_html(message[0].upper() + message[1:])}**", gr.skip(), {"error": message}
-    return table_markdown(table), softmax_figure(table), table
+        return f"⚠️ **{escape_html(message[0].upper() + message[1:])}**", gr.skip(), {"error": message}, message
+    return table_markdown(table, lang), softmax_figure(table, lang=lang), table, None
 
 
-def _intro(prompt: str, tokens, logits) -> str:
+_REMEMBERED: dict[str, tuple] = {}  # repr of the inputs -> views that succeeded
+REMEMBER_AT_MOST = 256
+
+
+def remembered_views(rows, shift=0.0, temperature=1.0, lang="en"):
+    """toy_views, remembered when it succeeds: in a Vietnamese room every page load redraws the same
+    lesson (~0.1 s of CPU, mostly the figure), and a class tries the same few settings. Nothing mutates
+    the result (Gradio serialises the figure with to_json), so one copy serves every learner. The key is
+    the inputs' repr, so True and 1 (equal as dict keys, not as logits) stay apart."""
+    key = repr((rows, shift, temperature, lang))
+    views = _REMEMBERED.get(key)
+    if views is None:
+        views = toy_views(rows, shift, temperature, lang)
+        if views[3] is None and len(key) <= 4096:  # a bad edit is said afresh; a huge table is not kept
+            if len(_REMEMBERED) >= REMEMBER_AT_MOST:
+                _REMEMBERED.clear()  # crude, thread-safe bound: the lesson's few settings come back at once
+            _REMEMBERED[key] = views
+    return views
+
+
+def toy_softmax(rows, shift=0.0, temperature=1.0, lang="en"):
+    """The event handler's work: toy_views, plus a warning toast for a bad edit -> (Markdown, figure, dict)."""
+    markdown, figure, table, error = remembered_views(rows, shift, temperature, lang)
+    if error:
+        warn(error)
+    return markdown, figure, table
+
+
+def _intro(prompt: str, tokens, logits, lang="en") -> str:
     """The lesson's sentences, with the figures computed from the asset so they stay true."""
     base = softmax_table(logits, tokens=tokens)
     top = base["top"]
     cold = softmax_table(logits, temperature=0.5, tokens=tokens)["rows"][top]["prob"]
     hot = softmax_table(logits, temperature=1.5, tokens=tokens)["rows"][top]["prob"]
-    name = tokens[top].strip()
-    return (
-        f"**Softmax on a toy vocabulary** — prompt *“{prompt}”*. Each logit x becomes e^x (always "
-        f"positive, gaps stretched), divided by the sum (**{base['exp_sum']:.1f}** here) so the "
-        f"probabilities add up to 1.\n\n"
-        f"Move the **shift**: every e^x and the sum change, the probabilities do not — *only differences "
-        f"between logits matter*. **Temperature** divides every logit by T before the softmax: T = 0.5 "
-        f"stretches the gaps ({name} {cold:.0%}), T = 1.5 squeezes them ({name} {hot:.0%}), T = 0 is greedy."
-    )
+    return tr(lang, "softmax.toy.intro", prompt=prompt, sum=f"{base['exp_sum']:.1f}", name=tokens[top].strip(),
+              cold=f"{cold:.0%}", hot=f"{hot:.0%}")
 
 
-def build_toy_panel(toy_path=None) -> SoftmaxLesson:
-    """Create and wire the lesson's components in the current Blocks/Tab context."""
+def build_toy_panel(toy_path=None, language: gr.Radio | None = None) -> SoftmaxLesson:
+    """Create and wire the lesson's components in the current Blocks/Tab context. `language`: the page's
+    language picker (None: English only, e.g. the tab on its own)."""
     prompt, tokens, logits = load_toy(toy_path)
     rows = toy_rows(tokens, logits)
     first_md, first_fig, first_table = toy_softmax(rows)
 
-    gr.Markdown(_intro(prompt, tokens, logits))
+    intro = gr.Markdown(_intro(prompt, tokens, logits), elem_id="toy-intro")
     with gr.Row():
         with gr.Column(scale=2, min_width=260):
             table = gr.Dataframe(
                 value=rows, headers=["token", "logit"], datatype=["str", "number"], type="array",
-                interactive=True, label="Toy vocabulary: edit any logit", column_count=2,
+                interactive=True, label=T("softmax.toy.table.label"), column_count=2,
                 elem_id="toy-logits",
-            )
-            shift = gr.Slider(-10, 10, value=0, step=0.1, label="Shift every logit by", elem_id="toy-shift")
+            )  # the headers are the lesson's terms, the same in both languages
+            shift = gr.Slider(-10, 10, value=0, step=0.1, label=T("softmax.toy.shift.label"), elem_id="toy-shift")
             temperature = gr.Slider(
-                0, 2, value=1, step=0.05, label="Temperature T", info="0 = greedy (take the top token)",
-                elem_id="toy-temperature",
+                0, 2, value=1, step=0.05, label=T("softmax.toy.temperature.label"),
+                info=T("softmax.toy.temperature.info"), elem_id="toy-temperature",
             )
-            reset = gr.Button("Reset to the lesson's numbers", size="sm")
+            reset = gr.Button(T("softmax.toy.reset"), size="sm")
         with gr.Column(scale=3):
             markdown = gr.Markdown(first_md, elem_id="toy-table")
     plot = gr.Plot(first_fig, show_label=False, elem_id="toy-plot")
-    with gr.Accordion("The numbers (JSON)", open=False):
+    with gr.Accordion(T("softmax.toy.numbers"), open=False):
         numbers = gr.JSON(first_table, show_label=False)
+
+    lang_input = [] if language is None else [language]
+
+    def recompute(rows, shift, temperature, lang="en"):
+        md, fig, table_dict = toy_softmax(rows, shift, temperature, lang)
+        return {markdown: md, plot: fig, numbers: table_dict}
 
     gr.on(
         [table.change, shift.change, temperature.change],
-        toy_softmax,
-        inputs=[table, shift, temperature],
+        recompute,
+        inputs=[table, shift, temperature, *lang_input],
         outputs=[markdown, plot, numbers],
         api_name="toy_softmax",
         show_progress="hidden",
@@ -106,7 +135,15 @@ def build_toy_panel(toy_path=None) -> SoftmaxLesson:
         concurrency_limit=None,  # pure arithmetic: no reason to queue one class behind another
     )
     reset.click(lambda: (rows, 0, 1), None, [table, shift, temperature], api_visibility="private")
+
+    if language is not None:
+        def rerender(lang, rows, shift, temperature):
+            md, fig, table_dict, _ = remembered_views(rows, shift, temperature, lang)  # no toast: nothing was edited
+            return {intro: _intro(prompt, tokens, logits, lang), markdown: md, plot: fig, numbers: table_dict}
+
+        language.change(rerender, [language, table, shift, temperature], [intro, markdown, plot, numbers],
+                        api_visibility="private", show_progress="hidden", concurrency_limit=None)
     return SoftmaxLesson(table, shift, temperature, markdown, plot, numbers, reset)
 
 
-__all__ = ["SoftmaxLesson", "build_toy_panel", "toy_softmax", "toy_rows"]
+__all__ = ["SoftmaxLesson", "build_toy_panel", "toy_softmax", "toy_views", "toy_rows"]

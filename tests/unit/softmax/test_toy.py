@@ -157,3 +157,100 @@ def test_mapping_input_and_repeated_or_html_tokens_keep_their_own_bars():
     assert t["tokens"] == ["a", "<br>"] and t["top"] == 1
     fig = softmax_figure(softmax_table([1.0, 2.0, 3.0], tokens=["x", "x", "<b>"]))
     assert list(fig.data[1].x) == ["x", "x (2)", "&lt;b&gt;"]
+
+
+# ----------------------------------------------------------------------------- two languages
+
+
+def test_vietnamese_table_figure_and_note(toy):
+    _, tokens, logits = toy
+    t = softmax_table(logits, shift=2, temperature=0.5, tokens=tokens, lang="vi")
+    assert t["note"] == ("Mọi logit được cộng cùng một số: e^x và tổng thay đổi, xác suất thì không; "
+                         "T = 0.5 < 1 kéo giãn khoảng cách: token đứng đầu được thêm xác suất.")
+    md = table_markdown(t, "vi")
+    assert md.splitlines()[0] == "| token | logit x | x + 2 | (x + 2) / 0.5 | e^((x + 2) / 0.5) | xác suất |"
+    assert "**96%**" in md and "probability" not in md  # the numbers as the lesson prints them
+    fig = softmax_figure(t, lang="vi")
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[:2] == ["e^((x + số cộng) / T)", "xác suất = e^… / Σ"]
+    # English stays the default, word for word
+    en = softmax_table(logits, shift=2, temperature=0.5, tokens=tokens)
+    assert en["note"].startswith("Every logit moved by the same amount") and "| probability |" in table_markdown(en)
+    assert [a.text for a in softmax_figure(en).layout.annotations][:2] == ["e^((x + shift) / T)", "probability = e^… / Σ"]
+
+
+def test_vietnamese_greedy_and_overflow(toy):
+    _, tokens, logits = toy
+    greedy = softmax_table(logits, temperature=0, tokens=tokens, lang="vi")
+    assert greedy["note"] == "T = 0 là greedy: không có softmax, logit cao nhất nhận xác suất 1."
+    texts = [a.text for a in softmax_figure(greedy, lang="vi").layout.annotations]
+    assert "e^(x / T): không có khi T = 0" in texts and "T = 0 → greedy:<br>lấy logit cao nhất" in texts
+    huge = softmax_table([1000.0, 999.0], tokens=["a", "b"], lang="vi")
+    assert "quá lớn cho kiểu float" in table_markdown(huge, "vi")
+    assert "(e^x bị tràn số)" in softmax_figure(huge, lang="vi").layout.annotations[0].text
+    assert softmax_table([1.0], lang="vi")["note"] == "Chỉ hiệu số giữa các logit là quan trọng."
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([["␣Lyon", "abc"]], "logit của '␣Lyon' phải là một số từ -1e+06 đến 1e+06, nhận được 'abc'"),
+    ([["␣Lyon", " "]], "logit của '␣Lyon' đang trống: hãy gõ một số, ví dụ 2.5"),
+    ([["␣Lyon", True]], "logit của '␣Lyon' phải là một số, nhận được True"),
+    ([], "bảng đang trống: hãy thêm ít nhất một token kèm logit của nó"),
+])
+def test_a_bad_edit_is_explained_in_vietnamese(rows, message):
+    with pytest.raises(ValueError) as err:
+        parse_rows(rows, "vi")
+    assert str(err.value) == message
+
+
+def test_english_error_messages_are_unchanged():
+    with pytest.raises(ValueError) as err:
+        parse_rows([["␣Lyon", "abc"]])
+    assert str(err.value) == "the logit of '␣Lyon' must be a number between -1e+06 and 1e+06, got 'abc'"
+
+
+def test_the_panel_redraws_in_the_pages_language_without_a_toast():
+    import gradio as gr
+
+    from playground.softmax.toy_panel import build_toy_panel, toy_rows
+
+    with gr.Blocks() as demo:
+        language = gr.Radio(["en", "vi"], value="en")
+        lesson = build_toy_panel(language=language)
+    redraws = [f for f in demo.fns.values() if (language._id, "change") in f.targets]
+    assert len(redraws) == 1 and redraws[0].api_visibility == "private"
+    _, tokens, logits = load_toy()
+    out = redraws[0].fn("vi", toy_rows(tokens, logits), 0, 1.5)
+    intro = next(v for k, v in out.items() if k not in (lesson.markdown, lesson.plot, lesson.numbers))
+    assert intro.startswith("**Softmax trên một vocabulary đồ chơi**") and "(Paris 96%)" in intro
+    assert "| xác suất |" in out[lesson.markdown] and "T = 1.5 > 1 ép khoảng cách lại" in out[lesson.markdown]
+    assert out[lesson.plot].layout.annotations[1].text == "xác suất = e^… / Σ"
+    english = redraws[0].fn("en", toy_rows(tokens, logits), 0, 1.5)
+    assert "| probability |" in english[lesson.markdown]
+    # a bad edit on screen: the message is redrawn in the new language, with no second toast
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bad = redraws[0].fn("vi", [["␣Paris", "năm"]], 0, 1)
+    assert "phải là một số" in bad[lesson.markdown] and bad[lesson.plot] == gr.skip()
+    # the edit handler takes the language as its last input
+    edit = next(f for f in demo.fns.values() if f.api_name == "toy_softmax")
+    assert edit.inputs[-1] is language
+    assert "| xác suất |" in edit.fn(toy_rows(tokens, logits), 0, 1, "vi")[lesson.markdown]
+
+
+def test_a_redraw_is_remembered_but_a_bad_edit_is_said_each_time(toy):
+    from playground.softmax.toy_panel import remembered_views, toy_rows, toy_softmax
+
+    _, tokens, logits = toy
+    rows = toy_rows(tokens, logits)
+    first = remembered_views(rows, 0, 1.0, "vi")
+    assert remembered_views([list(r) for r in rows], 0, 1.0, "vi") is first  # every learner's page load
+    assert remembered_views(rows, 0, 1.0, "en") is not first and remembered_views(rows, 0, 0.5, "vi") is not first
+    assert remembered_views([["a", 1]], 0, 1.0)[3] is None
+    assert "must be a number" in remembered_views([["a", True]], 0, 1.0)[3]  # True == 1 as a key, not as a logit
+    with pytest.warns(UserWarning) as toasts:
+        toy_softmax([["a", "x"]])
+        toy_softmax([["a", "x"]])
+    assert len(toasts) == 2
