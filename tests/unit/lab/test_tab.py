@@ -35,7 +35,7 @@ def test_the_status_line_in_vietnamese():
     )
     stopped = replace(greedy, stop_reason="eos", batch_size=3)
     assert status_markdown(run_of(stopped), lang="vi").endswith(
-        "bước này chạy trong batch 3 request · **đã dừng: token kết thúc văn bản**")
+        "batch gồm 3 request ở bước này · **đã dừng: token kết thúc văn bản**")
     assert status_markdown(Run(), lang="vi").startswith("Bấm **Sinh văn bản**")
     assert status_markdown(Run()) == "Press **Generate** to stream a run, or **Step** to take one token at a time."
 
