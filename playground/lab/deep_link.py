@@ -15,7 +15,8 @@ from urllib.parse import urlencode
 from model_service import limits, validation
 from model_service.settings import ORDERS
 
-from ..common.i18n import language
+from ..common.errors import in_language
+from ..common.i18n import language, tr
 from .request import DEFAULTS, SLIDERS
 
 IGNORED = ("__theme", "view", "lang")  # Gradio's and the page's own parameters (the page reads lang itself)
@@ -43,17 +44,19 @@ LINK_DEFAULTS = {**DEFAULTS, "prompt": limits.LESSON_PROMPT, "chat": False, "see
 
 
 def parse_query(params: dict) -> tuple[dict, list[str]]:
-    """(control key -> value, problems). Each problem names the parameter and says why."""
+    """(control key -> value, problems). Each problem names the parameter and says why, in the link's
+    language (its `lang`; English without one)."""
+    lang = params.get("lang")
     values, problems = {}, []
     for name, raw in params.items():
         if name not in FIELDS:
             if name not in IGNORED:
-                problems.append(f"unknown setting {name!r} (known: {', '.join(FIELDS)})")
+                problems.append(tr(lang, "lab.link.unknown", name=repr(name), known=", ".join(FIELDS)))
             continue
         try:
             values[name] = FIELDS[name](raw)
         except ValueError as e:
-            problems.append(f"{e}; the default is kept")
+            problems.append(tr(lang, "lab.link.kept", error=in_language(e, lang)))
     return values, problems
 
 

@@ -14,6 +14,7 @@ from model_service.settings import SamplingSettings
 from ..common.errors import user_error
 from ..common.i18n import T, swapped_default, tr
 from ..common.text import escape_html
+from .request import field_labels
 
 LOOP_PROMPTS = {"en": "Write whatever comes to mind:", "vi": "Hãy viết bất cứ điều gì nảy ra trong đầu:"}
 LOOP_PROMPT = LOOP_PROMPTS["en"]
@@ -69,7 +70,7 @@ def build_greedy_loop(service, language: gr.Radio | None = None) -> dict:
                 text = validation.text("free-writing prompt", text)
                 records = service.generate(text, settings, max_new_tokens=LOOP_TOKENS, capture=False)
             except (ValueError, RuntimeError) as e:
-                raise user_error(e) from None
+                raise user_error(e, lang, field_labels(lang)) from None
             for record in records:
                 texts[i], done[i] = record.text, record.stop_reason is not None
                 yield {panels[i]: panel_html(title, texts[i], done[i], lang), shown: (*texts, *done)}

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from model_service import limits, validation
 from model_service.settings import ORDERS, SamplingSettings, parse_settings
 
+from ..common.i18n import tr
+
 ORDER_LABELS = {  # names and arrows: the same in every language
     "hf": "Hugging Face: temperature → top-k → top-p → min-p",
     "vllm": "vLLM: temperature → min-p → top-k → top-p",
@@ -33,6 +35,14 @@ SLIDERS = {
     "max_new_tokens": (1, limits.MAX_NEW_TOKENS, 1),
 }
 CONTROL_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "order": "sampler order"}  # as the page labels them
+# the fields whose names are words, not terms: an error names them with the control's label in the page's language
+FIELD_LABELS = {"max new tokens": "lab.max_new", "stop strings": "lab.stop", "sampler order": "lab.order",
+                "scrub step": "lab.field.scrub", "free-writing prompt": "greedy.prompt"}
+
+
+def field_labels(lang: str) -> dict[str, str]:
+    """The validators' English field names -> the controls' labels in `lang` (for errors.user_error)."""
+    return {name: tr(lang, key) for name, key in FIELD_LABELS.items()}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from ..common.i18n import LESSON_PROMPTS, T, swapped_default, tr
 from ..common.text import escape_html, stop_reason
 from . import charts
 from .chips import chip_html, chips_prefix, token_chips_html
-from .request import DEFAULTS, ORDER_LABELS, ORDER_NOTES, RunRequest, parse_request
+from .request import DEFAULTS, ORDER_LABELS, ORDER_NOTES, RunRequest, field_labels, parse_request
 
 CHART_INTERVAL = 0.5  # seconds: a six-panel Plotly redraw costs the browser ~100+ ms; 2 a second stays live
 
@@ -133,20 +133,24 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
 
     controls = [prompt, chat, temperature, top_k, top_p, min_p, seed, max_new, stop, order]
 
-    def request_of(*values) -> RunRequest:
+    def bad(error, lang):
+        """The error as a toast in the page's language, naming the control as the learner reads it."""
+        return user_error(error, lang, field_labels(lang))
+
+    def request_of(*values, lang: str) -> RunRequest:
         try:
             return parse_request(*values)
         except ValueError as e:
-            raise user_error(e) from None
+            raise bad(e, lang) from None
 
-    def open_stream(request: RunRequest, continue_from=()):
+    def open_stream(request: RunRequest, lang: str, continue_from=()):
         try:
             return service.generate(
                 request.prompt, request.settings, max_new_tokens=request.max_new_tokens, stop=request.stop,
                 chat=request.chat, continue_from=continue_from, report_waiting=True,
             )
         except (ValueError, RuntimeError) as e:  # bad input, or the model still loading
-            raise user_error(e) from None
+            raise bad(e, lang) from None
 
     def step_views(run: Run, index: int | None = None) -> dict:
         """The stage and draw figures of one step of a run, in the run's language."""
@@ -155,9 +159,9 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
 
     def generate(*values):
         *values, lang = values
-        request = request_of(*values)
+        request = request_of(*values, lang=lang)
         run = Run(request, lang=lang)
-        stream = open_stream(request)
+        stream = open_stream(request, lang)
         started = last_chart = time.monotonic()
         chips_html, chips_lang = chips_prefix(lang), lang
         try:
@@ -191,14 +195,14 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
 
     def step(state: Run, *values):
         *values, lang = values
-        request = request_of(*values)
+        request = request_of(*values, lang=lang)
         same_run = state.request is not None and not state.finished and (
             (state.request.prompt, state.request.chat) == (request.prompt, request.chat)
         )
         taken = [r.token_id for r in state.records] if same_run else []
         if same_run and request.settings.seed is None:  # blank seed: keep following the run's own
             request = replace(request, settings=replace(request.settings, seed=state.records[0].seed))
-        stream = open_stream(request, continue_from=taken)
+        stream = open_stream(request, lang, continue_from=taken)
         try:
             record = next(r for r in stream if isinstance(r, StepRecord))  # past any Waiting
         finally:
@@ -233,7 +237,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         try:
             i = validation.number("scrub step", index, integer=True, low=0, high=len(state.records) - 1)
         except ValueError as e:
-            raise user_error(e) from None
+            raise bad(e, lang) from None
         state.lang = lang
         return {
             chips: token_chips_html(state.records, selected=i, lang=lang),

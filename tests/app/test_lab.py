@@ -120,3 +120,13 @@ def test_the_greedy_loop_in_vietnamese(client):
     greedy, sampled = client.predict("Write whatever comes to mind:", "vi", api_name="/greedy_loop")
     assert "Greedy (temperature bằng 0)" in greedy and "cụm 4 từ của nó lặp lại" in greedy
     assert "Lấy mẫu (T 0.8, top-p 0.95, seed 0)" in sampled
+
+
+def test_a_bad_value_is_refused_in_the_pages_language_naming_the_control(client):
+    with pytest.raises(AppError, match="Số token mới tối đa phải là một số nguyên từ 1 đến 512, nhận được 0"):
+        client.predict(LESSON, *{**UI_ARGS, "max_new": 0}.values(), "vi", api_name="/generate")
+    with pytest.raises(AppError, match="max new tokens must be a whole number between 1 and 512, got 0"):
+        client.predict(LESSON, *{**UI_ARGS, "max_new": 0}.values(), api_name="/generate")
+    client.predict(LESSON, *{**UI_ARGS, "temperature": 0.0, "max_new": 3}.values(), api_name="/generate")
+    with pytest.raises(AppError, match="Bước tua tới phải là một số nguyên từ 0 đến 2, nhận được 9"):
+        client.predict(9, "vi", api_name="/scrub")
