@@ -9,6 +9,7 @@ from __future__ import annotations
 
 # ---- what a request asks for, when it does not say ------------------------------------------------
 LESSON_PROMPT = "The capital of France is"  # lessons 10 and 13 both start from it
+LESSON_PROMPT_VI = "Thủ đô của Pháp là"  # the same prompt, for a page in Vietnamese
 DEFAULT_MAX_NEW_TOKENS = 48  # the lab's run length
 DEFAULT_ENGINE_MAX_NEW_TOKENS = 32  # an engine row's (eight rows side by side stay readable)
 DEFAULT_TOP_N = 20  # candidates kept per step record (the bars of a stage chart)

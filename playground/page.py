@@ -80,11 +80,12 @@ def build_demo(service, default_language: str | None = None) -> gr.Blocks:
             return {lab[name]: values.get(name, gr.skip()) for name in names}
 
         def make_link(*values, request: gr.Request = None):
+            *values, lang = values  # the page's language travels with the settings
             page = (request.headers.get("referer") or "").split("?")[0] if request else ""
-            return {link: f"{page}?{make_query(dict(zip(names, values)))}"}
+            return {link: f"{page}?{make_query(dict(zip(names, values)), lang=lang, host_lang=default_language)}"}
 
         demo.load(apply_link, None, controls, api_visibility="private", show_progress="hidden")
-        link_btn.click(make_link, controls, link, api_name="make_link", show_progress="hidden")
+        link_btn.click(make_link, [*controls, language], link, api_name="make_link", show_progress="hidden")
 
         def track_loading(lang):
             from model_service.background import wait_until_ready

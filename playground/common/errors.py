@@ -15,19 +15,22 @@ def toast_text(message) -> str:
     return _escape_text(str(message))
 
 
-def in_language(error, lang=None) -> str:
+def in_language(error, lang=None, fields: dict[str, str] | None = None) -> str:
     """The error's message in the page's language: a keyed error (model_service.validation's InputError,
-    Unavailable) is said again from the catalogue; anything else keeps its English text."""
+    Unavailable) is said again from the catalogue; anything else keeps its English text. `fields`: how
+    the page names a field in `lang` (the validator's English name -> the label the learner sees)."""
     key, values = getattr(error, "key", None), getattr(error, "values", None)
     lang = language(lang)
     if lang == DEFAULT or not isinstance(values, dict) or f"error.{key}" not in catalogue(lang):
         return str(error)
+    if fields and values.get("field") in fields:
+        values = {**values, "field": fields[values["field"]]}
     return tr(lang, f"error.{key}", **values)
 
 
-def user_error(error, lang=None) -> gr.Error:
+def user_error(error, lang=None, fields: dict[str, str] | None = None) -> gr.Error:
     """A gr.Error to raise for a bad input or a service that is not ready; the text is escaped."""
-    return gr.Error(toast_text(in_language(error, lang)), print_exception=False)
+    return gr.Error(toast_text(in_language(error, lang, fields)), print_exception=False)
 
 
 def warn(message, lang=None) -> None:

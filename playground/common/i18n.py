@@ -20,9 +20,13 @@ import re
 import string
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import gradio as gr
-from gradio.i18n import I18nData
+from model_service import limits
+
+if TYPE_CHECKING:  # gradio is imported where it is used: chart builders call tr() and must not load it
+    import gradio as gr
+    from gradio.i18n import I18nData
 
 CATALOGUES = Path(__file__).resolve().parents[2] / "assets" / "i18n"
 LANGUAGES = {"en": "English", "vi": "Tiếng Việt"}  # code -> its own name (what the picker shows)
@@ -51,14 +55,30 @@ def tr(lang, key: str, **values) -> str:
     return text.format(**values) if values else text
 
 
+LESSON_PROMPTS = {"en": limits.LESSON_PROMPT, "vi": limits.LESSON_PROMPT_VI}  # the lessons' prompt, per language
+
+
+def swapped_default(current, lang, versions: dict[str, str]) -> str | None:
+    """A box's text after the page's language became `lang`: `versions[lang]` when the box still holds
+    another language's version (the visitor has not typed there); None when it must be left as it is."""
+    wanted = versions.get(language(lang))
+    if wanted is None or current == wanted or current not in versions.values():
+        return None
+    return wanted
+
+
 def T(key: str) -> I18nData:
     """Static component text; the browser shows it in the page's language. The key must exist."""
+    from gradio.i18n import I18nData
+
     catalogue(DEFAULT)[key]  # a typo fails when the page is built, not silently in the browser
     return I18nData(key)
 
 
 def translations() -> gr.I18n:
     """For launch(i18n=...): every catalogue, as Gradio's frontend reads them."""
+    import gradio as gr
+
     return gr.I18n(**{lang: catalogue(lang) for lang in LANGUAGES})
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import html
 
+from .i18n import tr
+
 LABEL_CHARS = 14  # chart labels longer than this are cut with an ellipsis
 _CONTROL = {"\n": "↵", "\r": "␍", "\t": "⇥"}
 WHITESPACE_MARKS = ("␣", "↵", "⇥")
@@ -123,8 +125,17 @@ def nbytes(n: float) -> str:
 
 # ---- words ------------------------------------------------------------------------------------------------
 
-STOP_REASONS = {  # why a run ended, as every tab says it
-    "eos": "end-of-text token",
-    "max_tokens": "reached max new tokens",
-    "stop_string": "stop string",
+STOP_REASON_KEYS = {  # why a run ended (a record's stop_reason) -> its words in the catalogues
+    "eos": "common.stop.eos",
+    "max_tokens": "common.stop.max_tokens",
+    "stop_string": "common.stop.stop_string",
 }
+
+
+def stop_reason(code, lang="en") -> str:
+    """Why a run ended, as every tab says it, in `lang`; a code we have no words for is shown as it is."""
+    key = STOP_REASON_KEYS.get(code)
+    return tr(lang, key) if key else str(code)
+
+
+STOP_REASONS = {code: stop_reason(code) for code in STOP_REASON_KEYS}  # English, for callers without a language

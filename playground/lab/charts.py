@@ -19,9 +19,10 @@ from model_service.records import Stage, StepRecord
 
 from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure
+from ..common.i18n import tr
 from ..common.text import escape_plotly, pct, quoted_piece, shorten, tick_count, visible_piece
 
-STAGE_TITLES = {"top_k": "after top-k", "top_p": "after top-p", "min_p": "after min-p"}  # the filters' panels
+STAGE_TITLES = {"top_k": "lab.stage.top_k", "top_p": "lab.stage.top_p", "min_p": "lab.stage.min_p"}  # filters' panels
 FILTER_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "final": "argmax"}
 
 
@@ -36,16 +37,15 @@ def _chosen_row(record: StepRecord) -> int | None:
     return next((i for i, t in enumerate(record.candidates) if t.id == record.token_id), None)
 
 
-def _stage_title(stage: Stage, greedy: bool) -> str:
+def _stage_title(stage: Stage, greedy: bool, lang: str) -> str:
+    count = f"{stage.kept_count:,}"
     if stage.name == "raw":
-        return f"raw softmax<br>{stage.kept_count:,} tokens"
+        return tr(lang, "lab.stage.raw", count=count)
     if stage.name == "temperature":
-        return f"after temperature<br>{stage.kept_count:,} tokens"
+        return tr(lang, "lab.stage.temperature", count=count)
     if stage.name == "final":
-        head = "final: argmax" if greedy else "final (sampled from)"
-        return f"{head}<br>kept {stage.kept_count:,}"
-    title = STAGE_TITLES[stage.name]
-    return f"{title}<br>kept {stage.kept_count:,} · mass {stage.kept_mass:.2f}"
+        return tr(lang, "lab.stage.final_greedy" if greedy else "lab.stage.final_sampled", count=count)
+    return tr(lang, STAGE_TITLES[stage.name], count=count, mass=f"{stage.kept_mass:.2f}")
 
 
 def _row_probs(stage: Stage, extra: bool) -> list[float]:
@@ -53,7 +53,7 @@ def _row_probs(stage: Stage, extra: bool) -> list[float]:
     return [*stage.probs, stage.chosen_prob] if extra else list(stage.probs)
 
 
-def _stage_bars(record, stage, prev, removed_by, chosen, extra, greedy) -> dict:
+def _stage_bars(record, stage, prev, removed_by, chosen, extra, greedy, lang) -> dict:
     """One panel: kept bars blue (chosen vermillion), bars this stage cut grey at their old height."""
     pieces = [t.piece for t in record.candidates] + ([record.piece] if extra else [])
     probs, before = _row_probs(stage, extra), (_row_probs(prev, extra) if prev else None)
@@ -71,11 +71,11 @@ def _stage_bars(record, stage, prev, removed_by, chosen, extra, greedy) -> dict:
             removed_by[i] = FILTER_NAMES[stage.name]
             x.append(before[i])
             colours.append(GREY)
-            hover.append(f"{who} · removed by {removed_by[i]} (had {pct(before[i])})")
+            hover.append(tr(lang, "lab.bar.removed_had", who=who, filter=removed_by[i], p=pct(before[i])))
         else:
             x.append(0.0)
             colours.append(BLUE)
-            hover.append(f"{who} · removed by {removed_by[i]}" if i in removed_by else f"{who} · 0%")
+            hover.append(tr(lang, "lab.bar.removed", who=who, filter=removed_by[i]) if i in removed_by else f"{who} · 0%")
         text.append("")
     return dict(
         type="bar",
@@ -102,7 +102,7 @@ def _y_labels(record: StepRecord, chosen: int | None) -> list[str]:
     return labels
 
 
-def stage_figure(record: StepRecord, height: int = 360) -> go.Figure:
+def stage_figure(record: StepRecord, height: int = 360, lang: str = "en") -> go.Figure:
     """One horizontal-bar panel per pipeline stage (raw … final), sharing one y axis of candidates.
 
     Rows are the raw top-N, most probable at the top, in the same order in every panel, so the eye
@@ -113,15 +113,15 @@ def stage_figure(record: StepRecord, height: int = 360) -> go.Figure:
     plain trace dicts: plotly's per-property validation of six subplots cost ~80 ms a step.
     """
     if not record.stages or not record.candidates:
-        return empty_figure("No stage data for this step (capture was off).", height)
+        return empty_figure(tr(lang, "lab.stage.empty"), height)
     chosen = _chosen_row(record)
     extra = chosen is None
     greedy = record.draw.u is None
     labels = _y_labels(record, chosen)
     rows, stages = len(labels), record.stages
-    layout = copy.deepcopy(_stage_layout(len(stages), rows, height))
+    layout = copy.deepcopy(_stage_layout(len(stages), rows, height, lang))
     for annotation, stage in zip(layout["annotations"], stages):  # the first annotations are the subplot titles
-        annotation["text"] = _stage_title(stage, greedy)
+        annotation["text"] = _stage_title(stage, greedy, lang)
     for col in range(1, len(stages) + 1):
         layout[f"yaxis{col if col > 1 else ''}"]["ticktext"] = labels
     # a fixed left margin sized to the labels: automargin would make the browser measure every redraw
@@ -130,7 +130,7 @@ def stage_figure(record: StepRecord, height: int = 360) -> go.Figure:
     data = []
     for col, stage in enumerate(stages, start=1):
         prev = stages[col - 2] if col > 1 else None
-        bars = _stage_bars(record, stage, prev, removed_by, rows - 1 if extra else chosen, extra, greedy)
+        bars = _stage_bars(record, stage, prev, removed_by, rows - 1 if extra else chosen, extra, greedy, lang)
         data.append({**bars, "xaxis": f"x{col if col > 1 else ''}", "yaxis": f"y{col if col > 1 else ''}"})
     return go.Figure(data=data, layout=layout, _validate=False)
 
@@ -140,8 +140,8 @@ def _plain(label: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _stage_layout(cols: int, rows: int, height: int) -> dict:
-    """The validated layout of a stage figure with `cols` panels and `rows` bars, titles blank."""
+def _stage_layout(cols: int, rows: int, height: int, lang: str = "en") -> dict:
+    """The validated layout of a stage figure with `cols` panels and `rows` bars, titles blank, key in `lang`."""
     fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, horizontal_spacing=0.028, subplot_titles=[" "] * cols)
     fig.update_xaxes(
         range=[0, 1], tickvals=[0, 0.5, 1], ticktext=["0", "50%", "100%"], showgrid=True, gridcolor="#EEEEEE",
@@ -152,17 +152,16 @@ def _stage_layout(cols: int, rows: int, height: int) -> dict:
         showgrid=False, zeroline=False, ticks="", tickfont=dict(size=10),
     )
     fig.update_annotations(font=dict(size=10, color=INK))  # the subplot titles
-    _key(fig)
+    _key(fig, lang)
     base_layout(fig, height, dict(l=6, r=16, t=36, b=34), bargap=0.18, uniformtext=dict(minsize=9, mode="show"))
     return fig.layout.to_plotly_json()
 
 
-def _key(fig: go.Figure) -> None:
+def _key(fig: go.Figure, lang: str) -> None:
     """A one-line colour key under the panels, instead of a legend box."""
     swatch = '<span style="color:{}">■</span> {}'
-    text = "   ".join(
-        swatch.format(c, t) for c, t in ((BLUE, "kept"), (GREY, "removed by this stage"), (VERMILLION, "chosen"))
-    )
+    words = (tr(lang, "lab.key.kept"), tr(lang, "lab.key.removed"), tr(lang, "lab.key.chosen"))
+    text = "   ".join(swatch.format(c, t) for c, t in zip((BLUE, GREY, VERMILLION), words))
     fig.add_annotation(
         text=text, x=1, y=0, xref="paper", yref="paper", xanchor="right", yanchor="top", yshift=-18,
         showarrow=False, font=dict(size=9, color="#555"),
@@ -184,7 +183,7 @@ def _segment(segs: dict, start: float, width: float, colour: str, label: str, ho
     segs["hover"].append(hover)
 
 
-def _draw_segments(record: StepRecord, final: Stage) -> dict:
+def _draw_segments(record: StepRecord, final: Stage, lang: str) -> dict:
     """Candidates in rank order (prob > 0), then the rest: the same layout as the sampler's bar."""
     segs = {k: [] for k in ("base", "x", "colour", "text_colour", "text", "hover")}
     cum, shade = 0.0, 0
@@ -203,23 +202,24 @@ def _draw_segments(record: StepRecord, final: Stage) -> dict:
     rest = 1.0 - cum
     if rest <= 1e-6:
         return segs
+    label = tr(lang, "lab.draw.rest")
     if _chosen_row(record) is None:  # chosen from the tail: its own interval inside the rest
         low, high = min(max(record.draw.low, cum), 1.0), min(max(record.draw.high, cum), 1.0)
-        _segment(segs, cum, low - cum, GREY, "rest", f"other tokens · {pct(low - cum)}")
+        _segment(segs, cum, low - cum, GREY, label, tr(lang, "lab.draw.other", p=pct(low - cum)))
         _segment(segs, low, high - low, VERMILLION, visible_piece(record.piece, record.special),
                  f"{escape_plotly(quoted_piece(record.piece))} · {pct(high - low)} · [{low:.3f}, {high:.3f})")
-        _segment(segs, high, 1.0 - high, GREY, "rest", f"other tokens · {pct(1.0 - high)}")
+        _segment(segs, high, 1.0 - high, GREY, label, tr(lang, "lab.draw.other", p=pct(1.0 - high)))
     else:
-        _segment(segs, cum, rest, GREY, "rest", f"all other tokens · {pct(rest)}")
+        _segment(segs, cum, rest, GREY, label, tr(lang, "lab.draw.all_other", p=pct(rest)))
     return segs
 
 
-def draw_figure(record: StepRecord, height: int = 120) -> go.Figure:
+def draw_figure(record: StepRecord, height: int = 120, lang: str = "en") -> go.Figure:
     """The draw as one cumulative bar over [0, 1): u falls in exactly one token's segment."""
     final = _stage_or_none(record, "final")
     if final is None or not record.candidates:
-        return empty_figure("No distribution for this step (capture was off).", height)
-    segs = _draw_segments(record, final)
+        return empty_figure(tr(lang, "lab.draw.empty"), height)
+    segs = _draw_segments(record, final, lang)
     fig = go.Figure(
         go.Bar(
             x=segs["x"], base=segs["base"], y=[0] * len(segs["x"]), orientation="h", width=0.9,
@@ -231,7 +231,7 @@ def draw_figure(record: StepRecord, height: int = 120) -> go.Figure:
     )
     u = record.draw.u
     if u is None:
-        note = dict(text="greedy: argmax, no random draw", x=0.5, xanchor="center")
+        note = dict(text=tr(lang, "lab.draw.greedy"), x=0.5, xanchor="center")
     else:
         fig.add_shape(type="line", x0=u, x1=u, y0=-0.55, y1=0.55, line=dict(color="black", width=2))
         anchor = "left" if u < 0.12 else "right" if u > 0.88 else "center"
@@ -247,7 +247,8 @@ def draw_figure(record: StepRecord, height: int = 120) -> go.Figure:
 # ---- the whole run ------------------------------------------------------------------------------------
 
 
-def run_figure(records: list[StepRecord], height: int = 260, selected: int | None = None) -> go.Figure:
+def run_figure(records: list[StepRecord], height: int = 260, selected: int | None = None,
+               lang: str = "en") -> go.Figure:
     """Over the steps: p(chosen) under final (top panel); raw entropy in bits and the final kept
     count on a log axis (bottom panel). The two bottom axes are aligned so that a kept count of 2^H
     sits level with an entropy of H bits. Steps without stage data (capture off) are skipped.
@@ -255,10 +256,9 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
     rows = [(r, _stage_or_none(r, "raw"), _stage_or_none(r, "final")) for r in records]
     rows = [(r, raw, final) for r, raw, final in rows if raw is not None and final is not None]
     if not rows:
-        message = "Run something to see the steps." if not records else "No stage data (capture was off)."
-        return empty_figure(message, height)
+        return empty_figure(tr(lang, "lab.run.empty" if not records else "lab.run.no_data"), height)
     steps = [r.step for r, _, _ in rows]
-    who = [f"step {r.step} · {escape_plotly(quoted_piece(r.piece))}" for r, _, _ in rows]
+    who = [tr(lang, "lab.run.who", step=r.step, piece=escape_plotly(quoted_piece(r.piece))) for r, _, _ in rows]
     prob = [final.chosen_prob for _, _, final in rows]
     bits = [max(raw.entropy_bits, 0.0) for _, raw, _ in rows]
     kept = [max(final.kept_count, 1) for _, _, final in rows]
@@ -266,28 +266,31 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1, row_heights=[0.42, 0.58],
                         specs=[[{}], [{"secondary_y": True}]])
     line = dict(mode="lines+markers", marker=dict(size=4), hovertemplate="%{hovertext}<extra></extra>")
-    fig.add_trace(go.Scatter(x=steps, y=prob, name="p(chosen), final", line=dict(color=VERMILLION, width=1.5),
+    fig.add_trace(go.Scatter(x=steps, y=prob, name=tr(lang, "lab.run.p_trace"), line=dict(color=VERMILLION, width=1.5),
                              hovertext=[f"{w}<br>p = {p:.3f}" for w, p in zip(who, prob)], **line), row=1, col=1)
-    fig.add_trace(go.Scatter(x=steps, y=bits, name="entropy, raw (bits)", line=dict(color=BLUE, width=1.5),
-                             hovertext=[f"{w}<br>H = {h:.2f} bits" for w, h in zip(who, bits)], **line),
+    fig.add_trace(go.Scatter(x=steps, y=bits, name=tr(lang, "lab.run.entropy_trace"), line=dict(color=BLUE, width=1.5),
+                             hovertext=[f"{w}<br>{tr(lang, 'lab.run.entropy_hover', h=f'{h:.2f}')}"
+                                        for w, h in zip(who, bits)], **line),
                   row=2, col=1, secondary_y=False)
-    fig.add_trace(go.Scatter(x=steps, y=kept, name="kept, final (log)", line=dict(color="#555", width=1, dash="dot"),
-                             hovertext=[f"{w}<br>kept {k:,}" for w, k in zip(who, kept)], **line),
+    fig.add_trace(go.Scatter(x=steps, y=kept, name=tr(lang, "lab.run.kept_trace"),
+                             line=dict(color="#555", width=1, dash="dot"),
+                             hovertext=[f"{w}<br>{tr(lang, 'lab.run.kept_hover', count=f'{k:,}')}"
+                                        for w, k in zip(who, kept)], **line),
                   row=2, col=1, secondary_y=True)
 
     top = max(1.0, max(bits), math.log2(max(kept))) * 1.08  # shared top, in bits
-    fig.update_yaxes(range=[0, 1.05], tickvals=[0, 0.5, 1], title_text="p chosen", row=1, col=1,
+    fig.update_yaxes(range=[0, 1.05], tickvals=[0, 0.5, 1], title_text=tr(lang, "lab.run.p_axis"), row=1, col=1,
                      tickfont=dict(color=VERMILLION))
-    fig.update_yaxes(range=[0, top], title_text="bits", row=2, col=1, secondary_y=False, tickfont=dict(color=BLUE))
+    fig.update_yaxes(range=[0, top], title_text=tr(lang, "lab.run.bits_axis"), row=2, col=1, secondary_y=False, tickfont=dict(color=BLUE))
     decades = [10**e for e in range(int(top * math.log10(2)) + 1)]
-    fig.update_yaxes(type="log", range=[0, top * math.log10(2)], title_text="kept", row=2, col=1, secondary_y=True,
+    fig.update_yaxes(type="log", range=[0, top * math.log10(2)], title_text=tr(lang, "lab.run.kept_axis"), row=2, col=1, secondary_y=True,
                      showgrid=False, tickfont=dict(color="#555"),
                      tickvals=decades, ticktext=[tick_count(d) for d in decades])
     fig.update_yaxes(title_font=dict(size=9), zeroline=False, gridcolor="#EEEEEE", fixedrange=True)
     span = max(steps) - min(steps)
     fig.update_xaxes(tick0=0, dtick=max(1, math.ceil((span + 1) / 12)), range=[min(steps) - 0.5, max(steps) + 0.5],
                      showgrid=False, zeroline=False)
-    fig.update_xaxes(title_text="step", title_font=dict(size=9), row=2, col=1)
+    fig.update_xaxes(title_text=tr(lang, "lab.run.step_axis"), title_font=dict(size=9), row=2, col=1)
     if selected is not None:
         fig.add_vline(x=selected, line=dict(color=INK, width=1, dash="dash"))
     return base_layout(fig, height, dict(l=44, r=44, t=22, b=34), showlegend=True,

@@ -12,6 +12,7 @@ import html
 from model_service.records import StepRecord
 
 from ..common.colours import NO_DATA, css_gradient, prob_colour, text_colour
+from ..common.i18n import tr
 from ..common.text import WHITESPACE_MARKS, prob, quoted_piece, visible_piece
 
 STYLE = """<style>
@@ -33,17 +34,17 @@ def chosen_prob(record: StepRecord, stage: str = "raw") -> float | None:
     return by_name[stage].chosen_prob if stage in by_name else None
 
 
-def chip_title(record: StepRecord) -> str:
+def chip_title(record: StepRecord, lang: str = "en") -> str:
     """Hover text: "id 3575 · ' Paris' · p=0.77 · 0.95 after the pipeline · rank 1" (rank 1-based, raw logits)."""
     p, final = chosen_prob(record), chosen_prob(record, "final")
-    parts = [f"id {record.token_id}", quoted_piece(record.piece)]
+    parts = [tr(lang, "lab.chip.id", id=record.token_id), quoted_piece(record.piece)]
     if p is not None:
         parts.append(f"p={prob(p)}")
     if final is not None and final != p:
-        parts.append(f"{prob(final)} after the pipeline")
-    parts.append(f"rank {record.chosen_rank + 1}")
+        parts.append(tr(lang, "lab.chip.after_pipeline", p=prob(final)))
+    parts.append(tr(lang, "lab.chip.rank", rank=record.chosen_rank + 1))
     if record.stop_reason:
-        parts.append(f"stop: {record.stop_reason}")
+        parts.append(tr(lang, "lab.chip.stop", reason=record.stop_reason))
     return " · ".join(parts)
 
 
@@ -54,7 +55,7 @@ def _chip_text(record: StepRecord) -> str:
     return text
 
 
-def _chip(record: StepRecord, index: int, selected: int | None) -> str:
+def _chip(record: StepRecord, index: int, selected: int | None, lang: str) -> str:
     p = chosen_prob(record)
     background = prob_colour(p) if p is not None else NO_DATA
     classes = ["ntp-chip"]
@@ -65,31 +66,31 @@ def _chip(record: StepRecord, index: int, selected: int | None) -> str:
     chip = (
         f'<span class="{" ".join(classes)}" data-step="{record.step}" '
         f'style="background:{background};color:{text_colour(background)}" '
-        f'title="{html.escape(chip_title(record), quote=True)}">{_chip_text(record)}</span>'
+        f'title="{html.escape(chip_title(record, lang), quote=True)}">{_chip_text(record)}</span>'
     )
     breaks = 0 if record.special else record.piece.count("\n")
     return chip + "<br>" * breaks
 
 
-def legend_html() -> str:
+def legend_html(lang: str = "en") -> str:
     return (
         '<div class="ntp-legend"><span>0</span>'
         f'<span class="ntp-scale" style="background:{css_gradient()}"></span>'
-        "<span>1</span><span>the model's probability of the chosen token</span></div>"
+        f"<span>1</span><span>{tr(lang, 'lab.chips.legend')}</span></div>"
     )
 
 
-def chips_prefix() -> str:
+def chips_prefix(lang: str = "en") -> str:
     """What comes before the first chip: the style and the legend."""
-    return f'{STYLE}{legend_html()}<div class="ntp-chips">'
+    return f'{STYLE}{legend_html(lang)}<div class="ntp-chips">'
 
 
-def chip_html(record: StepRecord, index: int, selected: int | None = None) -> str:
+def chip_html(record: StepRecord, index: int, selected: int | None = None, lang: str = "en") -> str:
     """One step's chip (and the line breaks its newlines make)."""
-    return _chip(record, index, selected)
+    return _chip(record, index, selected, lang)
 
 
-def token_chips_html(records: list[StepRecord], selected: int | None = None) -> str:
+def token_chips_html(records: list[StepRecord], selected: int | None = None, lang: str = "en") -> str:
     """One chip per step, in order; `selected` is an index into records (the chip gets an outline).
 
     Append-only while a run streams: the style and legend come first and nothing closes after the
@@ -97,7 +98,7 @@ def token_chips_html(records: list[StepRecord], selected: int | None = None) -> 
     Gradio sends an ~200-byte "append" instead of the whole text again (and a streaming caller can
     build it as chips_prefix() + one chip_html per token)."""
     if records:
-        body = "".join(_chip(r, i, selected) for i, r in enumerate(records))
+        body = "".join(_chip(r, i, selected, lang) for i, r in enumerate(records))
     else:
-        body = '<span class="ntp-empty">No tokens yet.</span>'
-    return chips_prefix() + body
+        body = f'<span class="ntp-empty">{tr(lang, "lab.chips.empty")}</span>'
+    return chips_prefix(lang) + body

@@ -1,6 +1,6 @@
 """Every Sampling-lab setting as a link: a host prepares one URL per scenario and the room opens it.
 
-    http://host:7860/?prompt=The+capital+of+France+is&temperature=0.5&top_p=0.9&seed=1
+    http://host:7860/?prompt=The+capital+of+France+is&temperature=0.5&top_p=0.9&seed=1&lang=vi
 
 Pure functions: query parameters <-> control values, checked with the same validators as the lab's
 Generate and within the sliders' ranges. A bad or unknown parameter is reported (the page warns, naming
@@ -15,9 +15,11 @@ from urllib.parse import urlencode
 from model_service import limits, validation
 from model_service.settings import ORDERS
 
+from ..common.errors import in_language
+from ..common.i18n import language, tr
 from .request import DEFAULTS, SLIDERS
 
-IGNORED = ("__theme", "view", "lang")  # Gradio's and the page's own parameters
+IGNORED = ("__theme", "view", "lang")  # Gradio's and the page's own parameters (the page reads lang itself)
 
 
 def _ranged(name: str, integer: bool = False):
@@ -42,26 +44,32 @@ LINK_DEFAULTS = {**DEFAULTS, "prompt": limits.LESSON_PROMPT, "chat": False, "see
 
 
 def parse_query(params: dict) -> tuple[dict, list[str]]:
-    """(control key -> value, problems). Each problem names the parameter and says why."""
+    """(control key -> value, problems). Each problem names the parameter and says why, in the link's
+    language (its `lang`; English without one)."""
+    lang = params.get("lang")
     values, problems = {}, []
     for name, raw in params.items():
         if name not in FIELDS:
             if name not in IGNORED:
-                problems.append(f"unknown setting {name!r} (known: {', '.join(FIELDS)})")
+                problems.append(tr(lang, "lab.link.unknown", name=repr(name), known=", ".join(FIELDS)))
             continue
         try:
             values[name] = FIELDS[name](raw)
         except ValueError as e:
-            problems.append(f"{e}; the default is kept")
+            problems.append(tr(lang, "lab.link.kept", error=in_language(e, lang)))
     return values, problems
 
 
-def make_query(values: dict) -> str:
-    """The query string for the current controls (defaults left out keeps links short)."""
+def make_query(values: dict, lang: str | None = None, host_lang: str | None = None) -> str:
+    """The query string for the current controls (defaults left out keeps links short), and the page's
+    language `lang` (the room then reads what the host saw, whatever their browsers' languages). An English
+    link stays as short as before unless the host's page opens in another language (`host_lang`, --lang)."""
     out = {}
     for name in FIELDS:
         value = values.get(name)
         if value is None or (name != "prompt" and value == LINK_DEFAULTS.get(name, object())):
             continue
         out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    if lang is not None and not language(lang) == language(host_lang) == "en":
+        out["lang"] = language(lang)
     return urlencode(out)

@@ -11,26 +11,20 @@ from dataclasses import dataclass
 from model_service import limits, validation
 from model_service.settings import ORDERS, SamplingSettings, parse_settings
 
-ORDER_LABELS = {
+from ..common.i18n import tr
+
+ORDER_LABELS = {  # names and arrows: the same in every language
     "hf": "Hugging Face: temperature → top-k → top-p → min-p",
     "vllm": "vLLM: temperature → min-p → top-k → top-p",
     "llama.cpp": "llama.cpp: top-k → top-p → min-p → temperature",
 }
-ORDER_NOTES = {
-    "hf": "The lesson's order (transformers' generate()). Filters act on the tempered distribution.",
-    "vllm": "min-p runs before top-p, on the renormalised row, so the same knobs can keep fewer tokens.",
-    "llama.cpp": "The cut is decided at T = 1; temperature only reshapes the tokens that survived.",
-}
-assert set(ORDER_LABELS) == set(ORDERS)
+ORDER_NOTES = {"hf": "lab.order_note.hf", "vllm": "lab.order_note.vllm", "llama.cpp": "lab.order_note.llama_cpp"}  # keys
+assert set(ORDER_LABELS) == set(ORDERS) == set(ORDER_NOTES)
 
 _OFF = SamplingSettings()  # every filter off: the defaults the controls start from
 DEFAULTS = dict(
     temperature=_OFF.temperature, top_k=_OFF.top_k, top_p=_OFF.top_p, min_p=_OFF.min_p, seed=None,
     order=_OFF.order, max_new_tokens=limits.DEFAULT_MAX_NEW_TOKENS,
-)
-DEFAULTS_NOTE = (
-    "Defaults: temperature 1, top-k off (0), top-p off (1), min-p off (0), order HF. "
-    "Note: Hugging Face's own `generate()` silently applies top-k 50; the playground applies nothing you do not set."
 )
 # The sliders' ranges: a link may set a control only inside them (the API accepts the service's wider ranges).
 SLIDERS = {
@@ -41,7 +35,14 @@ SLIDERS = {
     "max_new_tokens": (1, limits.MAX_NEW_TOKENS, 1),
 }
 CONTROL_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "order": "sampler order"}  # as the page labels them
-STOP_HELP = "separate several with |; \\n = newline, \\| = a bar"
+# the fields whose names are words, not terms: an error names them with the control's label in the page's language
+FIELD_LABELS = {"max new tokens": "lab.max_new", "stop strings": "lab.stop", "sampler order": "lab.order",
+                "scrub step": "lab.field.scrub", "free-writing prompt": "greedy.prompt"}
+
+
+def field_labels(lang: str) -> dict[str, str]:
+    """The validators' English field names -> the controls' labels in `lang` (for errors.user_error)."""
+    return {name: tr(lang, key) for name, key in FIELD_LABELS.items()}
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from gradio_client.exceptions import AppError
 
+from model_service import limits
+
 LESSON = "The capital of France is"
 # /generate takes the lab's controls in order: prompt, chat, temperature, top-k, top-p, min-p, seed,
-# max new tokens, stop strings, order.
+# max new tokens, stop strings, order, then the page's language ("en" when left out).
 UI_ARGS = dict(chat=False, temperature=0.8, top_k=0, top_p=0.95, min_p=0.0, seed="3", max_new=6, stop="", order="hf")
 
 
@@ -94,3 +98,35 @@ def test_uploads_are_refused(app_url):
     files = {"files": ("big.txt", b"x" * 10_000, "text/plain")}
     r = httpx.post(app_url + "gradio_api/upload", files=files, timeout=30)
     assert r.status_code >= 400  # max_file_size: the page has no file input
+
+
+def test_the_lab_answers_in_vietnamese_when_asked_and_in_english_by_default(client):
+    args = (limits.LESSON_PROMPT_VI, *{**UI_ARGS, "max_new": 3}.values())
+    chips, status, stage, *_ = client.predict(*args, "vi", api_name="/generate")
+    assert status.startswith("**Bước 3** / 3 · ") and "**đã dừng: đạt số token mới tối đa**" in status
+    assert "xác suất model gán cho token được chọn" in chips and "hạng" in chips
+    titles = [a["text"] for a in json.loads(stage["plot"])["layout"]["annotations"]]
+    assert titles[0].startswith("softmax gốc<br>") and any(t.startswith("cuối (lấy mẫu từ đây)") for t in titles)
+    english = client.predict(*args, api_name="/generate")[1]
+    assert english.startswith("**Step 3** of 3 · ")
+
+
+def test_a_link_made_on_a_vietnamese_page_carries_the_language(client):
+    link = client.predict(limits.LESSON_PROMPT_VI, False, 1.0, 0, 1.0, 0.0, "", 48, "", "hf", "vi", api_name="/make_link")
+    assert link.endswith("?prompt=Th%E1%BB%A7+%C4%91%C3%B4+c%E1%BB%A7a+Ph%C3%A1p+l%C3%A0&lang=vi")
+
+
+def test_the_greedy_loop_in_vietnamese(client):
+    greedy, sampled = client.predict("Write whatever comes to mind:", "vi", api_name="/greedy_loop")
+    assert "Greedy (temperature bằng 0)" in greedy and "cụm 4 từ của nó lặp lại" in greedy
+    assert "Lấy mẫu (T 0.8, top-p 0.95, seed 0)" in sampled
+
+
+def test_a_bad_value_is_refused_in_the_pages_language_naming_the_control(client):
+    with pytest.raises(AppError, match="Số token mới tối đa phải là một số nguyên từ 1 đến 512, nhận được 0"):
+        client.predict(LESSON, *{**UI_ARGS, "max_new": 0}.values(), "vi", api_name="/generate")
+    with pytest.raises(AppError, match="max new tokens must be a whole number between 1 and 512, got 0"):
+        client.predict(LESSON, *{**UI_ARGS, "max_new": 0}.values(), api_name="/generate")
+    client.predict(LESSON, *{**UI_ARGS, "temperature": 0.0, "max_new": 3}.values(), api_name="/generate")
+    with pytest.raises(AppError, match="Bước tua tới phải là một số nguyên từ 0 đến 2, nhận được 9"):
+        client.predict(9, "vi", api_name="/scrub")

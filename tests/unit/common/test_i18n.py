@@ -75,3 +75,23 @@ def test_a_keyed_error_is_said_in_the_pages_language_and_others_stay_english():
     assert in_language(error, "vi") == "temperature phải là một số từ 0 đến 100, nhận được 'abc'"
     assert in_language(ValueError("plain"), "vi") == "plain"
     assert in_language("Link: x", "vi") == "Link: x"
+
+
+def test_the_lesson_prompt_is_swapped_only_while_it_is_the_other_languages_default():
+    en, vi = i18n.LESSON_PROMPTS["en"], i18n.LESSON_PROMPTS["vi"]
+    assert (en, vi) == ("The capital of France is", "Thủ đô của Pháp là")
+    assert i18n.swapped_default(en, "vi", i18n.LESSON_PROMPTS) == vi
+    assert i18n.swapped_default(vi, "en", i18n.LESSON_PROMPTS) == en
+    assert i18n.swapped_default(vi, "vi", i18n.LESSON_PROMPTS) is None  # already right: nothing to send
+    assert i18n.swapped_default("The capital of Italy is", "vi", i18n.LESSON_PROMPTS) is None  # typed: kept
+    assert i18n.swapped_default(en + " ", "vi", i18n.LESSON_PROMPTS) is None
+    assert i18n.swapped_default(en, "fr", i18n.LESSON_PROMPTS) is None  # junk means English: already English
+
+
+def test_chart_builders_can_translate_without_loading_gradio():
+    import subprocess
+    import sys
+
+    code = "import sys, playground.common.i18n as i; i.tr('vi', 'common.stop.eos'); print('gradio' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"

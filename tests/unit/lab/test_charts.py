@@ -271,3 +271,71 @@ def test_playground_figures_import_neither_torch_nor_gradio():
     code = "import sys, playground.lab.charts, playground.lab.chips; print(sorted({'torch', 'gradio'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+# ---- in Vietnamese ------------------------------------------------------------------------------------
+
+ENGLISH_WORDS = ("after", "kept", "mass", "removed", "chosen", "tokens", "rest", "other", "step", "capture was")
+
+
+def figure_text(fig) -> str:
+    """Every text a learner can read on the figure: titles, annotations, axis titles, trace names, hover."""
+    layout = fig.layout.to_plotly_json()
+    texts = [a.get("text", "") for a in layout.get("annotations", [])]
+    texts += [v.get("title", {}).get("text", "") for k, v in layout.items() if k.startswith(("xaxis", "yaxis"))]
+    for trace in fig.data:
+        texts += [trace.name or "", *(getattr(trace, "hovertext", None) or ()), *(getattr(trace, "text", None) or ())]
+    return " | ".join(str(t) for t in texts)
+
+
+def test_stage_figure_in_vietnamese_titles_key_and_hover():
+    fig = stage_figure(make_record(), lang="vi")
+    titles = [a.text for a in fig.layout.annotations][:6]
+    assert titles[0] == "softmax gốc<br>49,152 token"  # numbers keep the UI's formatting
+    assert titles[2] == "sau top-k<br>giữ 3 · tổng 0.92"
+    assert titles[5] == "cuối (lấy mẫu từ đây)<br>giữ 2"
+    assert "được giữ" in fig.layout.annotations[6].text and "bị giai đoạn này cắt bỏ" in fig.layout.annotations[6].text
+    assert fig.data[2].hovertext[3] == "'\\n' · bị top-k cắt bỏ (trước đó 6.0%)"
+    assert fig.data[3].hovertext[4] == "'&lt;b&gt;' · bị top-k cắt bỏ"  # the piece stays escaped
+    text = figure_text(fig).replace("top-k", "").replace("top-p", "")
+    assert not any(word in text for word in ENGLISH_WORDS), text
+    greedy = stage_figure(make_record({"raw": [0.6, 0.4], "final": [1.0, 0.0]}, u=None), lang="vi")
+    assert greedy.layout.annotations[1].text == "cuối: argmax<br>giữ 2"
+
+
+def test_the_cached_layout_keeps_one_key_per_language():
+    english, vietnamese = stage_figure(make_record()), stage_figure(make_record(), lang="vi")
+    assert "removed by this stage" in english.layout.annotations[6].text
+    assert "removed" not in vietnamese.layout.annotations[6].text
+    assert "removed by this stage" in stage_figure(make_record()).layout.annotations[6].text
+
+
+def test_draw_figure_in_vietnamese():
+    probs = {"raw": [0.5, 0.2], "final": [0.5, 0.2]}
+    fig = draw_figure(make_record(probs, chosen=1234, chosen_prob=0.05, u=0.9, low=0.88, high=0.93), lang="vi")
+    assert "còn lại" in list(fig.data[0].text) and any(h.startswith("các token khác · ") for h in fig.data[0].hovertext)
+    assert [a.text for a in draw_figure(make_record(u=None), lang="vi").layout.annotations] == [
+        "greedy: lấy argmax, không rút ngẫu nhiên"]
+    rest = draw_figure(make_record({"raw": [0.5, 0.2, 0.1], "final": [0.5, 0.2, 0.1]}, chosen=1, u=0.6), lang="vi")
+    assert rest.data[0].hovertext[-1].startswith("mọi token khác · ")
+    assert "capture đang tắt" in draw_figure(make_record(capture=False), lang="vi").layout.annotations[0].text
+
+
+def test_run_figure_in_vietnamese_axes_legend_and_hover():
+    fig = run_figure([make_record(step=i, u=0.1) for i in range(3)], lang="vi")
+    assert [t.name for t in fig.data] == ["p(được chọn), cuối", "entropy, gốc (bit)", "số được giữ, cuối (log)"]
+    assert (fig.layout.yaxis.title.text, fig.layout.yaxis2.title.text, fig.layout.yaxis3.title.text) == (
+        "p được chọn", "bit", "được giữ")
+    assert fig.layout.xaxis2.title.text == "bước"
+    assert fig.data[1].hovertext[0] == "bước 0 · ' Paris'<br>H = 1.50 bit"
+    assert fig.data[2].hovertext[0].endswith("<br>giữ 2")
+    assert not any(word in figure_text(fig) for word in ENGLISH_WORDS)
+    assert run_figure([], lang="vi").layout.annotations[0].text == "Chạy thử một lượt để xem các bước."
+
+
+def test_english_is_the_default_of_every_chart():
+    record = make_record()
+    for build in (stage_figure, draw_figure):
+        assert build(record).to_json() == build(record, lang="en").to_json()
+    assert run_figure([record]).to_json() == run_figure([record], lang="en").to_json()
+    assert run_figure([record]).layout.xaxis2.title.text == "step"

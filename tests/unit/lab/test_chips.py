@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from html.parser import HTMLParser
 
 from plotly.colors import sample_colorscale, unlabel_rgb
@@ -177,3 +178,20 @@ def test_built_chip_by_chip_it_is_the_same_html():
 
     records = [rec(c, 0.3 + 0.1 * i) for i, c in enumerate(["a", " b", "\n", "<c>"])]
     assert chips_prefix() + "".join(chip_html(r, i) for i, r in enumerate(records)) == token_chips_html(records)
+
+
+def test_vietnamese_hover_text_legend_and_placeholder():
+    record = replace(rec(" Paris", 1.54), stop_reason="eos")
+    assert chip_title(record, "vi") == "ID 3575 · ' Paris' · p=0.77 · 1.54 sau pipeline · hạng 1 · dừng: eos"
+    chip = parse(token_chips_html([record], lang="vi")).chips[0]
+    assert chip["title"] == chip_title(record, "vi") and chip["text"] == "␣Paris"
+    assert "xác suất model gán cho token được chọn" in token_chips_html([record], lang="vi")
+    assert "Chưa có token nào." in token_chips_html([], lang="vi")
+    assert "probability" not in token_chips_html([record], lang="vi")
+
+
+def test_english_stays_the_default():
+    record = rec(" Paris", 1.54)
+    assert chip_title(record) == chip_title(record, "en") == "id 3575 · ' Paris' · p=0.77 · 1.54 after the pipeline · rank 1"
+    assert token_chips_html([record]) == token_chips_html([record], lang="en")
+    assert "the model's probability of the chosen token" in token_chips_html([record])

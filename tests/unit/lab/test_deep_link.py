@@ -34,3 +34,25 @@ def test_stop_strings_and_big_seeds_round_trip_exactly():
     values = {"prompt": "a|b", "stop": "\\n|x\\|y", "seed": "9007199254740991"}
     parsed, problems = parse_query(dict(parse_qsl(make_query(values))))
     assert problems == [] and parsed == values
+
+
+def test_a_vietnamese_page_puts_its_language_in_the_link_and_parsing_ignores_it():
+    query = make_query({"prompt": "Thủ đô của Pháp là", "temperature": 0.5}, lang="vi")
+    assert dict(parse_qsl(query)) == {"prompt": "Thủ đô của Pháp là", "temperature": "0.5", "lang": "vi"}
+    assert parse_query(dict(parse_qsl(query))) == ({"prompt": "Thủ đô của Pháp là", "temperature": 0.5}, [])
+
+
+def test_an_english_link_stays_short_unless_the_host_opens_pages_in_another_language():
+    assert make_query({"prompt": "hi"}, lang="en") == "prompt=hi"
+    assert make_query({"prompt": "hi"}, lang="en", host_lang="vi") == "prompt=hi&lang=en"
+    assert make_query({"prompt": "hi"}, lang="<script>") == "prompt=hi"  # junk is the default, English
+
+
+def test_a_vietnamese_links_problems_are_said_in_vietnamese():
+    values, problems = parse_query({"lang": "vi", "temperature": "5", "colour": "red"})
+    assert values == {}
+    assert problems == [
+        "temperature phải là một số từ 0 đến 2, nhận được '5'; giữ giá trị mặc định",
+        "không có thiết lập 'colour' (các thiết lập có: prompt, chat, temperature, top_k, top_p, min_p, seed, "
+        "max_new_tokens, stop, order)",
+    ]

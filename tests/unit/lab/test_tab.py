@@ -1,0 +1,67 @@
+"""The lab's server-built text (status line, waiting line, order note, placeholders) in both languages."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from model_service.records import Waiting
+from playground.lab.request import ORDER_NOTES
+from playground.lab.tab import Run, order_note_text, placeholder_figures, status_markdown, waiting_markdown
+
+from .test_charts import make_record
+
+
+def run_of(*records, **kw) -> Run:
+    return Run(records=list(records), **kw)
+
+
+def test_the_status_line_in_english_reads_as_before():
+    last = make_record(step=1, u=0.3)
+    last = replace(last, stop_reason="max_tokens")
+    line = status_markdown(run_of(make_record(), last), rate=12.34)
+    assert line == (
+        "**Step 2** of 2 · token <code>&#x27; Paris&#x27;</code> (id 100) · rank 1, p = 0.750 after the pipeline"
+        " · drawn with u = 0.300 · seed 1 · forward 1 ms · sampling 0.1 ms · 12.3 tokens/s"
+        " · **stopped: reached max new tokens**"
+    )
+
+
+def test_the_status_line_in_vietnamese():
+    greedy = make_record(u=None)
+    line = status_markdown(run_of(greedy, stop_requested=True), lang="vi")
+    assert line == (
+        "**Bước 1** / 1 · token <code>&#x27; Paris&#x27;</code> (ID 100) · hạng 1, p = 0.750 sau pipeline"
+        " · greedy: lấy argmax · seed 1 · forward pass 1 ms · lấy mẫu 0.1 ms · **bạn đã dừng**"
+    )
+    stopped = replace(greedy, stop_reason="eos", batch_size=3)
+    assert status_markdown(run_of(stopped), lang="vi").endswith(
+        "batch gồm 3 request ở bước này · **đã dừng: token kết thúc văn bản**")
+    assert status_markdown(Run(), lang="vi").startswith("Bấm **Sinh văn bản**")
+    assert status_markdown(Run()) == "Press **Generate** to stream a run, or **Step** to take one token at a time."
+
+
+def test_the_piece_in_the_status_line_stays_escaped_in_both_languages():
+    record = make_record(pieces=["<img src=x onerror=alert(1)>"])
+    for lang in ("en", "vi"):
+        line = status_markdown(run_of(record), lang=lang)
+        assert "<img" not in line and "&lt;img src=x" in line
+
+
+def test_waiting_line_one_and_many():
+    assert waiting_markdown(Waiting(position=2, ahead=1, queue_length=2)).startswith("⏳ **waiting: 1 request ahead of you** — ")
+    assert waiting_markdown(Waiting(position=4, ahead=3, queue_length=4)).startswith("⏳ **waiting: 3 requests ahead of you** — ")
+    assert waiting_markdown(Waiting(position=4, ahead=3, queue_length=4), "vi").startswith("⏳ **đang chờ: còn 3 request trước bạn** — ")
+
+
+def test_order_notes_and_placeholders_follow_the_language():
+    for order in ORDER_NOTES:
+        assert order_note_text(order) != order_note_text(order, "vi") != ""
+    assert order_note_text("hf").startswith("The lesson's order")
+    assert order_note_text("nonsense", "vi") == ""
+    english, vietnamese = placeholder_figures(), placeholder_figures("vi")
+    assert [f.layout.annotations[0].text for f in english] == [
+        "The distributions of each step appear here.", "The random draw appears here.",
+        "Entropy, chosen-token probability and kept count over the run."]
+    assert [f.layout.annotations[0].text for f in vietnamese] == [
+        "Phân phối ở từng bước sẽ hiện ở đây.", "Lần rút ngẫu nhiên sẽ hiện ở đây.",
+        "Entropy, xác suất của token được chọn và số token được giữ lại, qua cả lượt chạy."]
