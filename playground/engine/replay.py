@@ -2,7 +2,7 @@
 
 The streaming handler and a switch of the page's language draw through the same functions, so a
 switch redraws the run in the other language from what it already has, without the model. Pure: no
-torch, and no gradio but what the catalogues' module (common.i18n) imports.
+torch, no gradio.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ NEW_ROWS = [  # what "Add row" appends, in turn
     ["The recipe calls for", 0.9, 50, 0.9, 0, "hf", "7", 32, ""],
 ]
 _blank = validation.is_blank
-_FIELDS = ("temperature", "top_k", "top_p", "min_p", "order", "seed")  # parse_settings' fields, in COLUMNS order
+COLUMN_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}  # as the table's English headers say
 # the headers in words; the others are the knobs' names, as learners meet them in code, in every language
 _WORDS = {"order": "engine.column.order", "max tokens": "engine.column.max_tokens", "stop": "engine.column.stop"}
 
@@ -67,20 +67,20 @@ def table_rows(table) -> list[list]:
 
 
 def parse_row(n: int, cells: list, lang="en") -> Request:
-    """One request; a message names the row and the field as the table's headers say, in `lang`."""
+    """One request; a message names the row, and the field as the table's header says it in `lang`."""
     prompt, temperature, top_k, top_p, min_p, order, seed, max_tokens, stop = cells
-    name = headers(lang)
     if _blank(prompt):
         raise ValueError(tr(lang, "engine.error.empty_prompt", row=n))
     try:
-        prompt = validation.text(name[0], prompt if isinstance(prompt, str) else str(prompt))
-        settings = parse_settings(temperature, top_k, top_p, min_p, seed, order, labels=dict(zip(_FIELDS, name[1:7])),
+        prompt = validation.text("prompt", prompt if isinstance(prompt, str) else str(prompt))
+        settings = parse_settings(temperature, top_k, top_p, min_p, seed, order, labels=COLUMN_NAMES,
                                   blank_is_default=True)
-        max_new = validation.number(name[7], max_tokens, integer=True, low=1, high=limits.MAX_NEW_TOKENS,
+        max_new = validation.number("max tokens", max_tokens, integer=True, low=1, high=limits.MAX_NEW_TOKENS,
                                     blank=limits.DEFAULT_ENGINE_MAX_NEW_TOKENS)
-        stops = validation.parse_stop_text(name[8], stop)
+        stops = validation.parse_stop_text("stop", stop)
     except ValueError as e:  # the validators' keyed errors are said again in `lang`
-        raise ValueError(tr(lang, "engine.error.row", row=n, message=in_language(e, lang))) from None
+        message = in_language(e, lang, fields=dict(zip(COLUMNS, headers(lang))))
+        raise ValueError(tr(lang, "engine.error.row", row=n, message=message)) from None
     return Request(prompt, settings, max_new, stops)
 
 

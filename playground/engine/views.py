@@ -1,6 +1,5 @@
 """Views of one step of the batched engine (lesson 13, "Inside an engine"): pure functions, records in,
-a plotly Figure or an HTML string out, in the language `lang` ("en" by default). No torch; no gradio
-but what the catalogues' module (common.i18n) imports.
+a plotly Figure or an HTML string out, in the language `lang` ("en" by default). No torch, no gradio.
 
 Rows keep their place in every view for the whole run (request order, finished rows stay as empty
 lines), so the eye can watch the batch shrink while the layout stays still.
@@ -18,7 +17,7 @@ from model_service.settings import SamplingSettings
 from ..common.colours import MASS_SCALE, VERMILLION
 from ..common.figures import base_layout, empty_figure
 from ..common.i18n import tr
-from ..common.text import escape_html, escape_plotly, pct, quoted_piece, shorten, visible_piece
+from ..common.text import escape_html, escape_plotly, pct, quoted_piece, shorten, stop_reason, visible_piece
 
 CELL_CHARS = 8  # token text in a heatmap cell is cut to this
 PIECE_CHARS = 10  # token text in the parameter table
@@ -37,14 +36,6 @@ def settings_label(s: SamplingSettings, lang="en") -> str:
     if s.order != "hf":
         parts.append(s.order)
     return " · ".join(parts)
-
-
-# why a row stopped (StepRecord.stop_reason) -> its words; a reason we have no words for shows as it is
-_STOP_KEYS = {"eos": "engine.stop.eos", "max_tokens": "engine.stop.max_tokens", "stop_string": "engine.stop.stop_string"}
-
-
-def stop_reason(code, lang="en") -> str:
-    return tr(lang, _STOP_KEYS[code]) if code in _STOP_KEYS else str(code)
 
 
 def _finished_note(record: StepRecord, lang) -> str:
