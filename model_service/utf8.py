@@ -24,6 +24,33 @@ _SEARCH = 0x10000  # code points tried from the start of a range for a printable
 
 
 @dataclass(frozen=True)
+class PieceNote:
+    """One character of a piece that is not whole, as data, so that a view can say it in its language.
+
+    kind: "split" (bytes first..last of a character of `length` bytes: `char` when the bytes around
+    complete it, else the code points low..high it can still become), "stray" (a byte that continues
+    no character) or "invalid" (a byte that is not UTF-8)."""
+
+    kind: str
+    first: int = 0
+    last: int = 0
+    length: int = 0
+    char: str = ""
+    low: int = 0
+    high: int = 0
+
+    def english(self) -> str:
+        """The note in English words: "bytes 1–2 of 3 of ủ", "a byte that continues no character"."""
+        if self.kind == "stray":
+            return "a byte that continues no character"
+        if self.kind == "invalid":
+            return "a byte that is not UTF-8"
+        held = f"byte {self.first}" if self.first == self.last else f"bytes {self.first}–{self.last}"
+        known = self.char or f"a character in U+{self.low:04X}–U+{self.high:04X}"
+        return f"{held} of {self.length} of {known}"
+
+
+@dataclass(frozen=True)
 class PieceText:
     """How one piece reads. `text` is what every view shows; the rest says which bytes it holds."""
 
@@ -32,6 +59,7 @@ class PieceText:
     mark: str = ""  # which bytes of a split character it holds, short: "1–2/3" ("" for whole characters)
     words: str = ""  # the same in words, with no byte escapes: "bytes 1–2 of 3 of ủ"
     raw: str = ""  # its own bytes, non-ASCII as \xNN ("\xe1\xbb"); set only when it is not whole characters
+    notes: tuple[PieceNote, ...] = ()  # what `words` says, as data (one note per character not whole)
 
     @property
     def partial(self) -> bool:
@@ -100,7 +128,7 @@ def read_piece(data: bytes, before: bytes = b"", after: bytes = b"") -> PieceTex
     after: bytes that follow it, b"" when not known (a candidate for the next token, the newest
     token of a stream) or when nothing follows. A character this piece starts but `after` does not
     finish reads as the first character it can still become, then "…" ("Ề…")."""
-    parts: list[tuple[str, str, str]] = []  # (text, mark, words) per character this piece touches
+    parts: list[tuple[str, str, PieceNote | None]] = []  # (text, mark, note) per character this piece touches
     pos = 0
     pending = incomplete_tail(before)
     if pending:
@@ -116,19 +144,20 @@ def read_piece(data: bytes, before: bytes = b"", after: bytes = b"") -> PieceTex
         n = char_length(data[pos])
         chunk = data[pos : pos + n] if n else b""
         if n and len(chunk) == n and _decodes(chunk):
-            parts.append((chunk.decode("utf-8"), "", ""))
+            parts.append((chunk.decode("utf-8"), "", None))
             pos += n
         elif n and len(chunk) < n and _valid_prefix(chunk):  # it starts a character the next bytes finish
             parts.append(_split(chunk, n, 1, len(chunk), after))
             pos = len(data)
         else:  # a continuation byte with nothing to continue, or not UTF-8 at all
-            parts.append((REPLACEMENT, "", "a byte that continues no character" if is_continuation(data[pos]) else "a byte that is not UTF-8"))
+            parts.append((REPLACEMENT, "", PieceNote("stray" if is_continuation(data[pos]) else "invalid")))
             pos += 1
     text = "".join(p[0] for p in parts)
-    words = "; ".join(p[2] for p in parts if p[2])
-    if not words:
+    notes = tuple(p[2] for p in parts if p[2])
+    if not notes:
         return PieceText(text)
-    return PieceText(text, " ".join(p[1] for p in parts if p[1]), words, escaped(data))
+    words = "; ".join(note.english() for note in notes)
+    return PieceText(text, " ".join(p[1] for p in parts if p[1]), words, escaped(data), notes)
 
 
 def _decodes(chunk: bytes) -> bool:
@@ -139,20 +168,17 @@ def _decodes(chunk: bytes) -> bool:
     return True
 
 
-def _split(have: bytes, n: int, first: int, last: int, after: bytes) -> tuple[str, str, str]:
+def _split(have: bytes, n: int, first: int, last: int, after: bytes) -> tuple[str, str, PieceNote]:
     """A character of n bytes of which this piece holds bytes first..last (1-based); `have` is every
     byte of it known up to this piece's last. `after` may finish it."""
     rest = n - len(have)
     follow = after[:rest]
-    if len(follow) == rest and all(is_continuation(b) for b in follow) and _decodes(have + follow):
-        char = known = (have + follow).decode("utf-8")
-    else:
-        char = possible_characters(have)
-        low, high = code_point_range(have)
-        known = f"a character in U+{low:04X}–U+{high:04X}"
     mark = f"{first}/{n}" if first == last else f"{first}–{last}/{n}"
-    held = f"byte {first}" if first == last else f"bytes {first}–{last}"
-    return char, mark, f"{held} of {n} of {known}"
+    if len(follow) == rest and all(is_continuation(b) for b in follow) and _decodes(have + follow):
+        char = (have + follow).decode("utf-8")
+        return char, mark, PieceNote("split", first, last, n, char=char)
+    low, high = code_point_range(have)
+    return possible_characters(have), mark, PieceNote("split", first, last, n, low=low, high=high)
 
 
 def code_point_range(prefix: bytes) -> tuple[int, int]:
@@ -195,6 +221,6 @@ def read_sequence(pieces: list[bytes], before: bytes = b"", after: bytes = b"") 
 
 
 __all__ = [
-    "PieceText", "REPLACEMENT", "char_length", "code_point_range", "escaped", "incomplete_tail", "is_continuation", "piece_bytes",
+    "PieceNote", "PieceText", "REPLACEMENT", "char_length", "code_point_range", "escaped", "incomplete_tail", "is_continuation", "piece_bytes",
     "possible_characters", "read_piece", "read_sequence",
 ]
