@@ -1,5 +1,8 @@
 """How a single token reads on its own: its text piece, or its raw bytes when it holds part of a
-character (a byte-level BPE token cut mid-UTF-8, or a SentencePiece <0xNN> byte token)."""
+character (a byte-level BPE token cut mid-UTF-8, or a SentencePiece <0xNN> byte token).
+
+Such a token keeps its bytes (Token.bytes_hex) so that a view can read it in context, as the
+character it helps write (model_service/utf8.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import functools
 
 from .records import Token
 from .text_stream import REPLACEMENT
+from .utf8 import escaped
 
 
 @functools.cache
@@ -33,18 +37,21 @@ class PieceTable:
     def __call__(self, token_id: int) -> Token:
         token = self._cache.get(token_id)
         if token is None:
-            token = self._cache[token_id] = Token(token_id, self._piece(token_id), token_id in self._special)
+            piece, data = self._piece(token_id)
+            token = self._cache[token_id] = Token(token_id, piece, token_id in self._special, data.hex())
         return token
 
-    def _piece(self, token_id: int) -> str:
+    def _piece(self, token_id: int) -> tuple[str, bytes]:
+        """(piece, its bytes if it is not whole characters, else b"")."""
         text = self._tok.decode([token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False)
         if REPLACEMENT not in text:
-            return text
+            return text, b""
         raw = self._tok.convert_ids_to_tokens(token_id)
         if raw.startswith("<0x") and raw.endswith(">"):  # SentencePiece byte fallback
-            return "\\x" + raw[3:-1].lower()
-        table = _byte_decoder()
-        if all(c in table for c in raw):
+            data = bytes.fromhex(raw[3:-1])
+        else:
+            table = _byte_decoder()
+            if not all(c in table for c in raw):
+                return raw, b""
             data = bytes(table[c] for c in raw)
-            return data.decode("utf-8", errors="backslashreplace")
-        return raw
+        return escaped(data), data

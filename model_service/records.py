@@ -44,6 +44,7 @@ class Token:
     id: int
     piece: str  # as it reads in text: leading spaces kept; bytes of a split character as \xNN
     special: bool = False
+    bytes_hex: str = ""  # its bytes in hex when it holds part of a character ("e1bb"), else "" (piece.encode())
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -99,6 +100,11 @@ class StepRecord:
     stop_reason: str | None = None  # on the last step only: "eos", "max_tokens" or "stop_string"
     order: str = "hf"
     batch_size: int = 1  # rows that shared the forward pass which produced this step's logits
+    # A character can span tokens: the chosen token's bytes in hex when it holds part of one (else "":
+    # piece.encode()), and the bytes generated before this step that do not make a whole character
+    # yet, which this step's token (and each candidate) may complete. model_service/utf8.py reads them.
+    bytes_hex: str = ""
+    pending_hex: str = ""
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from . import limits, loading, validation
 from .pieces import PieceTable
-from .records import BatchStep, ModelInfo, Room, StepRecord, Waiting
+from .records import BatchStep, ModelInfo, Room, StepRecord, Token, Waiting
 from .settings import Request, SamplingSettings
 from .step_loop import RowState
 from .streams import BatchStream, GroupSink, Job, Stream, StreamSink
@@ -48,7 +48,7 @@ class PlaygroundService(Protocol):
 
     def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (), top_k: int = limits.DEFAULT_LM_HEAD_TOP_K): ...
 
-    def pieces_of(self, ids: Sequence[int]) -> dict[int, str]: ...
+    def pieces_of(self, ids: Sequence[int]) -> dict[int, Token]: ...
 
 
 def _count(field: str, value, low: int, high: int) -> int:
@@ -154,9 +154,10 @@ class ModelService:
             raise validation.InputError("prompt_too_long", count=f"{len(ids):,}", limit=f"{limits.MAX_PROMPT_TOKENS:,}")
         return ids
 
-    def pieces_of(self, ids: Sequence[int]) -> dict[int, str]:
-        """How each token reads on its own (leading spaces kept, split characters as bytes)."""
-        return {int(i): self.pieces(int(i)).piece for i in ids}
+    def pieces_of(self, ids: Sequence[int]) -> dict[int, Token]:
+        """Each token as a record: how it reads on its own (leading spaces kept) and, when it holds
+        part of a character, its bytes (to be read in context: model_service/utf8.py)."""
+        return {int(i): self.pieces(int(i)) for i in ids}
 
     def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (), top_k: int = limits.DEFAULT_LM_HEAD_TOP_K):
         """The LM head at the position after prompt + continue_from: for the top tokens, logit = h·w

@@ -59,6 +59,7 @@ class Candidate(_Record):
     piece: str
     prob: float
     special: bool = False
+    bytes_hex: str = ""  # as Token.bytes_hex: its bytes when it holds part of a character
 
 
 @dataclass(frozen=True)

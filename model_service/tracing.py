@@ -260,7 +260,7 @@ def _candidates(pieces, ids, probs) -> tuple[Candidate, ...]:
     out = []
     for i, p in zip(ids, probs):
         token = pieces(int(i))
-        out.append(Candidate(id=token.id, piece=token.piece, prob=r4(p), special=token.special))
+        out.append(Candidate(id=token.id, piece=token.piece, prob=r4(p), special=token.special, bytes_hex=token.bytes_hex))
     return tuple(out)
 
 

@@ -41,7 +41,10 @@ def register_api(service) -> None:
         """Stream one JSON step record per generated token: the token, the text so far, every stage's
         top-N probabilities, kept counts and masses, entropies, the random draw and timings. The last
         record carries stop_reason ("eos", "max_tokens" or "stop_string"). stop: a list of strings,
-        each used exactly as given (or one string). seed: a whole number below 2**53, or null."""
+        each used exactly as given (or one string). seed: a whole number below 2**53, or null.
+        A token that holds part of a character (a byte-level piece) has its bytes in bytes_hex (the
+        chosen token's, and each candidate's), and pending_hex holds the bytes generated before this
+        step that do not make a whole character yet: model_service/utf8.py:read_piece reads them."""
         try:
             records = service.generate(
                 validation.text("prompt", prompt),
@@ -62,7 +65,8 @@ def register_api(service) -> None:
 
     def trace_record(prompt: str, chat: Any = False, block: Any = None, top_n: Any = 5) -> dict:
         """The forward-pass trace as JSON: shapes, embedding rows, residual norms and updates, one block's
-        attention, the top-N at every position with teacher forcing, the logits' memory cost, the logit lens."""
+        attention, the top-N at every position with teacher forcing, the logits' memory cost, the logit lens.
+        Every token and candidate carries bytes_hex when it holds part of a character (see stream_records)."""
         try:
             prompt, chat = validation.text("prompt", prompt), validation.boolean("chat", chat)
             block = validation.number("block", block, integer=True, low=1, high=service.info.num_layers, blank=None)

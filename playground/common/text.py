@@ -8,6 +8,10 @@ gr.Markdown / toasts render HTML too, so any visitor's text goes through `escape
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from model_service.utf8 import PieceNote, PieceText, piece_bytes, read_piece, read_sequence
 
 from .i18n import tr
 
@@ -38,11 +42,68 @@ def escape_markdown_cell(text: str) -> str:
 # ---- token pieces --------------------------------------------------------------------------------------
 
 
-def visible_piece(piece: str, special: bool = False) -> str:
-    """A token as a label: edge spaces '␣', newline '↵', tab '⇥', empty '∅', specials '⟨…⟩'.
+@dataclass(frozen=True)
+class Shown:
+    """A token as every view shows it. A piece that holds part of a character shows the character
+    ("ủ"), never a byte escape; which bytes it holds is in `mark` (a subscript) and `hover`."""
 
-    Byte escapes such as '\\xe2' (a split UTF-8 character) are kept as they are.
-    """
+    text: str  # visible, not escaped: "␣Paris", "ủ", "⟨eos⟩"
+    mark: str = ""  # "1–2/3": bytes 1-2 of a 3-byte character ("" for whole characters)
+    words: str = ""  # "bytes 1–2 of 3 of ủ" in the view's language: no escapes, fine in visible text
+    hover: str = ""  # "'ủ' · bytes 1–2 of 3 of ủ: \\xe1\\xbb": for a title or a hover, not escaped
+
+
+def token_bytes(token) -> bytes:
+    """The bytes of a Token, Candidate or StepRecord (its chosen token)."""
+    return piece_bytes(token.piece, getattr(token, "bytes_hex", ""))
+
+
+def show_token(token, before: bytes = b"", after: bytes = b"", lang="en") -> Shown:
+    """The one reading of a token for every view (chips, bars, heatmaps, tables, status lines).
+
+    token: a Token, Candidate or StepRecord; before: the bytes written before it (a candidate for the
+    next token is read after the text so far, which may have left a character half-written); after:
+    the bytes that follow it, b"" when unknown; lang: the language of its words (which bytes it holds)."""
+    return _shown(token, read_piece(token_bytes(token), before, after), lang)
+
+
+def show_tokens(tokens: Sequence, before: bytes = b"", after: bytes = b"", lang="en") -> list[Shown]:
+    """Tokens that follow one another (a prompt, a run): each is completed by its neighbours."""
+    readings = read_sequence([token_bytes(t) for t in tokens], before, after)
+    return [_shown(t, r, lang) for t, r in zip(tokens, readings)]
+
+
+def show_steps(records: Sequence, start: int = 0, end: int | None = None, lang="en") -> list[Shown]:
+    """A run's StepRecords records[start:end], each read in place: after the bytes still pending
+    before the first (its pending_hex), and completed by the tokens after the last."""
+    end = len(records) if end is None else end
+    before = bytes.fromhex(getattr(records[start], "pending_hex", "")) if start < end else b""
+    after = b"".join(token_bytes(r) for r in records[end : end + 3])
+    return show_tokens(records[start:end], before, after, lang)
+
+
+def piece_note(note: PieceNote, lang="en") -> str:
+    """Which bytes of a character a piece holds, in `lang`: "bytes 1–2 of 3 of ủ"."""
+    if note.kind == "stray":
+        return tr(lang, "common.piece.stray")
+    if note.kind == "invalid":
+        return tr(lang, "common.piece.invalid")
+    char = note.char or tr(lang, "common.piece.range", low=f"{note.low:04X}", high=f"{note.high:04X}")
+    if note.first == note.last:
+        return tr(lang, "common.piece.byte", first=note.first, length=note.length, char=char)
+    return tr(lang, "common.piece.bytes", first=note.first, last=note.last, length=note.length, char=char)
+
+
+def _shown(token, reading: PieceText, lang="en") -> Shown:
+    if token.special:
+        return Shown(visible_piece(token.piece, True), hover=quoted_piece(token.piece))
+    words = "; ".join(piece_note(note, lang) for note in reading.notes)
+    hover = quoted_piece(reading.text) + (f" · {words}: {reading.raw}" if words else "")
+    return Shown(visible_piece(reading.text), reading.mark, words, hover)
+
+
+def visible_piece(piece: str, special: bool = False) -> str:
+    """A token's text as a label: edge spaces '␣', newline '↵', tab '⇥', empty '∅', specials '⟨…⟩'."""
     if special:
         inner = piece[1:-1] if len(piece) > 2 and piece.startswith("<") and piece.endswith(">") else piece
         return f"⟨{_visible(inner)}⟩"
@@ -61,9 +122,10 @@ def _visible(piece: str) -> str:
 
 
 def _control(c: str) -> str:
+    """Newline and tab as arrows; other control characters as their Unicode pictures (U+2400 block)."""
     if c in _CONTROL:
         return _CONTROL[c]
-    return f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else c
+    return chr(0x2400 + ord(c)) if ord(c) < 32 else "␡" if ord(c) == 127 else c
 
 
 def quoted_piece(piece: str) -> str:
@@ -71,9 +133,28 @@ def quoted_piece(piece: str) -> str:
     return "'" + piece.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + "'"
 
 
-def piece_label(piece: str, special: bool = False, limit: int = LABEL_CHARS) -> str:
-    """A token on a Plotly axis or cell: visible, shortened, escaped."""
-    return escape_plotly(shorten(visible_piece(piece, special), limit))
+def piece_label(shown: Shown, limit: int = LABEL_CHARS) -> str:
+    """A token on a Plotly axis, bar or cell: visible, shortened, escaped; which bytes of a split
+    character it holds as a subscript."""
+    text = escape_plotly(shorten(shown.text, limit))
+    return f"{text}<sub>{shown.mark}</sub>" if shown.mark else text
+
+
+def piece_hover(shown: Shown) -> str:
+    """A token in a Plotly hover: quoted, with the bytes of a split character."""
+    return escape_plotly(shown.hover)
+
+
+def piece_html(shown: Shown, limit: int | None = None) -> str:
+    """A token in HTML: visible, escaped, the split-character subscript in <sub>."""
+    text = escape_html(shorten(shown.text, limit) if limit else shown.text)
+    return f'{text}<sub class="ntp-part">{escape_html(shown.mark)}</sub>' if shown.mark else text
+
+
+def piece_markdown(shown: Shown) -> str:
+    """A token in Markdown (a table cell, a sentence): HTML and Markdown escaped, the subscript in <sub>."""
+    text = escape_markdown_cell(shown.text)
+    return f"{text}<sub>{escape_html(shown.mark)}</sub>" if shown.mark else text
 
 
 def shorten(text: str, limit: int = LABEL_CHARS) -> str:

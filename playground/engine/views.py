@@ -17,7 +17,17 @@ from model_service.settings import SamplingSettings
 from ..common.colours import MASS_SCALE, VERMILLION
 from ..common.figures import base_layout, empty_figure
 from ..common.i18n import tr
-from ..common.text import escape_html, escape_plotly, pct, quoted_piece, shorten, stop_reason, visible_piece
+from ..common.text import (
+    escape_html,
+    escape_plotly,
+    pct,
+    piece_hover,
+    piece_html,
+    piece_label,
+    shorten,
+    show_token,
+    stop_reason,
+)
 
 CELL_CHARS = 8  # token text in a heatmap cell is cut to this
 PIECE_CHARS = 10  # token text in the parameter table
@@ -54,17 +64,20 @@ def _row_cells(record: StepRecord, top: int, lang):
     z = [*final.probs[:n], *[None] * (top - n)]
     z.append(max(0.0, 1.0 - sum(final.probs[:n])))
     text, hover = [], []
+    before = bytes.fromhex(record.pending_hex)  # each candidate is read after the row's text so far
     for k, token in enumerate(record.candidates[:n]):
-        text.append(escape_plotly(shorten(visible_piece(token.piece, token.special), CELL_CHARS)))
-        hover.append(tr(lang, "engine.heatmap.hover", rank=k + 1, piece=escape_plotly(quoted_piece(token.piece)),
+        shown = show_token(token, before, lang=lang)
+        text.append(piece_label(shown, CELL_CHARS))
+        hover.append(tr(lang, "engine.heatmap.hover", rank=k + 1, piece=piece_hover(shown),
                         final=pct(final.probs[k]), raw=pct(raw.probs[k])))
     text += [""] * (top - n)
     hover += [""] * (top - n)
     chosen = next((k for k, t in enumerate(record.candidates[:n]) if t.id == record.token_id), None)
     if chosen is None:  # drawn from the tail: the rest cell names it and its raw rank
         chosen = top
-        text.append(escape_plotly(shorten(visible_piece(record.piece, record.special), CELL_CHARS - 3)) + f" #{record.chosen_rank + 1}")
-        hover.append(tr(lang, "engine.heatmap.hover_tail", top=n, piece=escape_plotly(quoted_piece(record.piece)),
+        shown = show_token(record, before, lang=lang)
+        text.append(piece_label(shown, CELL_CHARS - 3) + f" #{record.chosen_rank + 1}")
+        hover.append(tr(lang, "engine.heatmap.hover_tail", top=n, piece=piece_hover(shown),
                         rank=record.chosen_rank + 1))
     else:
         text.append(pct(z[-1]) if z[-1] >= 0.01 else "")
@@ -155,10 +168,8 @@ def params_html(step: BatchStep, numbers: Sequence[int] | None = None, lang="en"
         lines.append(f"<tr><th><code>{key}</code> <small>{dtype} · {tr(lang, note)}</small></th>{cells}</tr>")
     chosen = [step.rows[i] for i in step.active]
     ids = "".join(f"<td>{r.token_id}</td>" for r in chosen)
-    pieces = "".join(
-        f'<td title="{escape_html(quoted_piece(r.piece))}">'
-        f"{escape_html(shorten(visible_piece(r.piece, r.special), PIECE_CHARS))}</td>" for r in chosen
-    )
+    shown = [show_token(r, bytes.fromhex(r.pending_hex), lang=lang) for r in chosen]  # read after each row's text so far
+    pieces = "".join(f'<td title="{escape_html(s.hover)}">{piece_html(s, PIECE_CHARS)}</td>' for s in shown)
     lines.append(f'<tr class="ntp-out"><th>→ <code>next_tokens</code> <small>int64</small></th>{ids}</tr>')
     lines.append(f'<tr class="ntp-out"><th>→ {tr(lang, "engine.params.as_text")}</th>{pieces}</tr>')
     caption = tr(lang, "engine.params.caption", step=step.step + 1, logits=f"<code>({b}, {vocab:,})</code>",
@@ -176,6 +187,7 @@ PARAMS_STYLE = """<style>
 .ntp-params table th:first-child{text-align:left!important;font-weight:normal}
 .ntp-params small{opacity:.7}
 .ntp-params tr.ntp-out td{font-weight:600;color:#D55E00}
+.ntp-params .ntp-part{font-size:9px;font-weight:normal;color:inherit}
 </style>"""
 
 

@@ -18,21 +18,34 @@ from model_service.trace_records import AttentionMap, Trace
 from ..common.colours import BLUE, INK, MASKED, PROBABILITY_SCALE, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure
 from ..common.i18n import tr
-from ..common.text import escape_plotly, nbytes, pct, piece_label, quoted_piece
+from ..common.text import Shown, nbytes, pct, piece_hover, piece_label, show_token, show_tokens, token_bytes
 
 TICK_LABELS = 40  # beyond this many columns, label positions by number instead of by piece
 PIECE_CHARS = 10
 
 
-def label(piece: str, special: bool = False, limit: int = PIECE_CHARS) -> str:
-    return piece_label(piece, special, limit)
+def label(shown: Shown, limit: int = PIECE_CHARS) -> str:
+    return piece_label(shown, limit)
+
+
+def positions_shown(trace: Trace, lang: str = "en") -> list[Shown]:
+    """Every position's token read in the prompt, a split character completed by its neighbours."""
+    return show_tokens(trace.tokens, lang=lang)
+
+
+def candidates_after(trace: Trace, position: int, candidates, lang: str = "en") -> list[Shown]:
+    """Candidates for the token after `position`, read after the prompt up to there (which may end
+    half-way through a character that a candidate completes)."""
+    before = b"".join(token_bytes(t) for t in trace.tokens[max(0, position - 3) : position + 1])
+    return [show_token(c, before, lang=lang) for c in candidates]
 
 
 def _position_ticks(trace: Trace, positions) -> dict:
     positions = list(positions)
     if len(positions) > TICK_LABELS:
         return dict(tickmode="auto", nticks=12)
-    text = [label(trace.tokens[p].piece, trace.tokens[p].special) for p in positions]
+    shown = positions_shown(trace)
+    text = [label(shown[p]) for p in positions]
     return dict(tickmode="array", tickvals=positions, ticktext=text, tickangle=-45 if len(positions) > 8 else 0)
 
 
@@ -64,8 +77,9 @@ def residual_figure(trace: Trace, height: int | None = None, lang: str = "en") -
     row_names = [tr(lang, "forward.residual.row.embedding")] + [
         tr(lang, "forward.residual.row.block", block=k) for k in range(1, L)] + [
         tr(lang, "forward.residual.row.before_norm", block=L), tr(lang, "forward.residual.row.normed", block=L)]
-    who = [[tr(lang, "forward.residual.hover", row=row_names[k], position=p,
-               piece=escape_plotly(quoted_piece(trace.tokens[p].piece))) for p in pos] for k in rows]
+    shown = positions_shown(trace, lang)
+    who = [[tr(lang, "forward.residual.hover", row=row_names[k], position=p, piece=piece_hover(shown[p])) for p in pos]
+           for k in rows]
     values = [v for row in norms + [list(u) for u in r.updates] for v in row if v > 0] or [1.0]
     zrange = (math.floor(math.log10(min(values))), math.ceil(math.log10(max(values))))
     decades = list(range(zrange[0], zrange[1] + 1))
@@ -89,7 +103,7 @@ def residual_figure(trace: Trace, height: int | None = None, lang: str = "en") -
 # ---- attention ---------------------------------------------------------------------------------------
 
 
-def _attention_cells(a: AttentionMap, head: int, lang: str):
+def _attention_cells(a: AttentionMap, head: int, shown: list[Shown], lang: str):
     """z (None where masked), hover text, x values: the window's keys, plus an 'earlier' column at -1
     holding the weight on every key before the window when the window is cut."""
     start = a.positions[0]
@@ -102,7 +116,7 @@ def _attention_cells(a: AttentionMap, head: int, lang: str):
             visible = k <= q and (a.sliding_window is None or q - k < a.sliding_window)
             w = a.weights[head][i][j]
             row.append(w if visible else None)
-            hover.append(f"{label(a.pieces[i].piece)} → {label(a.pieces[j].piece)}: {w:.3f}" if visible
+            hover.append(f"{label(shown[i])} → {label(shown[j])}: {w:.3f}" if visible
                          else tr(lang, "forward.attention.hover.masked"))
         z.append(row)
         text.append(hover)
@@ -110,11 +124,14 @@ def _attention_cells(a: AttentionMap, head: int, lang: str):
     return z, text, x
 
 
-def attention_figure(a: AttentionMap | None, head: int | None = None, note: str = "", lang: str = "en") -> go.Figure:
+def attention_figure(a: AttentionMap | None, head: int | None = None, note: str = "", lang: str = "en",
+                     tokens=None) -> go.Figure:
     """One block's attention: a grid of every head (head=None) or one head large. Rows are queries,
-    columns keys; grey cells are the causal mask (a position never looks ahead)."""
+    columns keys; grey cells are the causal mask (a position never looks ahead). tokens: the whole
+    prompt's (Trace.tokens), so that a window that starts inside a character still reads it."""
     if a is None:
         return empty_figure(note or tr(lang, "forward.attention.none"), 220)
+    shown = show_tokens(tokens, lang=lang)[a.positions[0] :] if tokens else show_tokens(a.pieces, lang=lang)
     heads = list(range(a.num_heads)) if head is None else [min(max(int(head), 0), a.num_heads - 1)]
     cols = math.ceil(math.sqrt(len(heads)))
     nrows = math.ceil(len(heads) / cols)
@@ -125,13 +142,13 @@ def attention_figure(a: AttentionMap | None, head: int | None = None, note: str 
     show_labels = len(heads) == 1 or len(a.positions) <= 12
     cut = a.positions[0] > 0
     for n, h in enumerate(heads):
-        z, text, x = _attention_cells(a, h, lang)
+        z, text, x = _attention_cells(a, h, shown, lang)
         r, c = n // cols + 1, n % cols + 1
         fig.add_trace(go.Heatmap(z=z, x=x, y=list(a.positions), text=text, colorscale=PROBABILITY_SCALE, zmin=0, zmax=1,
                                  showscale=n == 0, colorbar=dict(thickness=10, len=0.6, title=dict(text=tr(lang, "forward.attention.weight"), side="top")),
                                  hovertemplate="%{text}<extra>" + titles[n] + "</extra>", xgap=_gap(len(x)),
                                  ygap=_gap(len(x))), row=r, col=c)
-    pieces = [label(t.piece, t.special) for t in a.pieces]
+    pieces = [label(s) for s in shown]
     if show_labels and len(a.positions) <= TICK_LABELS:
         xs = dict(tickvals=([a.positions[0] - 1] if cut else []) + list(a.positions), ticktext=([tr(lang, "forward.attention.earlier")] if cut else []) + pieces)
         ys = dict(tickvals=list(a.positions), ticktext=pieces)
@@ -159,16 +176,19 @@ def predictions_figure(trace: Trace, lang: str = "en") -> go.Figure:
         return empty_figure(tr(lang, "forward.predictions.none"))
     n = len(preds[0].top)
     z, text, hover = [], [], []
+    at = positions_shown(trace, lang)
     for p in preds:
+        top = candidates_after(trace, p.position, p.top, lang)
+        nxt = at[p.position + 1] if p.next is not None else None  # the prompt's own next token, read in the prompt
         z.append([c.prob for c in p.top] + [p.next_prob if p.next is not None else None])
-        text.append([f"{label(c.piece, c.special)}<br>{pct(c.prob)}" for c in p.top] + (
-            [f"{label(p.next.piece, p.next.special)}<br>#{p.next_rank + 1} · {pct(p.next_prob)}"] if p.next is not None
+        text.append([f"{label(s)}<br>{pct(c.prob)}" for s, c in zip(top, p.top)] + (
+            [f"{label(nxt)}<br>#{p.next_rank + 1} · {pct(p.next_prob)}"] if nxt is not None
             else [tr(lang, "forward.predictions.starts")]))
-        after = escape_plotly(quoted_piece(p.token.piece))
-        hover.append([tr(lang, "forward.predictions.hover", token=after, piece=escape_plotly(quoted_piece(c.piece)),
-                         prob=pct(c.prob)) for c in p.top] + (
-            [tr(lang, "forward.predictions.hover_next", piece=escape_plotly(quoted_piece(p.next.piece)), rank=p.next_rank + 1,
-                prob=pct(p.next_prob))] if p.next is not None else [tr(lang, "forward.predictions.hover_none")]))
+        after = piece_hover(at[p.position])
+        hover.append([tr(lang, "forward.predictions.hover", token=after, piece=piece_hover(s), prob=pct(c.prob))
+                      for s, c in zip(top, p.top)] + (
+            [tr(lang, "forward.predictions.hover_next", piece=piece_hover(nxt), rank=p.next_rank + 1,
+                prob=pct(p.next_prob))] if nxt is not None else [tr(lang, "forward.predictions.hover_none")]))
     ys = [p.position for p in preds]
     fig = go.Figure(go.Heatmap(
         z=z, x=list(range(n + 1)), y=ys, text=text, customdata=hover, texttemplate="%{text}", textfont=dict(size=10),
@@ -181,7 +201,7 @@ def predictions_figure(trace: Trace, lang: str = "en") -> go.Figure:
                        font=dict(color=VERMILLION, size=11), xshift=6)
     fig.update_xaxes(tickvals=list(range(n + 1)), ticktext=[f"#{i + 1}" for i in range(n)] + [tr(lang, "forward.predictions.actual")], side="top",
                      showgrid=False, zeroline=False, fixedrange=True)
-    fig.update_yaxes(tickvals=ys, ticktext=[f"{p.position}: {label(p.token.piece, p.token.special)}" for p in preds],
+    fig.update_yaxes(tickvals=ys, ticktext=[f"{p.position}: {label(at[p.position])}" for p in preds],
                      autorange="reversed", showgrid=False, zeroline=False, fixedrange=True)
     return base_layout(fig, 34 * len(preds) + 70, dict(l=110, r=130, t=34, b=10))
 
@@ -192,8 +212,9 @@ def teacher_figure(trace: Trace, height: int = 170, lang: str = "en") -> go.Figu
     if not t.probs:
         return empty_figure(tr(lang, "forward.teacher.none"), height)
     x = list(range(len(t.probs)))  # bar i: position i's logits row, scored on token i + 1
-    hover = [tr(lang, "forward.teacher.hover", position=i, token=escape_plotly(quoted_piece(trace.tokens[i].piece)),
-                next=escape_plotly(quoted_piece(trace.tokens[i + 1].piece)), prob=pct(p), rank=r + 1)
+    at = positions_shown(trace, lang)
+    hover = [tr(lang, "forward.teacher.hover", position=i, token=piece_hover(at[i]), next=piece_hover(at[i + 1]),
+                prob=pct(p), rank=r + 1)
              for i, (p, r) in enumerate(zip(t.probs, t.ranks))]
     fig = go.Figure(go.Bar(x=x, y=list(t.probs), marker_color=[VERMILLION if r == 0 else BLUE for r in t.ranks],
                            hovertext=hover, hoverinfo="text"))
@@ -248,13 +269,16 @@ def lens_figure(trace: Trace, lang: str = "en") -> go.Figure:
     n = len(layers[0].top)
     L = len(layers) - 1
     ks = [layer.index for layer in layers]
+    last = len(trace.tokens) - 1  # the lens reads the last position: its candidates follow the whole prompt
+    (target,) = candidates_after(trace, last, [lens.target], lang)
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.7, 0.3], horizontal_spacing=0.03,
                         subplot_titles=(tr(lang, "forward.lens.title.top", n=n),
-                                        tr(lang, "forward.lens.title.target", piece=label(lens.target.piece, lens.target.special, 16))))
+                                        tr(lang, "forward.lens.title.target", piece=label(target, 16))))
     z = [[c.prob for c in layer.top] for layer in layers]
-    text = [[label(c.piece, c.special) for c in layer.top] for layer in layers]
-    hover = [[tr(lang, "forward.lens.hover", layer=k, piece=escape_plotly(quoted_piece(c.piece)), prob=pct(c.prob))
-              for c in layer.top] for k, layer in zip(ks, layers)]
+    shown = [candidates_after(trace, last, layer.top, lang) for layer in layers]
+    text = [[label(s) for s in row] for row in shown]
+    hover = [[tr(lang, "forward.lens.hover", layer=k, piece=piece_hover(s), prob=pct(c.prob)) for s, c in zip(row, layer.top)]
+             for k, layer, row in zip(ks, layers, shown)]
     fig.add_trace(go.Heatmap(z=z, x=list(range(n)), y=ks, text=text, customdata=hover, texttemplate="%{text}",
                              textfont=dict(size=10), colorscale=PROBABILITY_SCALE, zmin=0, zmax=1, xgap=2, ygap=1, showscale=False,
                              hovertemplate="%{customdata}<extra></extra>"), row=1, col=1)

@@ -91,7 +91,7 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
             raise user_error(e, lang) from None
         h = None if h == ALL_HEADS else h
         return {attention_md: tt.attention_markdown(trace.attention, trace.attention_note, lang),
-                attention_plot: tc.attention_figure(trace.attention, h, trace.attention_note, lang)}
+                attention_plot: tc.attention_figure(trace.attention, h, trace.attention_note, lang, trace.tokens)}
 
     def head_update(trace, chosen_head, lang):
         a = trace.attention

@@ -10,12 +10,13 @@ from __future__ import annotations
 from model_service.trace_records import AttentionMap, Trace
 
 from ..common.i18n import tr
-from ..common.text import escape_html, nbytes, visible_piece
+from ..common.text import escape_html, nbytes, piece_html, piece_markdown, show_token, show_tokens, token_bytes
 
 STYLE = """<style>
 .ntp-fw-tokens{display:flex;flex-wrap:wrap;gap:4px;align-items:flex-end;max-height:12.5em;overflow-y:auto}
 .ntp-fw-tok{display:inline-flex;flex-direction:column;align-items:center;border:1px solid #0072B2;border-radius:6px;padding:2px 6px;min-width:2.2em}
 .ntp-fw-piece{font-family:ui-monospace,monospace;font-size:15px;white-space:pre}
+.ntp-fw-piece .ntp-part{font-size:9px;vertical-align:baseline;margin-left:1px;color:inherit}
 .ntp-fw-id{font-size:11px;opacity:.75}
 .ntp-fw-special{border-style:dashed;font-style:italic}
 .ntp-fw-more{font-size:12px;opacity:.7;align-self:center}
@@ -24,20 +25,25 @@ MAX_CHIPS = 256
 
 
 def tokens_html(trace: Trace, lang: str = "en") -> str:
-    """One chip per token: the piece as it reads (spaces ␣, specials ⟨…⟩) over its id."""
+    """One chip per token: the piece as it reads (spaces ␣, specials ⟨…⟩) over its id; a piece of a
+    split character shows the character, the bytes it holds as a subscript and in its title."""
     chips = []
     tokens = trace.tokens
-    shown = tokens if len(tokens) <= MAX_CHIPS else tokens[-MAX_CHIPS:]
-    if len(shown) < len(tokens):
-        more = tr(lang, "forward.tokens.earlier", count=len(tokens) - len(shown))
-        chips.append(f'<span class="ntp-fw-more">{more}</span>')
-    for t in shown:
+    first = max(0, len(tokens) - MAX_CHIPS)
+    if first:
+        chips.append(f'<span class="ntp-fw-more">{tr(lang, "forward.tokens.earlier", count=first)}</span>')
+    for t, s in zip(tokens[first:], show_tokens(tokens, lang=lang)[first:]):
         cls = "ntp-fw-tok ntp-fw-special" if t.special else "ntp-fw-tok"
         key = "forward.tokens.title_special" if t.special else "forward.tokens.title"
-        title = escape_html(tr(lang, key, id=t.id, piece=repr(t.piece)))
+        title = escape_html(tr(lang, key, id=t.id, piece=s.hover))
         chips.append(f'<span class="{cls}" title="{title}"><span class="ntp-fw-piece">'
-                     f'{escape_html(visible_piece(t.piece, t.special))}</span><span class="ntp-fw-id">{t.id}</span></span>')
+                     f'{piece_html(s)}</span><span class="ntp-fw-id">{t.id}</span></span>')
     return f'{STYLE}<div class="ntp-fw-tokens">{"".join(chips)}</div>'
+
+
+def _after_prompt(trace: Trace, candidate):
+    """A candidate for the token after the whole prompt (the last position), read after the prompt."""
+    return show_token(candidate, b"".join(token_bytes(t) for t in trace.tokens[-4:]))
 
 
 def _shape(s) -> str:
@@ -78,11 +84,11 @@ def embedding_markdown(trace: Trace, columns: int = 6, lang: str = "en") -> str:
         lines.append(tr(lang, "forward.embedding.window", shown=len(e.rows), tokens=len(trace.tokens)))
     head = " | ".join(f"[{i}]" for i in range(columns))
     lines += ["", tr(lang, "forward.embedding.header", columns=head), "|--:|:--|--:|" + "--:|" * columns + ":-:|--:|"]
+    shown = show_tokens(trace.tokens, lang=lang)
     for row in e.rows:
-        tok = trace.tokens[row.position]
-        piece = visible_piece(tok.piece, tok.special).replace("|", "\\|")
+        piece = piece_markdown(shown[row.position])
         nums = " | ".join(f"{v:+.3f}" for v in row.values[:columns])
-        lines.append(f"| {row.position} | `{piece}` | {row.token_id} | {nums} | … | {row.norm:.3f} |")
+        lines.append(f"| {row.position} | <code>{piece}</code> | {row.token_id} | {nums} | … | {row.norm:.3f} |")
     return "\n".join(lines)
 
 
@@ -127,8 +133,8 @@ def output_markdown(trace: Trace, lang: str = "en") -> str:
     lines = [tr(lang, "forward.lesson.output"), "", tr(lang, "forward.output.shape", shape=_shape(s.logits), rows=T, vocab=s.vocab_size)]
     if last is not None and last.top:
         top = last.top[0]
-        lines.append(tr(lang, "forward.output.last", position=last.position, piece=visible_piece(top.piece, top.special),
-                        prob=top.prob))
+        lines.append(tr(lang, "forward.output.last", position=last.position,
+                        piece=f"<code>{piece_markdown(_after_prompt(trace, top))}</code>", prob=top.prob))
     if t.probs:
         first = sum(1 for r in t.ranks if r == 0)
         lines.append(tr(lang, "forward.output.teacher", first=first, count=len(t.probs), nll=t.mean_nll, ppl=t.perplexity))
@@ -149,7 +155,7 @@ def cost_markdown(trace: Trace, lang: str = "en") -> str:
 
 def lens_markdown(trace: Trace, lang: str = "en") -> str:
     lens = trace.lens
-    target = visible_piece(lens.target.piece, lens.target.special)
+    target = f"<code>{piece_markdown(_after_prompt(trace, lens.target))}</code>"
     first = next((layer.index for layer in lens.layers if layer.target_rank == 0), None)
     stable = next((layer.index for layer in lens.layers
                    if all(later.target_rank == 0 for later in lens.layers[layer.index:])), None)

@@ -11,6 +11,7 @@ import copy
 import functools
 import html
 import math
+import re
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -20,7 +21,7 @@ from model_service.records import Stage, StepRecord
 from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure
 from ..common.i18n import tr
-from ..common.text import escape_plotly, pct, quoted_piece, shorten, tick_count, visible_piece
+from ..common.text import Shown, pct, piece_hover, piece_label, show_steps, show_token, tick_count
 
 STAGE_TITLES = {"top_k": "lab.stage.top_k", "top_p": "lab.stage.top_p", "min_p": "lab.stage.min_p"}  # filters' panels
 FILTER_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "final": "argmax"}
@@ -53,14 +54,20 @@ def _row_probs(stage: Stage, extra: bool) -> list[float]:
     return [*stage.probs, stage.chosen_prob] if extra else list(stage.probs)
 
 
-def _stage_bars(record, stage, prev, removed_by, chosen, extra, greedy, lang) -> dict:
+def _shown_rows(record: StepRecord, extra: bool, lang: str = "en") -> list[Shown]:
+    """The candidates (and an off-list chosen token), each read as the next token after the text so far."""
+    before = bytes.fromhex(record.pending_hex)
+    return ([show_token(t, before, lang=lang) for t in record.candidates]
+            + ([show_token(record, before, lang=lang)] if extra else []))
+
+
+def _stage_bars(record, stage, prev, removed_by, chosen, extra, greedy, lang, shown: list[Shown]) -> dict:
     """One panel: kept bars blue (chosen vermillion), bars this stage cut grey at their old height."""
-    pieces = [t.piece for t in record.candidates] + ([record.piece] if extra else [])
     probs, before = _row_probs(stage, extra), (_row_probs(prev, extra) if prev else None)
     can_remove = stage.name in FILTER_NAMES and (stage.name != "final" or greedy)
     x, colours, hover, text = [], [], [], []
     for i, p in enumerate(probs):
-        who = escape_plotly(quoted_piece(pieces[i]))
+        who = piece_hover(shown[i])
         if p > 0:
             x.append(p)
             colours.append(VERMILLION if i == chosen else BLUE)
@@ -93,10 +100,10 @@ def _stage_bars(record, stage, prev, removed_by, chosen, extra, greedy, lang) ->
     )
 
 
-def _y_labels(record: StepRecord, chosen: int | None) -> list[str]:
-    labels = [escape_plotly(shorten(visible_piece(t.piece, t.special))) for t in record.candidates]
+def _y_labels(record: StepRecord, chosen: int | None, shown: list[Shown]) -> list[str]:
+    labels = [piece_label(s) for s in shown[: len(record.candidates)]]
     if chosen is None:  # drawn from outside the top-N: give it its own row, marked with its rank
-        labels.append(escape_plotly(shorten(visible_piece(record.piece, record.special), 10)) + f" #{record.chosen_rank + 1}")
+        labels.append(piece_label(shown[-1], 10) + f" #{record.chosen_rank + 1}")
         chosen = len(labels) - 1
     labels[chosen] = f"<b>{labels[chosen]}</b>"
     return labels
@@ -117,7 +124,8 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en") -> go.
     chosen = _chosen_row(record)
     extra = chosen is None
     greedy = record.draw.u is None
-    labels = _y_labels(record, chosen)
+    shown = _shown_rows(record, extra, lang)
+    labels = _y_labels(record, chosen, shown)
     rows, stages = len(labels), record.stages
     layout = copy.deepcopy(_stage_layout(len(stages), rows, height, lang))
     for annotation, stage in zip(layout["annotations"], stages):  # the first annotations are the subplot titles
@@ -130,13 +138,14 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en") -> go.
     data = []
     for col, stage in enumerate(stages, start=1):
         prev = stages[col - 2] if col > 1 else None
-        bars = _stage_bars(record, stage, prev, removed_by, rows - 1 if extra else chosen, extra, greedy, lang)
+        bars = _stage_bars(record, stage, prev, removed_by, rows - 1 if extra else chosen, extra, greedy, lang, shown)
         data.append({**bars, "xaxis": f"x{col if col > 1 else ''}", "yaxis": f"y{col if col > 1 else ''}"})
     return go.Figure(data=data, layout=layout, _validate=False)
 
 
 def _plain(label: str) -> str:
-    return html.unescape(label.replace("<b>", "").replace("</b>", ""))
+    """A label as it reads: no tags (bold, the subscript of a split character), no entities."""
+    return html.unescape(re.sub(r"<[^>]*>", "", label))
 
 
 @functools.lru_cache(maxsize=64)
@@ -172,6 +181,7 @@ def _key(fig: go.Figure, lang: str) -> None:
 
 
 def _segment(segs: dict, start: float, width: float, colour: str, label: str, hover: str) -> None:
+    """label: already a Plotly label (escaped)."""
     if width <= 0:
         return
     dark = colour in (BLUE, VERMILLION)
@@ -179,7 +189,7 @@ def _segment(segs: dict, start: float, width: float, colour: str, label: str, ho
     segs["x"].append(width)
     segs["colour"].append(colour)
     segs["text_colour"].append("white" if dark else "black")
-    segs["text"].append(escape_plotly(shorten(label, 10)) if width >= 0.07 else "")
+    segs["text"].append(label if width >= 0.07 else "")
     segs["hover"].append(hover)
 
 
@@ -187,6 +197,7 @@ def _draw_segments(record: StepRecord, final: Stage, lang: str) -> dict:
     """Candidates in rank order (prob > 0), then the rest: the same layout as the sampler's bar."""
     segs = {k: [] for k in ("base", "x", "colour", "text_colour", "text", "hover")}
     cum, shade = 0.0, 0
+    before = bytes.fromhex(record.pending_hex)
     for token, p in zip(record.candidates, final.probs):
         width = min(p, 1.0 - cum)
         if width <= 0:
@@ -196,8 +207,8 @@ def _draw_segments(record: StepRecord, final: Stage, lang: str) -> dict:
         else:
             colour, shade = (BLUE, SKY)[shade % 2], shade + 1
         span = f"[{cum:.3f}, {cum + width:.3f})"
-        _segment(segs, cum, width, colour, visible_piece(token.piece, token.special),
-                 f"{escape_plotly(quoted_piece(token.piece))} · {pct(p)} · {span}")
+        shown = show_token(token, before, lang=lang)
+        _segment(segs, cum, width, colour, piece_label(shown, 10), f"{piece_hover(shown)} · {pct(p)} · {span}")
         cum += width
     rest = 1.0 - cum
     if rest <= 1e-6:
@@ -206,8 +217,9 @@ def _draw_segments(record: StepRecord, final: Stage, lang: str) -> dict:
     if _chosen_row(record) is None:  # chosen from the tail: its own interval inside the rest
         low, high = min(max(record.draw.low, cum), 1.0), min(max(record.draw.high, cum), 1.0)
         _segment(segs, cum, low - cum, GREY, label, tr(lang, "lab.draw.other", p=pct(low - cum)))
-        _segment(segs, low, high - low, VERMILLION, visible_piece(record.piece, record.special),
-                 f"{escape_plotly(quoted_piece(record.piece))} · {pct(high - low)} · [{low:.3f}, {high:.3f})")
+        shown = show_token(record, before, lang=lang)
+        _segment(segs, low, high - low, VERMILLION, piece_label(shown, 10),
+                 f"{piece_hover(shown)} · {pct(high - low)} · [{low:.3f}, {high:.3f})")
         _segment(segs, high, 1.0 - high, GREY, label, tr(lang, "lab.draw.other", p=pct(1.0 - high)))
     else:
         _segment(segs, cum, rest, GREY, label, tr(lang, "lab.draw.all_other", p=pct(rest)))
@@ -253,12 +265,14 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
     count on a log axis (bottom panel). The two bottom axes are aligned so that a kept count of 2^H
     sits level with an entropy of H bits. Steps without stage data (capture off) are skipped.
     """
-    rows = [(r, _stage_or_none(r, "raw"), _stage_or_none(r, "final")) for r in records]
-    rows = [(r, raw, final) for r, raw, final in rows if raw is not None and final is not None]
+    shown = show_steps(records, lang=lang) if records else []
+    rows = [(r, _stage_or_none(r, "raw"), _stage_or_none(r, "final"), s) for r, s in zip(records, shown)]
+    rows = [(r, raw, final, s) for r, raw, final, s in rows if raw is not None and final is not None]
     if not rows:
         return empty_figure(tr(lang, "lab.run.empty" if not records else "lab.run.no_data"), height)
+    who = [tr(lang, "lab.run.who", step=r.step, piece=piece_hover(s)) for r, _, _, s in rows]
+    rows = [(r, raw, final) for r, raw, final, _ in rows]
     steps = [r.step for r, _, _ in rows]
-    who = [tr(lang, "lab.run.who", step=r.step, piece=escape_plotly(quoted_piece(r.piece))) for r, _, _ in rows]
     prob = [final.chosen_prob for _, _, final in rows]
     bits = [max(raw.entropy_bits, 0.0) for _, raw, _ in rows]
     kept = [max(final.kept_count, 1) for _, _, final in rows]

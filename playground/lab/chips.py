@@ -3,6 +3,11 @@
 A learner sees at a glance where the model was sure (bright) and where the draw went out on a limb
 (dark), and hovering a chip gives its id, piece, probability and rank. Plain HTML with one <style>
 block (classes prefixed ntp-), so it works in gr.HTML and in a saved page alike.
+
+A token that holds part of a character (byte-level BPE writes "ủ" as two tokens) shows the
+character, with a subscript for the bytes it holds ("ủ" 1–2/3, then "ủ" 3/3) and its bytes in the
+title. Each chip is read with its neighbours, so a streaming run sends a chip once the next tokens
+have finished its character (the same hold-back as the text: model_service/text_stream.py).
 """
 
 from __future__ import annotations
@@ -10,15 +15,17 @@ from __future__ import annotations
 import html
 
 from model_service.records import StepRecord
+from model_service.utf8 import incomplete_tail
 
 from ..common.colours import NO_DATA, css_gradient, prob_colour, text_colour
 from ..common.i18n import tr
-from ..common.text import WHITESPACE_MARKS, prob, quoted_piece, visible_piece
+from ..common.text import WHITESPACE_MARKS, Shown, piece_html, prob, show_steps, show_token, token_bytes
 
 STYLE = """<style>
 .ntp-chips{font-size:15px;line-height:2;word-break:break-word}
 .ntp-chip{display:inline-block;padding:0 3px;margin:1px;border-radius:4px;white-space:pre;line-height:1.5}
 .ntp-ws{opacity:.6}
+.ntp-chips .ntp-part{font-size:9px;vertical-align:baseline;position:relative;top:2px;margin-left:1px;color:inherit}
 .ntp-special{font-style:italic;box-shadow:inset 0 0 0 1px currentColor}
 .ntp-selected{outline:2px solid #D55E00;outline-offset:1px}
 .ntp-legend{display:flex;align-items:center;gap:6px;margin-bottom:4px;font-size:12px;opacity:.85}
@@ -34,10 +41,12 @@ def chosen_prob(record: StepRecord, stage: str = "raw") -> float | None:
     return by_name[stage].chosen_prob if stage in by_name else None
 
 
-def chip_title(record: StepRecord, lang: str = "en") -> str:
-    """Hover text: "id 3575 · ' Paris' · p=0.77 · 0.95 after the pipeline · rank 1" (rank 1-based, raw logits)."""
+def chip_title(record: StepRecord, lang: str = "en", shown: Shown | None = None) -> str:
+    """Hover text: "id 3575 · ' Paris' · p=0.77 · 0.95 after the pipeline · rank 1" (rank 1-based, raw logits);
+    a split character's piece says which bytes it holds: "'ủ' · bytes 1–2 of 3 of ủ: \\xe1\\xbb"."""
+    shown = shown or show_token(record, bytes.fromhex(record.pending_hex), lang=lang)
     p, final = chosen_prob(record), chosen_prob(record, "final")
-    parts = [tr(lang, "lab.chip.id", id=record.token_id), quoted_piece(record.piece)]
+    parts = [tr(lang, "lab.chip.id", id=record.token_id), shown.hover]
     if p is not None:
         parts.append(f"p={prob(p)}")
     if final is not None and final != p:
@@ -48,14 +57,14 @@ def chip_title(record: StepRecord, lang: str = "en") -> str:
     return " · ".join(parts)
 
 
-def _chip_text(record: StepRecord) -> str:
-    text = html.escape(visible_piece(record.piece, record.special), quote=False)
+def _chip_text(shown: Shown) -> str:
+    text = piece_html(shown)
     for mark in WHITESPACE_MARKS:
         text = text.replace(mark, f'<span class="ntp-ws">{mark}</span>')
     return text
 
 
-def _chip(record: StepRecord, index: int, selected: int | None, lang: str) -> str:
+def _chip(record: StepRecord, index: int, selected: int | None, shown: Shown, lang: str) -> str:
     p = chosen_prob(record)
     background = prob_colour(p) if p is not None else NO_DATA
     classes = ["ntp-chip"]
@@ -66,7 +75,7 @@ def _chip(record: StepRecord, index: int, selected: int | None, lang: str) -> st
     chip = (
         f'<span class="{" ".join(classes)}" data-step="{record.step}" '
         f'style="background:{background};color:{text_colour(background)}" '
-        f'title="{html.escape(chip_title(record, lang), quote=True)}">{_chip_text(record)}</span>'
+        f'title="{html.escape(chip_title(record, lang, shown), quote=True)}">{_chip_text(shown)}</span>'
     )
     breaks = 0 if record.special else record.piece.count("\n")
     return chip + "<br>" * breaks
@@ -85,9 +94,18 @@ def chips_prefix(lang: str = "en") -> str:
     return f'{STYLE}{legend_html(lang)}<div class="ntp-chips">'
 
 
-def chip_html(record: StepRecord, index: int, selected: int | None = None, lang: str = "en") -> str:
-    """One step's chip (and the line breaks its newlines make)."""
-    return _chip(record, index, selected, lang)
+def new_chips(records: list[StepRecord], start: int, final: bool = False, lang: str = "en") -> tuple[str, int]:
+    """The chips of records[start:] that can be shown now, and where the next call starts.
+
+    A token that leaves a character unfinished waits (with the tokens after it) until a later one
+    finishes it, so that its chip can show the character; `final` (the run ended) sends the rest."""
+    end = len(records)
+    if not final and records and incomplete_tail(bytes.fromhex(records[-1].pending_hex) + token_bytes(records[-1])):
+        # hold back from the last token that began on a character boundary
+        end = max(start, next(i for i in range(end - 1, -1, -1) if i == 0 or not records[i].pending_hex))
+    shown = show_steps(records, start, end, lang)
+    chips = "".join(_chip(r, i, None, s, lang) for i, (r, s) in enumerate(zip(records[start:end], shown), start))
+    return chips, end
 
 
 def token_chips_html(records: list[StepRecord], selected: int | None = None, lang: str = "en") -> str:
@@ -96,9 +114,10 @@ def token_chips_html(records: list[StepRecord], selected: int | None = None, lan
     Append-only while a run streams: the style and legend come first and nothing closes after the
     chips (the parser closes the div), so each new token's HTML only extends the last one and
     Gradio sends an ~200-byte "append" instead of the whole text again (and a streaming caller can
-    build it as chips_prefix() + one chip_html per token)."""
+    build it as chips_prefix() + what new_chips gives after each token)."""
     if records:
-        body = "".join(_chip(r, i, selected, lang) for i, r in enumerate(records))
+        shown = show_steps(records, lang=lang)
+        body = "".join(_chip(r, i, selected, s, lang) for i, (r, s) in enumerate(zip(records, shown)))
     else:
         body = f'<span class="ntp-empty">{tr(lang, "lab.chips.empty")}</span>'
     return chips_prefix(lang) + body

@@ -21,9 +21,9 @@ from model_service.records import StepRecord
 from ..common.errors import unchanged, user_error
 from ..common.figures import empty_figure
 from ..common.i18n import LESSON_PROMPTS, T, swapped_default, tr
-from ..common.text import escape_html, stop_reason
+from ..common.text import escape_html, show_steps, stop_reason
 from . import charts
-from .chips import chip_html, chips_prefix, token_chips_html
+from .chips import chips_prefix, new_chips, token_chips_html
 from .request import DEFAULTS, ORDER_LABELS, ORDER_NOTES, RunRequest, field_labels, parse_request
 
 CHART_INTERVAL = 0.5  # seconds: a six-panel Plotly redraw costs the browser ~100+ ms; 2 a second stays live
@@ -49,13 +49,16 @@ class Run:
 def status_markdown(run: Run, index: int | None = None, rate: float | None = None, lang: str = "en") -> str:
     if not run.records:
         return tr(lang, "lab.status.empty")
-    r = run.records[-1 if index is None else index]
+    i = len(run.records) - 1 if index is None else index
+    r, shown = run.records[i], show_steps(run.records, i, i + 1, lang)[0]
     final = r.stage("final").chosen_prob if r.stages else None
-    token = dict(piece=escape_html(repr(r.piece)), id=r.token_id, rank=r.chosen_rank + 1)
+    token = dict(piece=escape_html(shown.text), id=r.token_id, rank=r.chosen_rank + 1)
+    keys = ("lab.status.token", "lab.status.token_p")
+    if shown.words:  # a piece of a split character: which bytes of it
+        keys, token["part"] = ("lab.status.token_split", "lab.status.token_split_p"), escape_html(shown.words)
     parts = [
         tr(lang, "lab.status.step", step=r.step + 1, total=len(run.records)),
-        tr(lang, "lab.status.token", **token) if final is None else tr(lang, "lab.status.token_p", **token,
-                                                                       p=f"{final:.3f}"),
+        tr(lang, keys[0], **token) if final is None else tr(lang, keys[1], **token, p=f"{final:.3f}"),
         tr(lang, "lab.status.greedy", seed=r.seed) if r.draw.u is None
         else tr(lang, "lab.status.drawn", u=f"{r.draw.u:.3f}", seed=r.seed),
         tr(lang, "lab.status.timing", forward=f"{r.forward_ms:.0f}", sampling=f"{r.sampling_ms:.1f}"),
@@ -163,7 +166,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         run = Run(request, lang=lang)
         stream = open_stream(request, lang)
         started = last_chart = time.monotonic()
-        chips_html, chips_lang = chips_prefix(lang), lang
+        chips_html, chips_lang, chipped = chips_prefix(lang), lang, 0  # chipped: chips sent (a split character waits)
         try:
             for record in stream:
                 if run.stop_requested:  # Stop was pressed: this record is never shown
@@ -175,10 +178,10 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
                 now = time.monotonic()
                 if run.lang != chips_lang:  # the language changed mid-run: the chips' hover text follows
                     chips_lang = run.lang
-                    chips_html = chips_prefix(run.lang) + "".join(
-                        chip_html(r, i, lang=run.lang) for i, r in enumerate(run.records[:-1]))
+                    chips_html = chips_prefix(run.lang) + new_chips(run.records[:chipped], 0, True, run.lang)[0]
                 # O(1) per token, same HTML as token_chips_html
-                chips_html += chip_html(record, len(run.records) - 1, lang=run.lang)
+                more, chipped = new_chips(run.records, chipped, final=record.stop_reason is not None, lang=run.lang)
+                chips_html += more
                 out = {chips: chips_html, run_state: run}
                 if record.stop_reason or now - last_chart >= CHART_INTERVAL:
                     # the status line re-renders as Markdown in the browser: it keeps the charts' pace

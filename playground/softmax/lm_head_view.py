@@ -14,11 +14,13 @@ from collections.abc import Mapping
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from model_service.records import Token
+
 from ..common.colours import BLUE as MUTED
 from ..common.colours import VERMILLION as ACCENT
 from ..common.figures import base_layout
 from ..common.i18n import tr
-from ..common.text import big_count, escape_markdown_cell, escape_plotly, nbytes, unique_labels, visible_piece
+from ..common.text import Shown, big_count, nbytes, piece_hover, piece_label, piece_markdown, show_token, unique_labels
 
 LLAMA_8B = (128256, 4096)  # the lesson's reference head: Llama-3.1-8B
 
@@ -27,26 +29,36 @@ def _as_dict(view) -> dict:
     return view.to_dict() if hasattr(view, "to_dict") else dict(view)
 
 
-def _label(c: dict, pieces: Mapping[int, str] | None) -> str:
-    """A candidate on the axis: its piece made visible (" Paris" -> "␣Paris"), or its id."""
-    piece = (pieces or {}).get(c["id"])
-    if piece is None:
-        piece = (pieces or {}).get(str(c["id"]))  # JSON turns int keys into strings
-    return visible_piece(piece) if piece is not None else f"#{c['id']}"
+def _shown(c: dict, pieces: Mapping | None, before: bytes, lang: str = "en") -> Shown:
+    """A candidate as it reads after the text so far (" Paris" -> "␣Paris", a split character's piece
+    as the character), or its id. pieces: id -> Token (or its dict, or its piece as text)."""
+    token = (pieces or {}).get(c["id"])
+    if token is None:
+        token = (pieces or {}).get(str(c["id"]))  # JSON turns int keys into strings
+    if token is None:
+        return Shown(f"#{c['id']}", hover=f"#{c['id']}")
+    if isinstance(token, str):
+        token = Token(c["id"], token)
+    elif isinstance(token, Mapping):
+        token = Token(**{"id": c["id"], **token})
+    return show_token(token, before, lang=lang)
 
 
-def lm_head_figure(view, pieces: Mapping[int, str] | None = None, height: int = 380, lang: str = "en") -> go.Figure:
-    """Two panels per candidate token: its logit (hover: ‖h‖ · ‖w‖ · cos), and cos(h, w_row)."""
+def lm_head_figure(view, pieces: Mapping | None = None, height: int = 380, lang: str = "en",
+                   before: bytes = b"") -> go.Figure:
+    """Two panels per candidate token: its logit (hover: ‖h‖ · ‖w‖ · cos), and cos(h, w_row).
+    before: the bytes generated before this position (the candidates are read after them)."""
     v = _as_dict(view)
     cands = v["candidates"]
-    labels = unique_labels([escape_plotly(_label(c, pieces)) for c in cands])
+    shown = [_shown(c, pieces, before, lang) for c in cands]
+    labels = unique_labels([piece_label(sh, 24) for sh in shown])
     top = max(range(len(cands)), key=lambda i: cands[i]["logit"]) if cands else -1
     colours = [ACCENT if i == top else MUTED for i in range(len(cands))]
     hover = [
-        tr(lang, "softmax.head.hover", token=lab, logit=f"{c['logit']:.3f}", h=f"{c['norm_h']:.2f}",
+        tr(lang, "softmax.head.hover", token=piece_hover(sh), logit=f"{c['logit']:.3f}", h=f"{c['norm_h']:.2f}",
            w=f"{c['norm_w']:.3f}", cos=f"{c['cos']:.4f}", bias=f" + bias {c['bias']:.3f}" if c["bias"] else "",
            model_logit=f"{c['model_logit']:.3f}", p=f"{c['prob']:.1%}", rank=c["rank"] + 1)
-        for lab, c in zip(labels, cands)
+        for sh, c in zip(shown, cands)
     ]
     titles = (tr(lang, "softmax.head.fig.logit"), tr(lang, "softmax.head.fig.cos", norm=f"{v['hidden_norm']:.2f}"))
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.14, subplot_titles=titles)
@@ -68,7 +80,7 @@ def lm_head_figure(view, pieces: Mapping[int, str] | None = None, height: int = 
     return base_layout(fig, height, dict(l=50, r=20, t=40, b=40), bargap=0.3)
 
 
-def lm_head_markdown(view, pieces: Mapping[int, str] | None = None, lang: str = "en") -> str:
+def lm_head_markdown(view, pieces: Mapping | None = None, lang: str = "en", before: bytes = b"") -> str:
     """Size of the head (V × d, parameters, bytes read per step), the Llama-3.1-8B comparison, and,
     if there are candidates, a table showing logit = ‖h‖ · ‖w‖ · cos."""
     v = _as_dict(view)
@@ -95,7 +107,7 @@ def lm_head_markdown(view, pieces: Mapping[int, str] | None = None, lang: str = 
         lines += ["", tr(lang, "softmax.head.formula", norm=f"{v['hidden_norm']:.2f}"), ""]
         lines += [tr(lang, "softmax.head.table.header"), "|:--|--:|--:|--:|--:|--:|"]
         for c in v["candidates"]:
-            token = escape_markdown_cell(_label(c, pieces))
+            token = piece_markdown(_shown(c, pieces, before, lang))
             lines.append(
                 f"| {token} | {c['norm_w']:.3f} | {c['cos']:.4f} | {c['recomputed']:.3f} | "
                 f"{c['model_logit']:.3f} | {c['prob']:.1%} |"

@@ -28,7 +28,7 @@ def test_trace_button_fills_every_panel(client):
     assert "Traced **5 tokens** through 30 blocks" in status
     assert tokens.count('class="ntp-fw-tok"') == 5 and ">3575<" in tokens
     assert "len(hidden_states)  31" in shapes and "(1, 5, 49152)" in shapes
-    assert "| 4 | `␣is` | 314 |" in embedding and "final norm" in stream
+    assert "| 4 | <code>␣is</code> | 314 |" in embedding and "final norm" in stream
     assert "Block 2 of 30: 9 heads sharing 3 key/value heads" in attention_md
     assert "983 kB" in cost_md and "Paris" in output_md and "Paris" in lens_md
     for plot in (residual, attention, predictions, teacher, cost, lens):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from gradio_client.exceptions import AppError
@@ -130,3 +131,25 @@ def test_a_bad_value_is_refused_in_the_pages_language_naming_the_control(client)
     client.predict(LESSON, *{**UI_ARGS, "temperature": 0.0, "max_new": 3}.values(), api_name="/generate")
     with pytest.raises(AppError, match="Bước tua tới phải là một số nguyên từ 0 đến 2, nhận được 9"):
         client.predict(9, "vi", api_name="/scrub")
+
+
+# A few-shot prompt whose greedy continuation on SmolLM2 starts "Thủ đô của": letters its byte-level
+# BPE cuts into byte pieces (ủ = e1 bb | a7, đ = c4 | 91).
+VIETNAMESE = "Thủ đô của Pháp là Paris.\nThủ đô của Đức là Berlin.\nThủ đô của Ý là Rome.\n"
+
+
+def test_a_vietnamese_run_shows_letters_not_byte_escapes(client):
+    chips, status, stage_plot, *_ = client.predict(
+        VIETNAMESE, *{**UI_ARGS, "temperature": 0.0, "max_new": 8}.values(), api_name="/generate")
+    texts = re.findall(r'class="ntp-chip[^"]*"[^>]*>(.*?)</span>(?=<span class="ntp-chip|$)', chips)
+    letters = [re.sub(r"<sub.*?</sub>|<[^>]+>", "", t) for t in texts]
+    assert letters[:6] == ["Th", "ủ", "ủ", "␣đ", "đ", "ô"]
+    assert "Thủ" in "".join(letters) and "đô" in "".join(letters)
+    assert "\\x" not in re.sub(r'title="[^"]*"', "", chips)  # the bytes are in the titles (hover) only
+    assert "\\xe1\\xbb" in chips
+    assert "\\x" not in status
+    layout = json.loads(stage_plot["plot"])["layout"]
+    assert "\\x" not in "".join(layout["yaxis"]["ticktext"])  # the stage bars' labels
+    vi_chips = client.predict(VIETNAMESE, *{**UI_ARGS, "temperature": 0.0, "max_new": 8}.values(), "vi",
+                              api_name="/generate")[0]
+    assert "byte thứ 1–2 trong 3 byte của ủ: \\xe1\\xbb" in vi_chips and "bytes 1–2 of 3" not in vi_chips

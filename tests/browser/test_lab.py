@@ -79,3 +79,29 @@ def test_the_scrubber_follows_the_keyboard(page):
     expect(page.locator("#run-status")).to_contain_text("Step 3 of", timeout=15_000)
     page.locator("#scrub input[type=range]").press("ArrowLeft")
     expect(page.locator("#run-status")).to_contain_text("Step 2 of", timeout=15_000)
+
+
+# SmolLM2 continues this greedily with "Thủ đô của …": letters its byte-level BPE cuts into byte
+# pieces (ủ = e1 bb | a7, đ = c4 | 91), which used to show as \xe1\xbb, \xa7, ...
+VIETNAMESE = "Thủ đô của Pháp là Paris.\nThủ đô của Đức là Berlin.\nThủ đô của Ý là Rome.\n"
+CHIP_LETTERS = """() => [...document.querySelectorAll('#chips .ntp-chip')].map(chip => {
+    const copy = chip.cloneNode(true); copy.querySelectorAll('sub').forEach(s => s.remove()); return copy.textContent; })"""
+
+
+def test_a_vietnamese_prompt_reads_as_letters_with_no_byte_escapes(page):
+    page.locator("#prompt textarea").fill(VIETNAMESE)
+    page.locator("#temperature input[type=number]").fill("0")
+    page.locator("#temperature input[type=number]").press("Enter")
+    page.locator("#max-new input[type=number]").fill("8")
+    page.locator("#max-new input[type=number]").press("Enter")
+    page.locator("#generate").click()
+    expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
+    letters = page.evaluate(CHIP_LETTERS)
+    assert letters[:6] == ["Th", "ủ", "ủ", "␣đ", "đ", "ô"]  # each piece of a letter shows the letter
+    assert "Thủ" in "".join(letters) and "đô" in "".join(letters)
+    expect(page.locator("#chips .ntp-chip").nth(1).locator("sub")).to_have_text("1–2/3")  # the bytes it holds
+    assert "\\xe1\\xbb" in page.locator("#chips .ntp-chip").nth(1).get_attribute("title")  # the bytes, on hover
+    page.wait_for_timeout(500)  # the last step's charts
+    visible = page.evaluate("document.body.innerText") + " ".join(page.locator("svg text").all_text_contents())
+    assert "\\x" not in visible
+    page.screenshot(path=str(ARTIFACTS / "sampling_lab_vietnamese.png"), full_page=True)

@@ -140,10 +140,25 @@ def test_embedded_model_paris_tops_the_head(embedded):
     assert view.bytes_bf16 == 49152 * 576 * 2
     assert view.tied  # SmolLM2 shares the head with the embedding
 
-    pieces = {c.id: embedded.pieces(c.id).piece for c in view.candidates}
+    pieces = embedded.pieces_of([c.id for c in view.candidates])
     md = lm_head_markdown(view, pieces)
     assert "49,152 × 576" in md and "56.6 MB at bf16" in md and "read at every decode step" in md
     assert "128,256 × 4,096 ≈ 525 M weights ≈ 1 GB" in md and "␣Paris" in md
-    fig = lm_head_figure(view.to_dict(), {str(k): v for k, v in pieces.items()})
+    fig = lm_head_figure(view.to_dict(), {str(k): v.to_dict() for k, v in pieces.items()})  # as JSON gives them
     assert list(fig.data[0].x)[0] == "␣Paris" and len(fig.data) == 2
     assert "‖h‖" in fig.data[0].hovertext[0]
+
+
+def test_lm_head_candidates_after_a_half_written_character(embedded):
+    """After "Th" + e1 bb (the first half of "ủ"), the head's top tokens are the bytes that finish a
+    letter; the table and the bars show the letters, the bytes only in the hover."""
+    ids = embedded.encode("Thủ")[:2]  # "Th", then e1 bb
+    assert embedded.pieces(ids[-1]).bytes_hex == "e1bb"
+    view = lm_head_breakdown(embedded.model, ids)
+    pieces = embedded.pieces_of([c.id for c in view.candidates])
+    before = b"Th\xe1\xbb"
+    labels = list(lm_head_figure(view, pieces, before=before).data[0].x)
+    assert all("\\x" not in label for label in labels)
+    assert any(label.startswith("ủ<sub>3/3</sub>") for label in labels)  # "ủ", finished by a7
+    md = lm_head_markdown(view, pieces, before=before)
+    assert "\\x" not in md and "ủ<sub>3/3</sub>" in md

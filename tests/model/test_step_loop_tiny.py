@@ -10,6 +10,7 @@ import torch
 
 from model_service import SamplingSettings, StepRecord
 from model_service.decoder import Decoder
+from model_service.utf8 import incomplete_tail
 
 GREEDY = SamplingSettings(temperature=0)
 
@@ -112,6 +113,25 @@ def test_step_record_is_small_picklable_and_round_trips(tiny_service):
         assert len(r.candidates) == 20 and all(len(s.probs) == 20 for s in r.stages)
         assert [s.name for s in r.stages] == ["raw", "temperature", "top_k", "top_p", "min_p", "final"]
         assert r.stage("top_k").kept_count == 50
+
+
+def test_each_record_carries_its_bytes_and_the_bytes_pending_before_it(tiny_service):
+    """One token per byte: a sampled run writes lead and continuation bytes in any order. Each record
+    says which of its bytes are not whole characters and what the run left half-written before it,
+    exactly as Python's UTF-8 decoder sees the bytes so far; Step (continue_from) resumes the same."""
+    settings = SamplingSettings(temperature=3.0, seed=5)
+    records = list(tiny_service.generate("Thủ đô", settings, max_new_tokens=60, ignore_eos=True))
+    written = b""
+    for r in records:
+        data = bytes.fromhex(r.bytes_hex) if r.bytes_hex else r.piece.encode()
+        assert bool(r.bytes_hex) == (data[0] >= 0x80)  # a byte past ASCII is never a character alone
+        assert r.pending_hex == incomplete_tail(written).hex()
+        written += data
+    assert any(r.pending_hex for r in records)  # the run did leave characters half-written
+    half = next(i for i, r in enumerate(records) if r.pending_hex)
+    resumed = next(iter(tiny_service.generate("Thủ đô", settings, max_new_tokens=60, ignore_eos=True,
+                                              continue_from=tokens(records[:half]))))
+    assert resumed.pending_hex == records[half].pending_hex and resumed.token_id == records[half].token_id
 
 
 def test_stage_summaries_are_consistent(tiny_service):

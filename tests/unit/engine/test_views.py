@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,19 @@ def test_params_html_shows_one_column_per_live_batch_row_and_the_chosen_tokens()
     for value in ("0.95", "40", "0.1", "True", "False", "<td>100</td>", "<td>102</td>"):
         assert value in out
     assert "&lt;b&gt;" in out and "<b></td>" not in out  # a token that looks like markup stays text
+
+
+def test_a_row_half_way_through_a_character_reads_its_candidates_after_it():
+    """Row 1 has written e1 bb (half of a Vietnamese letter): its byte candidates show the letters
+    they finish, in the heatmap and in the "as text" line; the bytes stay in the hover and title."""
+    candidates = (Token(100, "\\x83", bytes_hex="83"), Token(101, "\\xa7", bytes_hex="a7"),
+                  Token(102, "\\xe1\\xba", bytes_hex="e1ba"), Token(103, "ô"))
+    row = replace(record(), candidates=candidates, piece="\\x83", bytes_hex="83", pending_hex="e1bb")
+    (heat,) = batch_heatmap(batch([row, record()]), top=TOP).data
+    assert list(heat.text[0][:TOP]) == ["ể<sub>3/3</sub>", "ủ<sub>3/3</sub>", "Ẁ…<sub>1–2/3</sub>", "ô"]
+    assert "byte 3 of 3 of ể: \\x83" in heat.hovertext[0][0]
+    out = params_html(batch([row, record()]))
+    assert '<sub class="ntp-part">3/3</sub>' in out and ">ể<sub" in out and 'title="&#x27;ể&#x27; · byte 3 of 3' in out
 
 
 def test_rows_html_streams_each_text_with_its_state():

@@ -4,8 +4,10 @@ No model, no torch: the record is built here, as a remote service or a saved JSO
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +29,7 @@ from model_service.trace_records import (
     Token,
     Trace,
 )
+from playground.common.text import Shown
 from playground.forward import charts as tc
 from playground.forward import text as tt
 
@@ -174,7 +177,7 @@ def test_text_panels_carry_the_numbers():
     shapes = tt.shapes_markdown(trace)
     assert "(1, 5, 1000)" in shapes and "= 3 blocks + 1" in shapes
     assert "no begin-of-text marker" in tt.input_markdown(trace)
-    assert "| 0 | `The` | 0 |" in tt.embedding_markdown(trace)
+    assert "| 0 | <code>The</code> | 0 |" in tt.embedding_markdown(trace)
     stream = tt.stream_markdown(trace)
     assert "already applied" in stream and "| hidden_states[3] | -1.000 | +2.000 | -3.000 | … |" in stream
     assert "5 × 1,000 × 4 B = **20 kB**" in tt.cost_markdown(trace)
@@ -183,9 +186,46 @@ def test_text_panels_carry_the_numbers():
     assert html.count('class="ntp-fw-tok"') == 5 and "␣capital" in html
 
 
+# "Thủ đô" as SmolLM2 cuts it: ủ = e1 bb | a7, đ = c4 | 91 (with its space)
+VIETNAMESE = (Token(1082, "Th"), Token(25275, "\\xe1\\xbb", bytes_hex="e1bb"), Token(117, "\\xa7", bytes_hex="a7"),
+              Token(24488, " \\xc4", bytes_hex="20c4"), Token(235, "\\x91", bytes_hex="91"), Token(21637, "ô"))
+
+
+def vietnamese_trace() -> Trace:
+    trace = make_trace(6)
+    t = VIETNAMESE
+    predictions = tuple(dataclasses.replace(p, token=t[p.position], next=t[p.position + 1] if p.next else None)
+                        for p in trace.predictions)
+    # at position 1 (after e1 bb) the top candidates are the bytes that finish a letter
+    byte_cands = (Candidate(117, "\\xa7", 0.6, bytes_hex="a7"), Candidate(221, "\\x83", 0.2, bytes_hex="83"),
+                  Candidate(5, "\\xe1\\xba", 0.1, bytes_hex="e1ba"))
+    predictions = tuple(dataclasses.replace(p, top=byte_cands) if p.position == 1 else p for p in predictions)
+    attention = dataclasses.replace(make_attention(6, start=2), pieces=t[2:])  # a window that starts inside ủ
+    return dataclasses.replace(trace, prompt="Thủ đô", tokens=t, predictions=predictions, attention=attention)
+
+
+def test_vietnamese_tokens_read_as_their_characters_in_every_view():
+    trace = vietnamese_trace()
+    html = tt.tokens_html(trace)
+    pieces = re.findall(r'<span class="ntp-fw-piece">(.*?)</span><span class="ntp-fw-id">', html)
+    assert pieces == ["Th", 'ủ<sub class="ntp-part">1–2/3</sub>', 'ủ<sub class="ntp-part">3/3</sub>',
+                      '␣đ<sub class="ntp-part">1/2</sub>', 'đ<sub class="ntp-part">2/2</sub>', "ô"]
+    assert 'title="id 25275 · &#x27;ủ&#x27; · bytes 1–2 of 3 of ủ: \\xe1\\xbb"' in html
+    assert "\\x" not in re.sub(r'title="[^"]*"', "", html)  # bytes only in titles
+    ticks = tc.residual_figure(trace).layout.xaxis.ticktext
+    assert ticks[1:3] == ("ủ<sub>1–2/3</sub>", "ủ<sub>3/3</sub>")
+    # the attention window starts at a7: still "ủ", read with the bytes before the window
+    assert tc.attention_figure(trace.attention, 0, tokens=trace.tokens).layout.yaxis.ticktext[0] == "ủ<sub>3/3</sub>"
+    preds = tc.predictions_figure(trace)
+    row = list(preds.data[0].text[1])
+    assert row[:3] == ["ủ<sub>3/3</sub><br>60.0%", "ể<sub>3/3</sub><br>20.0%", "Ẁ…<sub>1–2/3</sub><br>10.0%"]
+    assert "byte 3 of 3 of ủ: \\xa7" in preds.data[0].customdata[1][0]
+    assert "| 1 | <code>ủ<sub>1–2/3</sub></code> |" in tt.embedding_markdown(trace)
+
+
 def test_labels_cannot_inject_markup():
-    assert tc.label("<br>") == "&lt;br&gt;"
-    assert tc.label("a" * 30).endswith("…")
+    assert tc.label(Shown("<br>")) == "&lt;br&gt;"
+    assert tc.label(Shown("a" * 30)).endswith("…")
 
 
 def test_no_torch_needed():

@@ -120,7 +120,7 @@ def test_vietnamese_panels_say_what_the_english_ones_say():
     assert "ID đầu tiên là marker bắt đầu văn bản" in tt.input_markdown(t, "vi")
     assert "= 3 block + 1, mỗi cái (1, 5, 8)" in tt.shapes_markdown(t, "vi")
     assert "| vị trí | token | hàng (= ID) |" in tt.embedding_markdown(t, lang="vi")
-    assert "| 0 | `The` | 0 |" in tt.embedding_markdown(t, lang="vi")  # the numbers do not change
+    assert "| 0 | <code>The</code> | 0 |" in tt.embedding_markdown(t, lang="vi")  # the numbers do not change
     assert "5 × 1,000 × 4 B = **20 kB** ở float32" in tt.cost_markdown(t, "vi")  # nor their formatting
     assert "vươn lên đứng đầu sau block 3" in tt.lens_markdown(t, "vi") and "soft-cap ở 30" in tt.lens_markdown(t, "vi")
     assert "Block 2 trong số 3: 4 head dùng chung 2 head key/value" in tt.attention_markdown(t.attention, lang="vi")

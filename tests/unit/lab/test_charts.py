@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from model_service.records import DrawInfo, Stage, StepRecord, Token
+from playground.common.text import visible_piece
 from playground.lab.charts import (
     BLUE,
     GREY,
@@ -18,7 +20,6 @@ from playground.lab.charts import (
     empty_figure,
     run_figure,
     stage_figure,
-    visible_piece,
 )
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -89,7 +90,8 @@ def colours(trace) -> list[str]:
         ("\n\n", False, "↵↵"),
         ("\tx", False, "⇥x"),
         ("", False, "∅"),
-        ("\\xe2", False, "\\xe2"),
+        ("\\xe2", False, "\\xe2"),  # a literal backslash text stays as typed
+        ("a\x07\x7f", False, "a␇␡"),  # control characters as their Unicode pictures, never \\x07
         ("<|im_end|>", True, "⟨|im_end|⟩"),
         ("</s>", True, "⟨/s⟩"),
         ("", True, "⟨∅⟩"),
@@ -246,6 +248,33 @@ def test_run_figure_has_three_series_one_point_per_captured_step():
     assert list(kept.y) == [2, 2, 2, 2] and kept.yaxis == "y3"
     assert fig.layout.yaxis3.type == "log"
     assert "␣the" in p.hovertext[1] or "' the'" in p.hovertext[1]
+
+
+def test_candidates_are_read_after_the_half_written_character_before_them():
+    """After " th" + e1 bb, the byte candidates 83 / 89 finish ể / ỉ; a candidate that starts a
+    character of its own shows what it can become; the chosen token's hover keeps its bytes."""
+    record = make_record(pieces=[" th", "ô", "Ā"])  # placeholders, replaced below
+    candidates = (
+        Token(100, "\\x83", bytes_hex="83"), Token(101, "\\x89", bytes_hex="89"), Token(102, "\\xe1\\xbb", bytes_hex="e1bb"),
+        Token(103, "ô"), Token(104, "<b>"),
+    )
+    record = replace(record, candidates=candidates, piece="\\x83", bytes_hex="83", pending_hex="e1bb")
+    fig = stage_figure(record)
+    labels = [label.replace("<b>", "", 1).replace("</b>", "") if i == 0 else label
+              for i, label in enumerate(fig.layout.yaxis.ticktext)]
+    assert labels == ["ể<sub>3/3</sub>", "ỉ<sub>3/3</sub>", "Ề…<sub>1–2/3</sub>", "ô", "&lt;b&gt;"]
+    assert "byte 3 of 3 of ể: \\x83" in fig.data[0].hovertext[0]
+    draw = draw_figure(record)
+    assert draw.data[0].text[0] == "ể<sub>3/3</sub>"
+    assert "\\x" not in "".join(fig.layout.yaxis.ticktext) + "".join(draw.data[0].text)
+
+
+def test_run_figure_reads_each_step_in_the_run():
+    records = [make_record(step=0, pieces=["Th"]), make_record(step=1, pieces=["x"]), make_record(step=2, pieces=["y"])]
+    records[1] = replace(records[1], piece="\\xe1\\xbb", bytes_hex="e1bb")
+    records[2] = replace(records[2], piece="\\xa7", bytes_hex="a7", pending_hex="e1bb")
+    hover = run_figure(records).data[0].hovertext
+    assert "step 1 · 'ủ' · bytes 1–2 of 3 of ủ" in hover[1] and "step 2 · 'ủ' · byte 3 of 3 of ủ" in hover[2]
 
 
 def test_run_figure_placeholders():

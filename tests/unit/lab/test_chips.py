@@ -8,8 +8,9 @@ from html.parser import HTMLParser
 from plotly.colors import sample_colorscale, unlabel_rgb
 
 from model_service.records import DrawInfo, Stage, StepRecord
+from model_service.utf8 import incomplete_tail
 from playground.common.colours import NO_DATA, prob_colour, text_colour
-from playground.lab.chips import chip_title, token_chips_html
+from playground.lab.chips import chip_title, chips_prefix, new_chips, token_chips_html
 
 
 def rec(piece: str, p: float | None = 0.5, *, step: int = 0, token_id: int = 3575, rank: int = 0,
@@ -174,10 +175,12 @@ def test_streaming_html_only_grows_so_gradio_sends_appends():
 
 
 def test_built_chip_by_chip_it_is_the_same_html():
-    from playground.lab.chips import chip_html, chips_prefix
-
     records = [rec(c, 0.3 + 0.1 * i) for i, c in enumerate(["a", " b", "\n", "<c>"])]
-    assert chips_prefix() + "".join(chip_html(r, i) for i, r in enumerate(records)) == token_chips_html(records)
+    html, start = chips_prefix(), 0
+    for n in range(1, len(records) + 1):
+        more, start = new_chips(records[:n], start)
+        html += more
+    assert start == len(records) and html == token_chips_html(records)
 
 
 def test_vietnamese_hover_text_legend_and_placeholder():
@@ -195,3 +198,50 @@ def test_english_stays_the_default():
     assert chip_title(record) == chip_title(record, "en") == "id 3575 · ' Paris' · p=0.77 · 1.54 after the pipeline · rank 1"
     assert token_chips_html([record]) == token_chips_html([record], lang="en")
     assert "the model's probability of the chosen token" in token_chips_html([record])
+
+
+# ---- tokens that hold part of a character -----------------------------------------------------------
+
+THU_DO = [("Th", b"Th"), ("\\xe1\\xbb", b"\xe1\xbb"), ("\\xa7", b"\xa7"), (" \\xc4", b" \xc4"), ("\\x91", b"\x91"), ("ô", "ô".encode())]
+
+
+def byte_records(pieces=THU_DO) -> list[StepRecord]:
+    """A run that writes "Thủ đô" as SmolLM2 does: each record carries its bytes and what was pending."""
+    records, pending = [], b""
+    for step, (piece, data) in enumerate(pieces):
+        split = piece.encode() != data
+        records.append(replace(rec(piece, 0.5, step=step), bytes_hex=data.hex() if split else "", pending_hex=pending.hex()))
+        pending = incomplete_tail(pending + data)
+    return records
+
+
+def test_a_split_character_shows_as_the_character_with_its_bytes_in_the_title():
+    chips = parse(token_chips_html(byte_records())).chips
+    assert [c["text"] for c in chips] == ["Th", "ủ1–2/3", "ủ3/3", "␣đ1/2", "đ2/2", "ô"]
+    assert all("\\x" not in c["text"] for c in chips)
+    assert "bytes 1–2 of 3 of ủ: \\xe1\\xbb" in chips[1]["title"]
+    assert "'ủ'" in chips[1]["title"] and chips[1]["title"].startswith("id 3575 · ")
+    assert '<sub class="ntp-part">1–2/3</sub>' in token_chips_html(byte_records())
+
+
+def test_streaming_holds_a_split_character_until_it_is_complete():
+    records = byte_records()
+    html, start, sent = chips_prefix(), 0, []
+    for n in range(1, len(records) + 1):
+        more, start = new_chips(records[:n], start)
+        html += more
+        sent.append(start)
+    # "Th" goes at once; e1 bb waits for a7; " c4" waits for 91; "ô" goes at once
+    assert sent == [1, 1, 3, 3, 5, 6]
+    assert html == token_chips_html(records)
+    # a run that ends half-way through a character: the last chip shows what it could become
+    more, start = new_chips(records[:2], 1, final=True)
+    (chip,) = parse(more).chips
+    assert chip["text"] == "Ề…1–2/3" and start == 2
+
+
+def test_a_split_characters_title_in_vietnamese():
+    chips = parse(token_chips_html(byte_records(), lang="vi")).chips
+    assert [c["text"] for c in chips] == ["Th", "ủ1–2/3", "ủ3/3", "␣đ1/2", "đ2/2", "ô"]
+    assert "byte thứ 1–2 trong 3 byte của ủ: \\xe1\\xbb" in chips[1]["title"]
+    assert chips[1]["title"].startswith("ID 3575 · ") and "bytes" not in chips[1]["title"]

@@ -20,7 +20,7 @@ def test_the_status_line_in_english_reads_as_before():
     last = replace(last, stop_reason="max_tokens")
     line = status_markdown(run_of(make_record(), last), rate=12.34)
     assert line == (
-        "**Step 2** of 2 · token <code>&#x27; Paris&#x27;</code> (id 100) · rank 1, p = 0.750 after the pipeline"
+        "**Step 2** of 2 · token <code>␣Paris</code> (id 100) · rank 1, p = 0.750 after the pipeline"
         " · drawn with u = 0.300 · seed 1 · forward 1 ms · sampling 0.1 ms · 12.3 tokens/s"
         " · **stopped: reached max new tokens**"
     )
@@ -30,7 +30,7 @@ def test_the_status_line_in_vietnamese():
     greedy = make_record(u=None)
     line = status_markdown(run_of(greedy, stop_requested=True), lang="vi")
     assert line == (
-        "**Bước 1** / 1 · token <code>&#x27; Paris&#x27;</code> (ID 100) · hạng 1, p = 0.750 sau pipeline"
+        "**Bước 1** / 1 · token <code>␣Paris</code> (ID 100) · hạng 1, p = 0.750 sau pipeline"
         " · greedy: lấy argmax · seed 1 · forward pass 1 ms · lấy mẫu 0.1 ms · **bạn đã dừng**"
     )
     stopped = replace(greedy, stop_reason="eos", batch_size=3)
@@ -65,3 +65,12 @@ def test_order_notes_and_placeholders_follow_the_language():
     assert [f.layout.annotations[0].text for f in vietnamese] == [
         "Phân phối ở từng bước sẽ hiện ở đây.", "Lần rút ngẫu nhiên sẽ hiện ở đây.",
         "Entropy, xác suất của token được chọn và số token được giữ lại, qua cả lượt chạy."]
+
+
+def test_a_split_characters_token_says_which_bytes_it_holds_in_both_languages():
+    first = replace(make_record(pieces=["\\xe1\\xbb"]), bytes_hex="e1bb")
+    second = replace(make_record(step=1, pieces=["\\xa7"]), bytes_hex="a7", pending_hex="e1bb")
+    run = run_of(first, second)
+    assert "token <code>ủ</code> (id 100, bytes 1–2 of 3 of ủ) · rank 1" in status_markdown(run, 0)
+    assert "token <code>ủ</code> (ID 100, byte thứ 3 trong 3 byte của ủ) · hạng 1" in status_markdown(run, lang="vi")
+    assert "\\x" not in status_markdown(run, 0) + status_markdown(run, lang="vi")

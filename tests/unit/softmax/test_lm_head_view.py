@@ -36,7 +36,7 @@ def test_english_is_the_default():
     assert "| token | ‖w‖ | cos | ‖h‖·‖w‖·cos | model's logit | p |" in md
     fig = lm_head_figure(view(), PIECES)
     assert [a.text for a in fig.layout.annotations] == ["logit = h · w_row", "cos(h, w_row)   (‖h‖ = 12.50 for every token)"]
-    assert fig.data[0].hovertext[0] == ("␣Paris<br>logit 10.000 = ‖h‖ 5.00 × ‖w‖ 1.250 × cos 0.5000"
+    assert fig.data[0].hovertext[0] == ("' Paris'<br>logit 10.000 = ‖h‖ 5.00 × ‖w‖ 1.250 × cos 0.5000"
                                         "<br>model's logit 10.000 · p 50.0% · rank 1")
 
 
@@ -73,7 +73,7 @@ def test_a_visitors_piece_stays_escaped_in_both_languages():
     for lang in ("en", "vi"):
         assert "&lt;b&gt;" in lm_head_markdown(view(), PIECES, lang=lang)
         fig = lm_head_figure(view(), PIECES, lang=lang)
-        assert list(fig.data[0].x)[1] == "&lt;b&gt;" and fig.data[0].hovertext[1].startswith("&lt;b&gt;<br>")
+        assert list(fig.data[0].x)[1] == "&lt;b&gt;" and fig.data[0].hovertext[1].startswith("'&lt;b&gt;'<br>")
 
 
 @pytest.mark.parametrize("lang, empty, where", [
