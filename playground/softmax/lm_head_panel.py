@@ -54,7 +54,13 @@ def build_lm_head_panel(service, lab: dict, language: gr.Radio | None = None) ->
             index = validation.number("step", index, integer=True, low=0, high=limits.MAX_NEW_TOKENS, blank=0)
         except ValueError as e:
             raise user_error(e, lang) from None
-        if state is not None and state.records and state.request is not None:
+        try:
+            model = service.info.name
+        except RuntimeError as e:  # loading, or the host switching the model
+            raise user_error(e, lang) from None
+        from_run = bool(state is not None and state.records and state.request is not None
+                        and getattr(state, "model", "") in ("", model))
+        if from_run:  # a run drawn by another model (before the host switched it) is not this model's
             i = min(index, len(state.records) - 1)
             prompt, chat = state.request.prompt, state.request.chat
             taken = [r.token_id for r in state.records[:i]]  # the position that chose step i's token
@@ -80,4 +86,12 @@ def build_lm_head_panel(service, lab: dict, language: gr.Radio | None = None) ->
 
         language.change(rerender, [language, shown_state], [summary, plot], api_visibility="private",
                         show_progress="hidden", preprocess=False)
-    return {"summary": summary, "plot": plot}
+
+    def new_model(info, first: bool, lang="en") -> dict:
+        """The host switched the room's model: what the panel showed was the old model's."""
+        if first:
+            return {}
+        text, figure = lm_head_views(None, lang)
+        return {summary: text, plot: figure, shown_state: None}
+
+    return {"summary": summary, "plot": plot, "watch": ([summary, plot, shown_state], new_model)}
