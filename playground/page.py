@@ -63,7 +63,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                 forward = build_forward_tab(service, lab, tabs=tabs, language=language)
             forward_tab.select(
                 forward["trace_if_new"], forward["select_inputs"], forward["select_outputs"],
-                api_visibility="private", show_progress="minimal",
+                api_visibility="private", show_progress="minimal", preprocess=False,  # trace_if_new checks the block
             )
         register_api(service)
 

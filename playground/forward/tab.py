@@ -176,6 +176,10 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
         """For a tab-select event: trace only if the shown trace is not of this prompt (and model) already."""
         if current is not None and (current.prompt, current.chat) == (text, bool(use_chat)) and not stale(current):
             return unchanged(state)
+        try:  # the slider may still show another model's block (its new range is on its way): the middle one then
+            validation.number("block", chosen_block, integer=True, low=1, high=service.info.num_layers)
+        except (ValueError, RuntimeError):
+            chosen_block = None
         return run_trace(text, use_chat, chosen_block, chosen_head, lang)
 
     def change_block(current, chosen_block, chosen_head, lang="en"):
