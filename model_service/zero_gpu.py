@@ -142,8 +142,9 @@ class ZeroGpuService:
         taken = list(taken)
         while True:
             last = None
-            for record in generate_slice(prompt, settings, max_new_tokens, stop, chat, top_n, tuple(taken),
-                                         limits.ZERO_GPU_SLICE_TOKENS, capture, ignore_eos):
+            steps = min(limits.ZERO_GPU_SLICE_TOKENS, max_new_tokens - len(taken))  # the lease asks for no more
+            for record in generate_slice(prompt, settings, max_new_tokens, stop, chat, top_n, tuple(taken), steps,
+                                         capture, ignore_eos):
                 record = _unwrap(record)
                 if isinstance(record, StepRecord):
                     taken.append(record.token_id)

@@ -84,9 +84,9 @@ def test_a_generate_runs_in_slices_and_draws_what_one_run_draws(zero, monkeypatc
     assert [r.step for r in sliced] == list(range(10))
     assert sliced[-1].text == whole[-1].text and sliced[-1].stop_reason == "max_tokens"
     assert [r.stop_reason for r in sliced[:-1]] == [None] * 9  # a slice's end is not the run's
-    # three leases, each sized from its slice, never from the whole run
-    expected = limits.ZERO_GPU_BASE_SECONDS + 4 * limits.ZERO_GPU_SECONDS_PER_TOKEN
-    assert leases == [("generate_slice", expected)] * 3
+    # three leases, each sized from its slice (4, 4, then the 2 left), never from the whole run
+    seconds = [limits.ZERO_GPU_BASE_SECONDS + n * limits.ZERO_GPU_SECONDS_PER_TOKEN for n in (4, 4, 2)]
+    assert leases == [("generate_slice", s) for s in seconds]
 
 
 def test_an_unseeded_run_keeps_its_own_seed_across_slices(zero, monkeypatch):
