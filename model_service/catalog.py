@@ -14,7 +14,8 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 
-from .loading import ALIASES, DEFAULT_MODEL, EMBEDDED
+# loading.py (the offline packages, aliases) imports torch: it is imported where needed, so the UI can read
+# labels and check a choice without torch.
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class Entry:
         """Its offline package is installed here (then no download and no token are needed)."""
         if self.embedded is None:
             return False
+        from .loading import EMBEDDED
+
         return importlib.util.find_spec(EMBEDDED[self.embedded].package) is not None
 
     def needs_token(self) -> bool:
@@ -52,6 +55,8 @@ SPACE_GPU_MODEL = "qwen2.5-1.5b"  # a Space's default on a GPU: not gated, multi
 
 def canonical(name: str) -> str:
     """A catalog key for a catalog key, an alias or the hub id of a catalog entry; anything else as given."""
+    from .loading import ALIASES
+
     text = name.strip()
     short = ALIASES.get(text.lower(), text.lower())
     if short in CATALOG:
@@ -78,6 +83,8 @@ def default_allowlist(*, gpu: bool, token: bool) -> tuple[str, ...]:
 def parse_allowlist(spec: str | None, *, start: str | None, gpu: bool, token: bool) -> tuple[str, ...]:
     """The host's list (comma-separated catalog keys, Hub ids or directories; blank = the defaults for
     this machine), with the start model first. Duplicates are dropped; order is kept."""
+    from .loading import DEFAULT_MODEL
+
     if spec is not None and spec.strip():
         keys = [canonical(part) for part in spec.split(",") if part.strip()]
     else:

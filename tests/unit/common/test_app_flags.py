@@ -117,3 +117,19 @@ def test_lang_vi_on_a_gpu_space_keeps_its_multilingual_gpu_model(monkeypatch, en
     monkeypatch.delenv("NTP_LANG", raising=False)
     env(SPACE_ID="teacher/next-token", ACCELERATOR="l4x1")
     assert app.parse_args(["--lang", "vi"]).model == "qwen2.5-1.5b"
+
+
+def test_on_zero_gpu_the_queue_keeps_room_for_a_room(monkeypatch):
+    """Gradio caps the queue at one waiting event on ZeroGPU unless max_size is given: we always give it."""
+    import gradio as gr
+
+    from model_service import limits
+    from playground.page import queue_options
+
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+    with gr.Blocks() as bare:
+        gr.Markdown("x")
+    assert bare.queue()._queue.max_size == 1  # what Gradio does on its own there
+    with gr.Blocks() as ours:
+        gr.Markdown("x")
+    assert ours.queue(**queue_options())._queue.max_size == limits.GRADIO_QUEUE_SIZE
