@@ -14,7 +14,7 @@ from ...conftest import ROOT
 def test_the_status_line_for_each_state():
     assert model_line(LoadStatus(1.0, "SmolLM2 · cpu · float32", True)) == "**Model:** SmolLM2 · cpu · float32"
     assert model_line(LoadStatus(0.4, "reading weights", False)).startswith("⏳ Loading the model… 40%")
-    assert model_line(LoadStatus(0.4, "switching to gemma3-270m: reading", False), "gemma3-270m").startswith(
+    assert model_line(LoadStatus(0.4, "switching to gemma3-270m: reading", False), switching="gemma3-270m").startswith(
         "🔄 The host is switching the model… 40%")
     assert model_line(LoadStatus(0.1, "model failed to load", False, "no such model")).startswith(
         "⚠️ **The model failed to load:** no such model")
@@ -40,3 +40,16 @@ def test_the_page_imports_no_torch():
     code = "import sys, playground.page, playground.header; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr[-2000:]
+
+
+def test_the_status_line_and_the_pickers_note_in_vietnamese():
+    from model_service.hosting import SwitchPolicy
+    from playground.header import picker_note
+
+    assert model_line(LoadStatus(0.4, "x", False), "vi", "gemma3-270m").startswith("🔄 Người chủ trì đang đổi mô hình… 40%")
+
+    class Room:
+        models = ("smollm2", "<b>mine</b>")
+
+    note = picker_note(Room(), SwitchPolicy("key", "key"), "vi")
+    assert note.startswith("Khóa của người chủ trì") and "&lt;b&gt;mine&lt;/b&gt;" in note
