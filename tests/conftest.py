@@ -102,7 +102,7 @@ def picker_app(tmp_path_factory):
         keys.append(str(folder))
     service = LoadingService(keys[0], "cpu", models=tuple(keys))
     assert service.wait(120).ready, service.status
-    policy = SwitchPolicy("key", "The host's key switches the model for everyone in the room.")
+    policy = SwitchPolicy("key", "key")
     demo = build_demo(service, policy=policy, host_key=HOST_KEY)
     demo.queue(**queue_options())
     port = free_port()
