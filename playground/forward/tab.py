@@ -57,6 +57,7 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
     input_md = gr.Markdown(T("forward.lesson.input"), elem_id="fw-input")
     shapes_md = gr.Markdown(elem_id="fw-shapes")
     lesson_md = gr.Markdown(elem_id="fw-lesson-numbers")
+    numbers = gr.State(None)  # (ModelInfo, the lesson prompt's id count): the table redrawn in another language
 
     gr.Markdown(T("forward.section.embedding"))
     embedding_md = gr.Markdown(T("forward.lesson.embedding"), elem_id="fw-embedding")
@@ -138,15 +139,14 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
                lens_plot]
     lang_input = [language] if language is not None else []
 
-    def lesson_numbers(info, lang="en") -> str:
-        return lesson_markdown(info, len(service.encode(limits.LESSON_PROMPT)), lang)
 
     def new_model(info, first: bool, lang="en") -> dict:
         """The room's model changed (or the page just learnt which it is): its depth sets the block
         slider's range, its sizes the lesson table; an old trace is dropped and the views go back to
         what they show before a trace, in the page's language."""
-        L = info.num_layers
-        out = {block: gr.update(maximum=L, value=(L + 1) // 2), lesson_md: lesson_numbers(info, lang)}
+        L, ids = info.num_layers, len(service.encode(limits.LESSON_PROMPT))
+        out = {block: gr.update(maximum=L, value=(L + 1) // 2), lesson_md: lesson_markdown(info, ids, lang),
+               numbers: (info, ids)}
         if not first:
             out |= placeholders(lang) | {
                 state: None, tokens: "", shapes_md: "", head: gr.update(choices=head_choices(lang), value=ALL_HEADS),
@@ -200,20 +200,17 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
             return unchanged(attention_md)
         return attention_views(current, chosen_head, lang)
 
-    def lesson_table(lang) -> dict:
-        """The lesson-numbers table in `lang`, once a model serves (while one loads the watcher draws it)."""
-        try:
-            return {lesson_md: lesson_numbers(service.info, lang)}
-        except RuntimeError:
-            return {}
+    def lesson_table(lang, known) -> dict:
+        """The lesson-numbers table in `lang`, once the watcher drew it (it knows the model's numbers)."""
+        return {} if known is None else {lesson_md: lesson_markdown(*known, lang)}
 
-    def change_language(lang, current, chosen_head):
-        """Redraw every view in the new language from the trace already made: no model work."""
+    def change_language(lang, current, chosen_head, known=None):
+        """Redraw every view in the new language from the trace (and numbers) already made: no model work."""
         if current is None:
-            return placeholders(lang) | lesson_table(lang)
+            return placeholders(lang) | lesson_table(lang, known)
         views = render(current, chosen_head, lang)
         del views[state], views[block]  # the same trace and slider: nothing to send
-        return views | lesson_table(lang)
+        return views | lesson_table(lang, known)
 
     inputs = [prompt, chat, block, head, *lang_input]
     # preprocess=False: run_trace's validators name the field before Gradio's component checks can
@@ -225,8 +222,9 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
     head.input(change_head, [state, head, *lang_input], [attention_md, attention_plot], api_visibility="private",
                show_progress="hidden")
     if language is not None:
-        language.change(change_language, [language, state, head], [o for o in outputs if o not in (state, block)] + [lesson_md],
-                        api_visibility="private", show_progress="hidden", preprocess=False)
+        redrawn = [o for o in outputs if o not in (state, block)] + [lesson_md]
+        language.change(change_language, [language, state, head, numbers], redrawn, api_visibility="private",
+                        show_progress="hidden", preprocess=False)
 
     if lab is not None:
         targets = [lab["prompt"], lab["chat"]] + ([tabs] if tabs is not None else [])
@@ -242,7 +240,7 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
         "block": block, "head": head, "status": status,
         # for a tab.select(...) that shows the lesson's trace when the tab is opened:
         "trace_if_new": trace_if_new, "select_inputs": [prompt, chat, block, head, state, *lang_input],
-        "select_outputs": outputs, "lesson_numbers": lesson_md, "watch": (outputs + [lesson_md], new_model),
+        "select_outputs": outputs, "lesson_numbers": lesson_md, "watch": (outputs + [lesson_md, numbers], new_model),
     }
 
 

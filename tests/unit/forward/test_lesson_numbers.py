@@ -43,6 +43,16 @@ def test_the_model_name_is_escaped():
     assert "<img" not in markdown and "&lt;img" in markdown and "\\|" in markdown
 
 
+def test_the_table_in_vietnamese_has_the_same_numbers():
+    table = rows(lesson_markdown(info(), 5, "vi"))
+    assert "hidden states" in table and "LM head (từ vựng × d)" in table
+    ours, theirs = zip(*table.values())
+    assert theirs[0] == "6 (có marker bắt đầu)" and ours[0] == "5 (không có marker bắt đầu)"
+    assert theirs[1] == "33 vector 4,096 chiều (32 block + 1)" and ours[3] == "49,152 × 576, 113 MB ở float32"
+    markdown = lesson_markdown(info(), 5, "vi")
+    assert "phòng này: SmolLM2-135M-Instruct" in markdown and "bài học: Llama-3.1-8B" in markdown
+
+
 def test_the_shipped_config_is_an_8b_llama():
     """Built on PyTorch's meta device (no memory, no weights): the public config gives 8.03 B parameters."""
     import torch
