@@ -4,10 +4,21 @@
     python app.py --model gemma3-270m     # the second offline model
     python app.py --model Qwen/Qwen2.5-0.5B --host 0.0.0.0 --share
     python app.py --lang vi               # a Vietnamese room: the page in Vietnamese, on multilingual Gemma 3
+    NTP_HOST_KEY=... python app.py --host 0.0.0.0 --models smollm2,gemma3-270m   # a room; the host may switch
 
-Every flag has an environment variable (NTP_MODEL, NTP_DEVICE, NTP_HOST, NTP_PORT, NTP_SHARE,
-NTP_MAX_ROWS, NTP_QUEUE_SIZE, NTP_LANG) for hosts such as Hugging Face Spaces. The page is up at once; the
-model loads in the background.
+Every flag has an environment variable (NTP_MODEL, NTP_MODELS, NTP_DEVICE, NTP_HOST, NTP_PORT, NTP_SHARE,
+NTP_MAX_ROWS, NTP_QUEUE_SIZE, NTP_LANG, NTP_HOST_KEY) for hosts such as Hugging Face Spaces. The page is up
+at once; the model loads in the background.
+
+--models (NTP_MODELS) is the model picker's allowlist: comma-separated keys of model_service/catalog.py
+(smollm2, gemma3-270m, qwen2.5-1.5b, smollm2-1.7b, llama-3.2-1b, llama-3.1-8b), Hub ids or directories;
+default: the two offline models, plus the larger ones on a GPU (gated ones only with HF_TOKEN). Visitors
+never type a model name. Switching reloads the one model that serves everyone, so it is the host's: open
+when the app listens on this machine only, with the host key (NTP_HOST_KEY: prefer the variable or a
+Space secret to the flag, which shows in process lists) when it serves a room, off on ZeroGPU.
+
+On a Hugging Face Space (SPACE_ID is set) the defaults are a room's: host 0.0.0.0 and, where the Space has
+a GPU (ACCELERATOR, or SPACES_ZERO_GPU=true), the GPU model of catalog.SPACE_GPU_MODEL. See docs/hosting.md.
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ import argparse
 import os
 import sys
 
-from model_service import limits, validation
+from model_service import hosting, limits, validation
 
 LANGUAGE_MODELS = {"en": None, "vi": "gemma3-270m"}  # --lang -> the model it runs when none is named
 
@@ -42,40 +53,85 @@ def _env_int(name: str, default, low: int, high: int):
         sys.exit(f"error: {e}")
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespace:
+    from model_service.catalog import parse_allowlist
+    from model_service.loading import DEFAULT_MODEL
+
+    where = where or hosting.detect()
+    d = hosting.defaults(where, cuda=False if where.on_space else _cuda())
     env = os.environ.get
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default=env("NTP_MODEL"), help="smollm2 (default), gemma3-270m, a directory or a Hugging Face id")
+    p.add_argument("--model", default=env("NTP_MODEL"),
+                   help=f"smollm2, gemma3-270m, another catalog key, a directory or a Hugging Face id (default {d.model})")
+    p.add_argument("--models", default=env("NTP_MODELS"), help="the model picker's allowlist, comma-separated")
     p.add_argument("--device", default=env("NTP_DEVICE"), help="cpu or cuda (default: CUDA if present)")
-    p.add_argument("--host", default=env("NTP_HOST", "127.0.0.1"), help="0.0.0.0 to serve a room")
+    p.add_argument("--host", default=env("NTP_HOST", d.host), help=f"0.0.0.0 to serve a room (default {d.host})")
     p.add_argument("--port", type=int, default=_env_int("NTP_PORT", 7860, 1, 65535))
     p.add_argument("--share", action="store_true", default=_env_bool("NTP_SHARE"), help="a public gradio.live link")
     p.add_argument("--max-rows", type=int, default=_env_int("NTP_MAX_ROWS", None, 1, 1024),
-                   help=f"rows in one forward pass (default: {limits.MAX_ROWS_CPU} on CPU, {limits.MAX_ROWS_GPU} on GPU)")
+                   help=f"rows in one forward pass (default: {limits.MAX_ROWS_CPU} on CPU; on a GPU what the card holds, "
+                        f"at most {limits.MAX_ROWS_GPU})")
     p.add_argument("--queue-size", type=int, default=_env_int("NTP_QUEUE_SIZE", limits.QUEUE_SIZE, 1, 100_000),
                    help=f"requests that may wait for a row (default {limits.QUEUE_SIZE})")
     p.add_argument("--lang", default=env("NTP_LANG"), choices=sorted(LANGUAGE_MODELS),
                    help="the page's language for every visitor (default: each browser's own; a link's ?lang= still "
-                        "wins); with no --model, vi runs the multilingual gemma3-270m")
+                        "wins); with no --model, vi runs the multilingual gemma3-270m where the default is SmolLM2")
+    p.add_argument("--host-key", default=env("NTP_HOST_KEY"), help="the key that lets the host switch the model")
     args = p.parse_args(argv)
     if args.lang is not None and args.lang not in LANGUAGE_MODELS:  # argparse checks typed values, not env ones
         sys.exit(f"error: NTP_LANG must be one of {', '.join(sorted(LANGUAGE_MODELS))}, got {args.lang!r}")
-    if args.model is None and args.lang:
-        args.model = LANGUAGE_MODELS[args.lang]  # SmolLM2 writes gibberish in Vietnamese; Gemma 3 does not
+    if args.model is None:
+        # SmolLM2 writes gibberish in Vietnamese; Gemma 3 does not (a GPU Space's default is multilingual already)
+        language_model = LANGUAGE_MODELS.get(args.lang) if args.lang else None
+        args.model = language_model if language_model and d.model == DEFAULT_MODEL else d.model
+    args.models = parse_allowlist(args.models, start=args.model, gpu=d.gpu, token=d.token)
+    args.policy = hosting.switch_policy(where, models=args.models, bind=args.host, share=args.share,
+                                        host_key=args.host_key)
+    args.where = where
     return args
 
 
-def main(argv=None) -> None:
-    args = parse_args(argv)
+def build(args: argparse.Namespace):
+    """The service (loading) and the page, ready to launch."""
     from model_service.background import LoadingService
-    from playground.page import build_demo, launch_options, queue_options
+    from model_service.catalog import load_target
+    from playground.page import build_demo, queue_options
 
+    room = {"max_rows": args.max_rows, "queue_size": args.queue_size}
     try:
-        service = LoadingService(args.model, args.device, max_rows=args.max_rows, queue_size=args.queue_size)
+        if args.where.zero_gpu:  # loaded now, onto CUDA, before launch: ZeroGPU packs those weights
+            from model_service import zero_gpu
+
+            service = LoadingService(service=zero_gpu.load(load_target(args.model), args.device, **room),
+                                     model=args.model, models=args.models)
+        else:
+            service = LoadingService(args.model, args.device, models=args.models, **room)
     except RuntimeError as e:  # ModelLoadError, e.g. a bad NTP_THREADS
         sys.exit(f"error: {e}")
-    demo = build_demo(service, default_language=args.lang)
+    demo = build_demo(service, default_language=args.lang, policy=args.policy, host_key=args.host_key)
     demo.queue(**queue_options())
+    return demo
+
+
+def main(argv=None) -> None:
+    where = hosting.detect()
+    if where.zero_gpu:
+        # `spaces` must be imported before anything touches CUDA
+        from model_service import zero_gpu
+
+        if zero_gpu.spaces is None:
+            sys.exit("error: SPACES_ZERO_GPU is set but the `spaces` package is missing: add `spaces` to "
+                     "pre-requirements.txt")
+    args = parse_args(argv, where)
+    from playground.page import launch_options
+
+    demo = build(args)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, ssr_mode=False, **launch_options())
 
 

@@ -55,3 +55,21 @@ GRADIO_THREADS = 256  # handler threads: a streaming learner's handler mostly wa
 # ---- ranges of the sampling knobs (beyond the sliders, for the API and links) ---------------------------
 MAX_TEMPERATURE = 100.0  # T = 100 already flattens any real distribution to near-uniform
 MAX_TOP_K = 1_000_000  # larger than any vocabulary; top_k >= vocab is "off"
+
+# ---- hosting: a shared model, a model picker, GPUs (model_service/hosting.py, card.py, zero_gpu.py) -----------
+# How often an open page asks whether the host switched the model (seconds). Each tick is one tiny event
+# with no model work; 100 learners at 5 s is 20 events a second through Gradio.
+MODEL_WATCH_SECONDS = 5.0
+# A wrong host key waits this long before its answer, so guessing the key through the API is slow.
+HOST_KEY_DELAY_SECONDS = 1.0
+# Rows per step on a GPU are sized for the card: the weights, then every row's KV cache for a full request
+# (MAX_PROMPT_TOKENS + MAX_NEW_TOKENS), within this share of the card's memory (the rest: the CUDA context,
+# activations, the sampler's (rows, vocab) float32 tensors, fragmentation). Capped by MAX_ROWS_GPU.
+CARD_MEMORY_SHARE = 0.85
+SAMPLER_TENSORS_PER_ROW = 12  # (vocab,) float32 tensors the sampling pipeline holds per row, at its peak
+# ZeroGPU leases the GPU per call (`@spaces.GPU(duration=...)`, shorter = better queue priority). A Generate is
+# run in slices of at most this many steps, each its own lease; the duration asked for is sized from the slice.
+ZERO_GPU_SLICE_TOKENS = 64
+ZERO_GPU_BASE_SECONDS = 10.0  # a fresh worker moves the weights onto the GPU before the first step
+ZERO_GPU_SECONDS_PER_TOKEN = 0.1  # generous: an 8B model's bandwidth bound on an H200 slice is under 10 ms a step
+ZERO_GPU_TRACE_SECONDS = 20.0  # a trace, one block's attention, an LM-head view: one forward pass each

@@ -188,13 +188,27 @@ def load(model: str | None = None, device: str | None = None, progress: Progress
         tokenizer = AutoTokenizer.from_pretrained(target, trust_remote_code=False)
         lm = AutoModelForCausalLM.from_pretrained(target, dtype=dtype, trust_remote_code=False)
     except (OSError, ValueError, KeyError) as e:
-        tried = f"short names {', '.join(EMBEDDED)}; a local directory; the Hugging Face Hub id {target!r}"
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ModelLoadError(f"could not load model {name!r} (tried {tried}): {first}") from e
+        raise ModelLoadError(_load_failure(name, target, e)) from e
     lm.to(dev).eval()
     info = model_info(lm, tokenizer, name, source, time.perf_counter() - started, from_cache)
     report(1.0, f"Loaded {info.describe()}")
     return lm, tokenizer, info
+
+
+def _load_failure(name: str, target: str, error: BaseException) -> str:
+    """What went wrong, in words a host can act on: a gated model, a model not downloaded on an offline
+    machine, or anything else, with what was tried."""
+    text = str(error).strip()
+    kinds = {type(e).__name__ for e in (error, error.__cause__, error.__context__) if e is not None}
+    if "GatedRepoError" in kinds or "gated repo" in text.lower():
+        return (f"{name} is gated on the Hugging Face Hub: accept its licence on the model's page, then give "
+                f"the app a token that can read it (the HF_TOKEN secret or environment variable)")
+    tried = f"short names {', '.join(EMBEDDED)}; a local directory; the Hugging Face Hub id {target!r}"
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on") and "/" in target:
+        return (f"{name} is not in this machine's Hugging Face cache and HF_HUB_OFFLINE is set (tried {tried}): "
+                f"download it first, or pick an offline model")
+    first = text.splitlines()[0] if text else type(error).__name__
+    return f"could not load model {name!r} (tried {tried}): {first}"
 
 
 def model_info(lm, tokenizer, name: str, source: str, load_seconds: float = 0.0, from_cache: bool = False):
@@ -220,6 +234,7 @@ def model_info(lm, tokenizer, name: str, source: str, load_seconds: float = 0.0,
         eos_token_ids=tuple(sorted(eos_ids)),
         load_seconds=round(load_seconds, 3),
         from_cache=from_cache,
+        device_name=torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else "",
     )
 
 

@@ -28,11 +28,13 @@ class ModelInfo:
     eos_token_ids: tuple[int, ...]
     load_seconds: float
     from_cache: bool
+    device_name: str = ""  # the card, on a GPU ("NVIDIA L4"); "" on the CPU
 
     def describe(self) -> str:
+        device = f"{self.device} ({self.device_name})" if self.device_name else self.device
         return (
             f"{self.name} · {self.parameters / 1e6:.0f}M parameters · vocab {self.vocab_size:,} · "
-            f"d {self.hidden_size} · {self.num_layers} layers · {self.device} · {self.dtype}"
+            f"d {self.hidden_size} · {self.num_layers} layers · {device} · {self.dtype}"
         )
 
     def to_dict(self) -> dict:

@@ -56,16 +56,18 @@ class Scheduler:
         self._decoder = Decoder(service.model, self._pad)
         self.steps = 0  # sampling steps run since start
         self._stopping = False
+        self._reason: Exception = RuntimeError("the model service is shutting down")
         self._thread = threading.Thread(target=self._loop, name="model-scheduler", daemon=True)
         self._thread.start()
         # A daemon thread killed inside a torch op at interpreter exit aborts the process: end the
         # loop first (it finishes the step under way).
         atexit.register(_stop, weakref.ref(self))
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """End the loop after the step under way; requests still in flight get an error."""
+    def stop(self, timeout: float = 10.0, reason: Exception | str = "the model service is shutting down") -> None:
+        """End the loop after the step under way; requests still in flight get `reason` as an error."""
         with self._cond:
             self._stopping = True
+            self._reason = reason if isinstance(reason, Exception) else RuntimeError(reason)
             self._cond.notify()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
@@ -80,7 +82,7 @@ class Scheduler:
         """Queue one caller's jobs, or refuse them at once when the room's queue is full."""
         with self._cond:
             if self._stopping:
-                raise RuntimeError("the model service is shutting down")
+                raise validation.again(self._reason)
             waiting = sum(len(entry) for entry in self._queue)
             if waiting + len(jobs) > self.queue_size:
                 raise validation.Unavailable("room_full", waiting=f"{waiting:,}", limit=f"{self.queue_size:,}")
@@ -130,11 +132,13 @@ class Scheduler:
                 self._decoder = Decoder(self.service.model, self._pad)
 
     def _shut(self) -> None:
-        error = RuntimeError("the model service is shutting down")
+        error = self._reason
         for job in self._running + self._prefilling + [job for entry in self._queue for job in entry]:
             self._fail(job, error)
+            job.decoder = job.logits = None
         self._queue.clear()
         self._running, self._prefilling = [], []
+        self._decoder = None  # its cache and its hold on the model go with it (a switch frees the model)
 
     def _drop_cancelled(self) -> None:
         keep = [i for i, job in enumerate(self._running) if job.live]

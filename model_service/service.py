@@ -73,6 +73,15 @@ def as_settings(settings) -> SamplingSettings:
     raise ValueError(f"settings must be SamplingSettings or a dict, got {type(settings).__name__}")
 
 
+def _default_rows(model) -> int:
+    """Rows per step: a few on a CPU; on a GPU as many as the card holds (model_service/card.py)."""
+    if model.device.type == "cuda":
+        from .card import card_rows
+
+        return card_rows(model)
+    return limits.MAX_ROWS_GPU if model.device.type != "cpu" else limits.MAX_ROWS_CPU
+
+
 def _env_count(name: str, value: int | None, default: int, low: int) -> int:
     """An explicit value, else the environment variable, else the default; a whole number >= low."""
     if value is None:
@@ -87,8 +96,8 @@ class ModelService:
                  queue_size: int | None = None):
         """Wrap an already loaded model (tests pass a tiny random one); `load` is the usual door.
 
-        max_rows: rows per forward step (default NTP_MAX_ROWS, else limits.MAX_ROWS_GPU on a GPU and
-        MAX_ROWS_CPU otherwise); queue_size: requests that may wait for a row (NTP_QUEUE_SIZE, else
+        max_rows: rows per forward step (default NTP_MAX_ROWS, else as many as the GPU card holds, capped
+        at limits.MAX_ROWS_GPU, and MAX_ROWS_CPU on a CPU); queue_size: requests that may wait for a row (NTP_QUEUE_SIZE, else
         limits.QUEUE_SIZE)."""
         self.model = model
         self.tokenizer = tokenizer
@@ -97,13 +106,13 @@ class ModelService:
         self.eos_token_ids = set(self.info.eos_token_ids)
         config = model.config.get_text_config()
         self.max_context = getattr(config, "max_position_embeddings", None) or 1 << 20
-        on_gpu = model.device.type != "cpu"
-        self.max_rows = _env_count("NTP_MAX_ROWS", max_rows, limits.MAX_ROWS_GPU if on_gpu else limits.MAX_ROWS_CPU, 1)
+        self.max_rows = _env_count("NTP_MAX_ROWS", max_rows, _default_rows(model), 1)
         self.queue_size = _env_count("NTP_QUEUE_SIZE", queue_size, limits.QUEUE_SIZE, 0)
         # Every forward pass holds it: the scheduler's steps, and traces / LM-head views beside them.
         self.model_lock = threading.RLock()
         self._scheduler = None
         self._scheduler_lock = threading.Lock()
+        self.closed: Exception | None = None  # why this service no longer serves (the host switched the model)
 
     @classmethod
     def load(cls, model: str | None = None, device: str | None = None, progress=None, *,
@@ -113,6 +122,7 @@ class ModelService:
     @property
     def scheduler(self):
         """The one loop that runs every generation's forward passes; started on first use."""
+        self._check_open()
         if self._scheduler is None:
             with self._scheduler_lock:
                 if self._scheduler is None:
@@ -120,6 +130,21 @@ class ModelService:
 
                     self._scheduler = Scheduler(self, self.max_rows, self.queue_size)
         return self._scheduler
+
+    def close(self, reason: Exception | str = "the model service is shutting down") -> None:
+        """Stop serving and let go of the model, so its memory can be freed: requests in flight end with
+        `reason` (an error, or its text), later calls raise it. Waits for a trace or LM-head view under way."""
+        self.closed = reason if isinstance(reason, Exception) else RuntimeError(reason)
+        with self._scheduler_lock:
+            scheduler, self._scheduler = self._scheduler, None
+        if scheduler is not None:
+            scheduler.stop(reason=reason)
+        with self.model_lock:
+            self.model = None
+
+    def _check_open(self) -> None:
+        if self.closed is not None:
+            raise validation.again(self.closed)
 
     def room(self) -> Room:
         """The live room, anonymised: every row's settings and progress (no prompts), the queue length,
@@ -167,6 +192,7 @@ class ModelService:
         top_k = _count("top_k", top_k, 1, MAX_TOP_N)
         ids = self._prompt_ids(prompt, chat) + [_count("token", t, 0, self.info.vocab_size - 1) for t in continue_from]
         with self.model_lock:
+            self._check_open()
             return lm_head_breakdown(self.model, ids, None, top_k)
 
     def trace(self, prompt: str, chat: bool = False, block: int | None = None, top_n: int = limits.DEFAULT_TRACE_TOP_N):
@@ -178,6 +204,7 @@ class ModelService:
         ids = self._prompt_ids(prompt, chat)
         tokenize_ms = (time.perf_counter() - started) * 1000
         with self.model_lock:
+            self._check_open()
             return trace(
                 self.model, self.tokenizer, self.pieces, ids, prompt=prompt, chat=chat, model_name=self.info.name,
                 tokenize_ms=tokenize_ms, block=block, top_n=top_n,
@@ -189,6 +216,7 @@ class ModelService:
 
         ids = self._prompt_ids(prompt, chat)
         with self.model_lock:
+            self._check_open()
             return attention(self.model, self.pieces, ids, block)
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -220,6 +248,17 @@ class ModelService:
         Arguments are checked before anything is queued, so bad input fails fast with a ValueError
         naming the field; a full queue is a RuntimeError.
         """
+        settings, ids, max_new_tokens, stop, top_n, prefix = self.check_generate(
+            prompt, settings, max_new_tokens, stop, chat, top_n, continue_from)
+        sink = StreamSink(report_waiting)
+        row = RowState(self, settings, max_new_tokens, stop, prefix, ignore_eos)
+        jobs = [Job(ids + prefix, row, len(prefix), top_n, bool(capture), sink)]
+        self.scheduler.submit(jobs)
+        return Stream(self.scheduler, jobs, sink)
+
+    def check_generate(self, prompt, settings, max_new_tokens, stop, chat, top_n, continue_from):
+        """generate()'s arguments checked (tokenizer work only, no forward pass): (settings, prompt ids,
+        max_new_tokens, stop strings, top_n, tokens already generated). A ValueError names the field."""
         settings = as_settings(settings)
         top_n = _count("top_n", top_n, 1, MAX_TOP_N)
         stop = validate_stop(stop)
@@ -227,11 +266,7 @@ class ModelService:
         prefix = [_count("continue_from token", t, 0, self.info.vocab_size - 1) for t in continue_from]
         if len(prefix) >= max_new_tokens:
             raise ValueError(f"already {len(prefix)} tokens generated: max_new_tokens ({max_new_tokens}) reached")
-        sink = StreamSink(report_waiting)
-        row = RowState(self, settings, max_new_tokens, stop, prefix, ignore_eos)
-        jobs = [Job(ids + prefix, row, len(prefix), top_n, bool(capture), sink)]
-        self.scheduler.submit(jobs)
-        return Stream(self.scheduler, jobs, sink)
+        return settings, ids, max_new_tokens, stop, top_n, prefix
 
     def generate_batch(
         self, requests: Sequence, top_n: int = limits.DEFAULT_TOP_N, max_batch: int = limits.MAX_BATCH_REQUESTS, *,

@@ -42,6 +42,12 @@ MESSAGES = {
     "room_full": "the room is full: {waiting} requests are waiting for the model (the limit here is {limit}); try again in a minute",
     "loading": "The model is still loading ({percent}: {message}). Try again in a moment.",
     "load_failed": "The model failed to load: {error}",
+    "switching": "The host is switching the model ({percent}: {message}). Try again in a moment.",
+    "switched": "The host switched the model to {model}; press the button again in a moment.",
+    "switch_busy": "a model is loading already; wait until it is ready",
+    "switch_off": "switching the model is off here (the Model panel says why)",
+    "host_key": "host key: that is not the host's key",
+    "model_choice": "{field} must be one of the host's models ({choices}), got {got}",
 }
 
 
@@ -51,6 +57,14 @@ class _Keyed:
     def __init__(self, key: str, **values):
         self.key, self.values = key, {name: str(value) for name, value in values.items()}
         super().__init__(MESSAGES[key].format(**self.values))
+
+
+def again(error: Exception) -> Exception:
+    """A fresh copy of an error to raise once more (the same instance raised in many threads would share
+    one traceback)."""
+    if isinstance(error, _Keyed):
+        return type(error)(error.key, **error.values)
+    return type(error)(*error.args)
 
 
 class InputError(_Keyed, ValueError):

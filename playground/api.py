@@ -77,7 +77,7 @@ def register_api(service) -> None:
 
     def model_info() -> dict:
         """What this app serves, with no model work: the load status, the model (name, size, device,
-        dtype, ...), the room's limits and its live state (rows per step, queue), and the request caps.
+        dtype, ...), the model picker's allowlist (and a switch under way), the room's limits and its live state (rows per step, queue), and the request caps.
         Cheap enough to poll while the model loads; a script's first call opens its session, as a
         browser's page load does."""
         status = service.status
@@ -85,6 +85,8 @@ def register_api(service) -> None:
         return {
             "status": status.to_dict(),
             "model": loaded.info.to_dict() if loaded else None,
+            "models": {"current": getattr(service, "current", None), "allowlist": list(getattr(service, "models", ())),
+                       "switching": getattr(service, "switching", None), "epoch": getattr(service, "epoch", 0)},
             "room": loaded.room().to_dict() if loaded else None,
             "limits": {
                 "max_prompt_tokens": limits.MAX_PROMPT_TOKENS, "max_new_tokens": limits.MAX_NEW_TOKENS,

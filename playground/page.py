@@ -1,9 +1,10 @@
-"""The whole page: a header that tracks model loading, then one tab per lesson.
+"""The whole page: the header (the model serving the room, the host's picker), then one tab per lesson.
 
 UI code only lays out and wires; the service (any PlaygroundService, here usually a
 LoadingService) is passed in, so a remote service can stand in without touching this file.
 Each tab builds and wires its own components (playground/<tab>/tab.py); this module places them
-and wires what crosses tabs: deep links into the lab, and the header's loading line.
+and wires what crosses tabs: deep links into the lab, the page's language, and each tab's watcher of
+the room's model (playground/header.py).
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from pathlib import Path
 import gradio as gr
 
 from model_service import limits
+from model_service.hosting import SwitchPolicy
 
 from .api import register_api
 from .common.errors import warn
 from .common.i18n import LANGUAGES, SWITCH_JS, T, html_lang_script, tr, translations
-from .common.text import escape_html
 from .engine.tab import build_engine_tab
 from .forward.tab import build_forward_tab
+from .header import build_header, default_policy, model_line, picker_note, wire_header
 from .lab.deep_link import FIELDS, make_query, parse_query
 from .lab.greedy_loop import build_greedy_loop
 from .lab.tab import build_lab
@@ -30,23 +32,20 @@ TITLE = "Next-Token Playground"
 MAX_UPLOAD = "1kb"  # the page has no file input: Gradio's upload route must not store visitors' files
 
 
-def model_line(status, lang="en") -> str:
-    if status.error:
-        return tr(lang, "page.model.failed", error=escape_html(status.error))
-    if not status.ready:
-        return tr(lang, "page.model.loading", percent=f"{status.fraction:.0%}", message=escape_html(status.message))
-    return tr(lang, "page.model.ready", description=escape_html(status.message))
-
-
-def build_demo(service, default_language: str | None = None) -> gr.Blocks:
-    """default_language: the host's --lang (None: each browser's own language, English if neither)."""
+def build_demo(service, default_language: str | None = None, policy: SwitchPolicy | None = None,
+               host_key: str | None = None) -> gr.Blocks:
+    """The page for a service (usually a LoadingService). default_language: the host's --lang (None: each
+    browser's own language, English if neither); policy: who may switch the room's model
+    (model_service/hosting.py; default: nobody); host_key: the key it asks for, when it asks."""
+    policy = policy or default_policy(service)
     with gr.Blocks(title=TITLE) as demo:
         with gr.Row(elem_id="header"):
             gr.Markdown(T("page.header"), elem_id="title")
             # every server-built text reads this; the page's load event sets it (see common/i18n.py)
             language = gr.Radio([(name, code) for code, name in LANGUAGES.items()], value="en", show_label=False,
                                 label=T("page.language"), elem_id="language", scale=0, min_width=220)
-        model_status = gr.Markdown(model_line(service.status), elem_id="model-status")
+        header = build_header(service, policy)
+        model_status = header["status"]
         with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab(T("page.tab.lab"), id="lab") as lab_tab:
                 lab = build_lab(service, language=language)
@@ -57,14 +56,14 @@ def build_demo(service, default_language: str | None = None) -> gr.Blocks:
                 with gr.Accordion(T("page.greedy_loop"), open=False):
                     build_greedy_loop(service, language=language)
             with gr.Tab(T("page.tab.softmax"), id="softmax") as softmax_tab:
-                build_softmax_tab(service, lab, language=language)
+                softmax = build_softmax_tab(service, lab, language=language)
             with gr.Tab(T("page.tab.engine"), id="engine") as engine_tab:
                 build_engine_tab(service, language=language)
             with gr.Tab(T("page.tab.forward"), id="forward") as forward_tab:
                 forward = build_forward_tab(service, lab, tabs=tabs, language=language)
             forward_tab.select(
                 forward["trace_if_new"], forward["select_inputs"], forward["select_outputs"],
-                api_visibility="private", show_progress="minimal",
+                api_visibility="private", show_progress="minimal", preprocess=False,  # trace_if_new checks the block
             )
         register_api(service)
 
@@ -87,26 +86,23 @@ def build_demo(service, default_language: str | None = None) -> gr.Blocks:
         demo.load(apply_link, None, controls, api_visibility="private", show_progress="hidden")
         link_btn.click(make_link, [*controls, language], link, api_name="make_link", show_progress="hidden")
 
-        def track_loading(lang):
-            from model_service.background import wait_until_ready
-
-            for status in wait_until_ready(service):
-                yield {model_status: model_line(status, lang)}
-
         # the page's language: chosen on load (link, host, browser), then by the picker; Gradio's own
-        # strings follow in the browser, and each tab re-renders its server-built text on .change
-        demo.load(None, None, language, js=html_lang_script(default_language), api_visibility="private").then(
-            track_loading, language, model_status, api_visibility="private", show_progress="hidden")
+        # strings follow in the browser, and each tab re-renders its server-built text on .change. Then the
+        # header follows the model: loading progress, and each tab's numbers once it serves (header.py)
+        loaded = demo.load(None, None, language, js=html_lang_script(default_language), api_visibility="private")
+        wire_header(loaded, service, header, [lab["watch"], softmax["watch"], forward["watch"]], policy, host_key,
+                    language)
         language.change(None, language, None, js=SWITCH_JS, api_visibility="private", show_progress="hidden")
         tab_keys = {lab_tab: "page.tab.lab", softmax_tab: "page.tab.softmax", engine_tab: "page.tab.engine",
                     forward_tab: "page.tab.forward"}
 
         def relabel(lang):
             # Gradio translates a tab's label only once the tab has been shown: set them all here
-            return {model_status: model_line(service.status, lang),
+            return {model_status: model_line(service.status, lang, getattr(service, "switching", None)),
+                    header["note"]: picker_note(service, policy, lang),
                     **{tab: gr.Tab(label=tr(lang, key)) for tab, key in tab_keys.items()}}
 
-        language.change(relabel, language, [model_status, *tab_keys], api_visibility="private",
+        language.change(relabel, language, [model_status, header["note"], *tab_keys], api_visibility="private",
                         show_progress="hidden", preprocess=False)
     return demo
 

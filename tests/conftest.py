@@ -31,13 +31,13 @@ def byte_tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", bos_token="<bos>")
 
 
-def tiny_llama(vocab_size: int = 258, seed: int = 0):
+def tiny_llama(vocab_size: int = 258, seed: int = 0, layers: int = 2):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
         bos_token_id=1, eos_token_id=0, pad_token_id=0, tie_word_embeddings=False,
     )
@@ -81,6 +81,34 @@ def app_url(embedded):
         show_error=True, **launch_options(),
     )
     yield f"http://127.0.0.1:{port}/"
+    demo.close(verbose=False)
+
+
+HOST_KEY = "let-me-in"
+
+
+@pytest.fixture(scope="session")
+def picker_app(tmp_path_factory):
+    """An app whose host may switch between two tiny models (2 and 3 blocks) with HOST_KEY: (url, keys)."""
+    from model_service.background import LoadingService
+    from model_service.hosting import SwitchPolicy
+    from playground.page import build_demo, launch_options, queue_options
+
+    keys = []
+    for layers in (2, 3):
+        folder = tmp_path_factory.mktemp(f"tiny{layers}") / f"tiny-{layers}-blocks"
+        tiny_llama(layers=layers).save_pretrained(folder)
+        byte_tokenizer().save_pretrained(folder)
+        keys.append(str(folder))
+    service = LoadingService(keys[0], "cpu", models=tuple(keys))
+    assert service.wait(120).ready, service.status
+    policy = SwitchPolicy("key", "key")
+    demo = build_demo(service, policy=policy, host_key=HOST_KEY)
+    demo.queue(**queue_options())
+    port = free_port()
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, ssr_mode=False,
+                show_error=True, **launch_options())
+    yield f"http://127.0.0.1:{port}/", keys
     demo.close(verbose=False)
 
 

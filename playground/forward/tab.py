@@ -19,6 +19,7 @@ from ..common.figures import empty_figure
 from ..common.i18n import DEFAULT, T, tr
 from . import charts as tc
 from . import text as tt
+from .lesson_numbers import lesson_markdown
 
 ALL_HEADS = -1
 DEFAULT_BLOCKS = 30  # the slider's range until the first trace tells the real depth
@@ -55,6 +56,8 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
     tokens = gr.HTML(elem_id="fw-tokens")
     input_md = gr.Markdown(T("forward.lesson.input"), elem_id="fw-input")
     shapes_md = gr.Markdown(elem_id="fw-shapes")
+    lesson_md = gr.Markdown(elem_id="fw-lesson-numbers")
+    numbers = gr.State(None)  # (ModelInfo, the lesson prompt's id count): the table redrawn in another language
 
     gr.Markdown(T("forward.section.embedding"))
     embedding_md = gr.Markdown(T("forward.lesson.embedding"), elem_id="fw-embedding")
@@ -136,6 +139,20 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
                lens_plot]
     lang_input = [language] if language is not None else []
 
+
+    def new_model(info, first: bool, lang="en") -> dict:
+        """The room's model changed (or the page just learnt which it is): its depth sets the block
+        slider's range, its sizes the lesson table; an old trace is dropped and the views go back to
+        what they show before a trace, in the page's language."""
+        L, ids = info.num_layers, len(service.encode(limits.LESSON_PROMPT))
+        out = {block: gr.update(maximum=L, value=(L + 1) // 2), lesson_md: lesson_markdown(info, ids, lang),
+               numbers: (info, ids)}
+        if not first:
+            out |= placeholders(lang) | {
+                state: None, tokens: "", shapes_md: "", head: gr.update(choices=head_choices(lang), value=ALL_HEADS),
+                status: tr(lang, "forward.status.new_model", model=tt.escape_html(info.name))}
+        return out
+
     def run_trace(text, use_chat, chosen_block, chosen_head, lang="en"):
         try:
             text = validation.text("prompt", text)
@@ -148,15 +165,28 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
             raise user_error(e, lang) from None
         return render(trace, chosen_head, lang)
 
+    def stale(current) -> bool:
+        """A trace of another model than the one serving now (the host switched it)."""
+        try:
+            return current.model != service.info.name
+        except RuntimeError:  # loading: keep what is shown
+            return False
+
     def trace_if_new(text, use_chat, chosen_block, chosen_head, current, lang="en"):
-        """For a tab-select event: trace only if the shown trace is not of this prompt already."""
-        if current is not None and (current.prompt, current.chat) == (text, bool(use_chat)):
+        """For a tab-select event: trace only if the shown trace is not of this prompt (and model) already."""
+        if current is not None and (current.prompt, current.chat) == (text, bool(use_chat)) and not stale(current):
             return unchanged(state)
+        try:  # the slider may still show another model's block (its new range is on its way): the middle one then
+            validation.number("block", chosen_block, integer=True, low=1, high=service.info.num_layers)
+        except (ValueError, RuntimeError):
+            chosen_block = None
         return run_trace(text, use_chat, chosen_block, chosen_head, lang)
 
     def change_block(current, chosen_block, chosen_head, lang="en"):
         if current is None:
             return unchanged(state)
+        if stale(current):  # the page learns of the new model within a tick; until then, say so
+            raise user_error(tr(lang, "forward.status.stale"))
         try:
             chosen_block = validation.number("block", chosen_block, integer=True, low=1, high=current.num_layers)
             attention = service.trace_attention(current.prompt, current.chat, chosen_block)
@@ -170,13 +200,17 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
             return unchanged(attention_md)
         return attention_views(current, chosen_head, lang)
 
-    def change_language(lang, current, chosen_head):
-        """Redraw every view in the new language from the trace already made: no model work."""
+    def lesson_table(lang, known) -> dict:
+        """The lesson-numbers table in `lang`, once the watcher drew it (it knows the model's numbers)."""
+        return {} if known is None else {lesson_md: lesson_markdown(*known, lang)}
+
+    def change_language(lang, current, chosen_head, known=None):
+        """Redraw every view in the new language from the trace (and numbers) already made: no model work."""
         if current is None:
-            return placeholders(lang)
+            return placeholders(lang) | lesson_table(lang, known)
         views = render(current, chosen_head, lang)
         del views[state], views[block]  # the same trace and slider: nothing to send
-        return views
+        return views | lesson_table(lang, known)
 
     inputs = [prompt, chat, block, head, *lang_input]
     # preprocess=False: run_trace's validators name the field before Gradio's component checks can
@@ -188,8 +222,9 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
     head.input(change_head, [state, head, *lang_input], [attention_md, attention_plot], api_visibility="private",
                show_progress="hidden")
     if language is not None:
-        language.change(change_language, [language, state, head], [o for o in outputs if o not in (state, block)],
-                        api_visibility="private", show_progress="hidden", preprocess=False)
+        redrawn = [o for o in outputs if o not in (state, block)] + [lesson_md]
+        language.change(change_language, [language, state, head, numbers], redrawn, api_visibility="private",
+                        show_progress="hidden", preprocess=False)
 
     if lab is not None:
         targets = [lab["prompt"], lab["chat"]] + ([tabs] if tabs is not None else [])
@@ -205,7 +240,7 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
         "block": block, "head": head, "status": status,
         # for a tab.select(...) that shows the lesson's trace when the tab is opened:
         "trace_if_new": trace_if_new, "select_inputs": [prompt, chat, block, head, state, *lang_input],
-        "select_outputs": outputs,
+        "select_outputs": outputs, "lesson_numbers": lesson_md, "watch": (outputs + [lesson_md, numbers], new_model),
     }
 
 

@@ -40,6 +40,7 @@ class Run:
     stop_requested: bool = False
     lang: str = "en"
     rate: float | None = None  # tokens/s of a streamed run, as its status line said it
+    model: str = ""  # the model that drew these tokens: Step continues a run only on that model
 
     @property
     def finished(self) -> bool:
@@ -160,10 +161,16 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         r = run.records[-1 if index is None else index]
         return {stage_plot: charts.stage_figure(r, lang=run.lang), draw_plot: charts.draw_figure(r, lang=run.lang)}
 
+    def model_name(lang: str) -> str:
+        try:
+            return service.info.name
+        except RuntimeError as e:  # loading, or the host switching the model
+            raise bad(e, lang) from None
+
     def generate(*values):
         *values, lang = values
         request = request_of(*values, lang=lang)
-        run = Run(request, lang=lang)
+        run = Run(request, lang=lang, model=model_name(lang))
         stream = open_stream(request, lang)
         started = last_chart = time.monotonic()
         chips_html, chips_lang, chipped = chips_prefix(lang), lang, 0  # chipped: chips sent (a split character waits)
@@ -199,7 +206,8 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
     def step(state: Run, *values):
         *values, lang = values
         request = request_of(*values, lang=lang)
-        same_run = state.request is not None and not state.finished and (
+        model = model_name(lang)
+        same_run = state.request is not None and not state.finished and state.model == model and (
             (state.request.prompt, state.request.chat) == (request.prompt, request.chat)
         )
         taken = [r.token_id for r in state.records] if same_run else []
@@ -210,7 +218,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
             record = next(r for r in stream if isinstance(r, StepRecord))  # past any Waiting
         finally:
             getattr(stream, "close", lambda: None)()
-        run = Run(request, (state.records if same_run else []) + [record], lang=lang)
+        run = Run(request, (state.records if same_run else []) + [record], lang=lang, model=model)
         return {
             chips: token_chips_html(run.records, lang=lang), status: status_markdown(run, lang=lang),
             **step_views(run), run_state: run, scrub: _scrub_update(run),
@@ -271,6 +279,18 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         }
 
     live = [chips, status, stage_plot, draw_plot, run_state, scrub, run_plot]
+
+    def new_model(info, first: bool, lang="en") -> dict:
+        """The host switched the room's model: the run on the page was drawn by the old one."""
+        if first:
+            return {}
+        stage_empty, draw_empty, run_empty = placeholder_figures(lang)
+        return {
+            run_state: Run(lang=lang), chips: token_chips_html([], lang=lang), scrub: gr.update(visible=False, value=0),
+            status: tr(lang, "lab.status.new_model", model=escape_html(info.name)),
+            stage_plot: stage_empty, draw_plot: draw_empty, run_plot: run_empty,
+        }
+
     # preprocess=False: the raw values reach parse_request, whose messages name the control, before
     # Gradio's own component checks ("Value 3.0 is greater than maximum value 2.") can answer for us.
     # The language comes last: API callers that leave it out get English.
@@ -293,4 +313,5 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         "prompt": prompt, "chat": chat, "temperature": temperature, "top_k": top_k, "top_p": top_p,
         "min_p": min_p, "seed": seed, "max_new_tokens": max_new, "stop": stop, "order": order,
         "run_state": run_state, "chips": chips, "status": status, "scrub": scrub,
+        "watch": ([run_state, chips, scrub, status, stage_plot, draw_plot, run_plot], new_model),
     }

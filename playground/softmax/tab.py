@@ -14,4 +14,4 @@ def build_softmax_tab(service, lab: dict, language: gr.Radio | None = None) -> d
     """Inside the current Tab: the toy softmax, then the LM head at the lab's current step."""
     toy = build_toy_panel(language=language)
     lm_head = build_lm_head_panel(service, lab, language=language)
-    return {"toy": toy, "lm_head": lm_head}
+    return {"toy": toy, "lm_head": lm_head, "watch": lm_head["watch"]}

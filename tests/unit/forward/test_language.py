@@ -196,3 +196,16 @@ def test_a_change_of_language_redraws_from_the_state_without_the_model():
     assert "sau mỗi block" in words(after[by_id["fw-residual"]])
     assert after[by_id["fw-head"]]["value"] == 1 and after[by_id["fw-head"]]["choices"][2] == ("head 2", 1)
     assert redraw.fn("en", make_trace(), -1)[by_id["fw-status"]] == ft.status_line(make_trace())
+    assert by_id["fw-lesson-numbers"] not in before  # no numbers known yet: the watcher draws the table
+
+
+def test_a_change_of_language_redraws_the_lesson_numbers_it_was_given():
+    from .test_lesson_numbers import info
+
+    with gr.Blocks() as demo:
+        language = gr.Radio([("English", "en"), ("Tiếng Việt", "vi")], value="en")
+        ft.build_forward_tab(None, language=language)
+    (redraw,) = [f for f in demo.fns.values() if f.name == "change_language"]
+    (table,) = [c for c in redraw.outputs if getattr(c, "elem_id", None) == "fw-lesson-numbers"]
+    assert "(30 block + 1)" in redraw.fn("vi", None, -1, (info(), 5))[table]
+    assert "(30 blocks + 1)" in redraw.fn("en", make_trace(), -1, (info(), 5))[table]
