@@ -10,12 +10,17 @@ from ..conftest import ROOT
 
 ARTIFACTS = ROOT / "artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Playwright's default 5 s wait is for a quiet machine; CI's 2 cores also run the model and the server, and a
+# language switch or a scheduler step can take longer there. A real failure still fails, just later.
+EXPECT_TIMEOUT_MS = 20_000
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"]
 
 
 @pytest.fixture(scope="session")
 def browser():
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 
     if not shutil.which("chromium"):
         pytest.fail("Debian chromium is not installed: run ./scripts/setup.sh --dev")
