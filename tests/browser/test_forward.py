@@ -107,7 +107,8 @@ def test_a_vietnamese_browser_gets_the_tab_in_vietnamese_and_english_redraws_wit
     expect(page.locator("#fw-status")).to_contain_text("Traced 5 tokens through 30 blocks", timeout=30_000)
     expect(page.locator("#fw-input")).to_contain_text("Input: tokenizer, then embedding.")
     expect(page.locator("#fw-residual")).to_contain_text("what block k added")
-    expect(page.locator("#fw-attention-text")).to_contain_text("Block 1 of 30")
+    # which block: the tab's own choice (the middle one once the room's model is known), not this test's
+    expect(page.locator("#fw-attention-text")).to_contain_text(re.compile(r"Block \d+ of 30"))
     expect(page.locator("#fw-predictions")).to_contain_text("uses only this row")
     expect(page.locator("#fw-lens")).to_contain_text("the final answer")
     expect(page.locator("#fw-trace")).to_have_text("Trace the forward pass")
