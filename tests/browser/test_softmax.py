@@ -49,7 +49,8 @@ def test_the_tab_in_vietnamese_then_english_without_a_new_run(browser, app_url, 
         expect(summary).to_contain_text("logit của mô hình", timeout=REDRAW)
         expect(plot).to_contain_text("logit = h · w_hàng", timeout=REDRAW)
         expect(plot).to_contain_text("cho mọi token", timeout=REDRAW)
-        expect(plot).to_contain_text("Paris", timeout=REDRAW)
+        # the lab's prompt is the Vietnamese lesson prompt on this page: its best candidate is the model's call
+        expect(plot.locator(".ytick")).not_to_have_count(0, timeout=REDRAW)
         assert len(calls) == 1
         page.screenshot(path=str(ARTIFACTS / "softmax_vi_1440.png"), full_page=True)
         page.set_viewport_size({"width": 390, "height": 844})
