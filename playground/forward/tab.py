@@ -6,6 +6,9 @@ Layout and wiring only: the service returns a Trace record, `text` and `charts` 
 The record stays in gr.State, so picking another head redraws without touching the model; picking
 another block asks the service for that block's attention only. Static text is `T(key)`; every view
 built here takes the header's language, and a change of language redraws the views from the State.
+A component whose value the server replaces starts from tr(DEFAULT, ...), never T(): Gradio's frontend
+translates a T() value again at every switch of language, over whatever the server has put there since
+(its set_data keeps the key), so a redrawn trace would lose the race to the bare lesson text.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from model_service import limits, validation
 
 from ..common.errors import unchanged, user_error
 from ..common.figures import empty_figure
-from ..common.i18n import DEFAULT, T, tr
+from ..common.i18n import DEFAULT, LESSON_PROMPTS, T, swapped_default, tr
 from . import charts as tc
 from . import text as tt
 from .lesson_numbers import lesson_markdown
@@ -50,22 +53,22 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
         with gr.Column(scale=1, min_width=220):
             chat = gr.Checkbox(False, label=T("forward.chat"), elem_id="fw-chat")
             trace_btn = gr.Button(T("forward.trace"), variant="primary", elem_id="fw-trace")
-    status = gr.Markdown(T("forward.status.ready"), elem_id="fw-status")
+    status = gr.Markdown(tr(DEFAULT, "forward.status.ready"), elem_id="fw-status")
 
     gr.Markdown(T("forward.section.input"))
     tokens = gr.HTML(elem_id="fw-tokens")
-    input_md = gr.Markdown(T("forward.lesson.input"), elem_id="fw-input")
+    input_md = gr.Markdown(tr(DEFAULT, "forward.lesson.input"), elem_id="fw-input")
     shapes_md = gr.Markdown(elem_id="fw-shapes")
     lesson_md = gr.Markdown(elem_id="fw-lesson-numbers")
     numbers = gr.State(None)  # (ModelInfo, the lesson prompt's id count): the table redrawn in another language
 
     gr.Markdown(T("forward.section.embedding"))
-    embedding_md = gr.Markdown(T("forward.lesson.embedding"), elem_id="fw-embedding")
+    embedding_md = gr.Markdown(tr(DEFAULT, "forward.lesson.embedding"), elem_id="fw-embedding")
 
     gr.Markdown(T("forward.section.blocks"))
-    stream_md = gr.Markdown(T("forward.lesson.blocks"), elem_id="fw-stream")
+    stream_md = gr.Markdown(tr(DEFAULT, "forward.lesson.blocks"), elem_id="fw-stream")
     residual_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.residual"), 260), show_label=False, elem_id="fw-residual")
-    attention_md = gr.Markdown(T("forward.lesson.attention"), elem_id="fw-attention-text")
+    attention_md = gr.Markdown(tr(DEFAULT, "forward.lesson.attention"), elem_id="fw-attention-text")
     with gr.Row():
         block = gr.Slider(1, DEFAULT_BLOCKS, (DEFAULT_BLOCKS + 1) // 2, step=1, label=T("forward.block.label"),
                           elem_id="fw-block", scale=3)
@@ -74,14 +77,14 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
     attention_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.attention"), 260), show_label=False, elem_id="fw-attention")
 
     gr.Markdown(T("forward.section.output"))
-    output_md = gr.Markdown(T("forward.lesson.output"), elem_id="fw-output")
+    output_md = gr.Markdown(tr(DEFAULT, "forward.lesson.output"), elem_id="fw-output")
     predictions_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.predictions")), show_label=False, elem_id="fw-predictions")
     teacher_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.teacher"), 170), show_label=False, elem_id="fw-teacher")
-    cost_md = gr.Markdown(T("forward.lesson.cost"), elem_id="fw-cost-text")
+    cost_md = gr.Markdown(tr(DEFAULT, "forward.lesson.cost"), elem_id="fw-cost-text")
     cost_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.cost")), show_label=False, elem_id="fw-cost")
 
     gr.Markdown(T("forward.section.lens"))
-    lens_md = gr.Markdown(T("forward.lesson.lens"), elem_id="fw-lens-text")
+    lens_md = gr.Markdown(tr(DEFAULT, "forward.lesson.lens"), elem_id="fw-lens-text")
     lens_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.lens")), show_label=False, elem_id="fw-lens")
 
     gr.Markdown(T("forward.section.sample"))
@@ -204,13 +207,16 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
         """The lesson-numbers table in `lang`, once the watcher drew it (it knows the model's numbers)."""
         return {} if known is None else {lesson_md: lesson_markdown(*known, lang)}
 
-    def change_language(lang, current, chosen_head, known=None):
-        """Redraw every view in the new language from the trace (and numbers) already made: no model work."""
+    def change_language(lang, current, chosen_head, known=None, current_prompt=None):
+        """Redraw every view in the new language from the trace (and numbers) already made: no model work;
+        the lesson prompt in the box becomes the new language's, unless the learner typed another."""
+        swapped = swapped_default(current_prompt, lang, LESSON_PROMPTS)
+        out = lesson_table(lang, known) | ({prompt: swapped} if swapped is not None else {})
         if current is None:
-            return placeholders(lang) | lesson_table(lang, known)
+            return placeholders(lang) | out
         views = render(current, chosen_head, lang)
         del views[state], views[block]  # the same trace and slider: nothing to send
-        return views | lesson_table(lang, known)
+        return views | out
 
     inputs = [prompt, chat, block, head, *lang_input]
     # preprocess=False: run_trace's validators name the field before Gradio's component checks can
@@ -222,8 +228,8 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
     head.input(change_head, [state, head, *lang_input], [attention_md, attention_plot], api_visibility="private",
                show_progress="hidden")
     if language is not None:
-        redrawn = [o for o in outputs if o not in (state, block)] + [lesson_md]
-        language.change(change_language, [language, state, head, numbers], redrawn, api_visibility="private",
+        redrawn = [o for o in outputs if o not in (state, block)] + [lesson_md, prompt]
+        language.change(change_language, [language, state, head, numbers, prompt], redrawn, api_visibility="private",
                         show_progress="hidden", preprocess=False)
 
     if lab is not None:

@@ -37,12 +37,12 @@ def test_trace_the_lesson_prompt_and_sample_from_here(page):
     box.press("Tab")
     expect(page.locator("#fw-attention-text")).to_contain_text("Block 1 of 30", timeout=60_000)
     page.locator("#fw-head input").click()
-    page.get_by_role("option", name="head 3", exact=True).click()
+    page.get_by_role("option", name="head 3", exact=True).click()  # each pick a server redraw: 30 s on a loaded machine
+    expect(page.locator("#fw-attention")).not_to_contain_text("head 4", timeout=30_000)
     expect(page.locator("#fw-attention")).to_contain_text("head 3")
-    expect(page.locator("#fw-attention")).not_to_contain_text("head 4")
     page.locator("#fw-head input").click()
     page.get_by_role("option", name="all heads").click()
-    expect(page.locator("#fw-attention")).to_contain_text("head 9")
+    expect(page.locator("#fw-attention")).to_contain_text("head 9", timeout=30_000)
     page.wait_for_timeout(500)  # let plotly settle before the picture
     page.screenshot(path=str(ARTIFACTS / "forward_pass.png"), full_page=True)
 
@@ -78,7 +78,9 @@ def test_a_vietnamese_browser_gets_the_tab_in_vietnamese_and_english_redraws_wit
     assert page.evaluate("document.documentElement.lang") == "vi"
 
     page.get_by_role("tab", name="Forward pass").click()  # traces the lesson prompt on its own
-    expect(page.locator("#fw-status")).to_contain_text("Đã lần theo 5 token qua 30 block", timeout=60_000)
+    # the lesson prompt in Vietnamese (every tab redraws on the switch: a loaded machine takes a while)
+    expect(page.locator("#fw-prompt textarea")).to_have_value("Thủ đô của Pháp là", timeout=30_000)
+    expect(page.locator("#fw-status")).to_contain_text(re.compile(r"Đã lần theo \d+ token qua 30 block"), timeout=60_000)
     expect(page.locator("#fw-trace")).to_have_text("Lần theo forward pass")
     expect(page.locator("#fw-input")).to_contain_text("Đầu vào: tokenizer, rồi embedding.")
     expect(page.locator("#fw-shapes")).to_contain_text("đầu ra embedding")
@@ -104,7 +106,7 @@ def test_a_vietnamese_browser_gets_the_tab_in_vietnamese_and_english_redraws_wit
     status_vi = page.locator("#fw-status").inner_text()
 
     page.locator("#language").get_by_text("English").click()  # the header's picker
-    expect(page.locator("#fw-status")).to_contain_text("Traced 5 tokens through 30 blocks", timeout=30_000)
+    expect(page.locator("#fw-status")).to_contain_text(re.compile(r"Traced \d+ tokens through 30 blocks"), timeout=30_000)
     expect(page.locator("#fw-input")).to_contain_text("Input: tokenizer, then embedding.")
     expect(page.locator("#fw-residual")).to_contain_text("what block k added")
     # which block: the tab's own choice (the middle one once the room's model is known), not this test's
@@ -113,12 +115,17 @@ def test_a_vietnamese_browser_gets_the_tab_in_vietnamese_and_english_redraws_wit
     expect(page.locator("#fw-lens")).to_contain_text("the final answer")
     expect(page.locator("#fw-trace")).to_have_text("Trace the forward pass")
     assert page.evaluate("document.documentElement.lang") == "en"
+    expect(page.locator("#fw-prompt textarea")).to_have_value("The capital of France is", timeout=30_000)
+    page.wait_for_timeout(1500)  # the frontend's own switch of language must not undo the redraw afterwards
+    assert "Block 1 of 30" in page.locator("#fw-attention-text").inner_text()
+    assert "Traced" in page.locator("#fw-status").inner_text()
     status_en = page.locator("#fw-status").inner_text()
-    assert re.findall(r"\d+ ms", status_en) == re.findall(r"\d+ ms", status_vi)  # the same trace, redrawn
+    numbers = re.compile(r"\d+ (?:ms|token)")
+    assert numbers.findall(status_en) == numbers.findall(status_vi)  # the same trace, redrawn
     assert len(traces) == done  # no new trace
 
     page.locator("#language").get_by_text("Tiếng Việt").click()
-    expect(page.locator("#fw-status")).to_contain_text("Đã lần theo 5 token", timeout=30_000)
+    expect(page.locator("#fw-status")).to_contain_text("Đã lần theo", timeout=30_000)
     page.set_viewport_size({"width": 390, "height": 844})
     page.wait_for_timeout(800)
     assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")

@@ -209,3 +209,29 @@ def test_a_change_of_language_redraws_the_lesson_numbers_it_was_given():
     (table,) = [c for c in redraw.outputs if getattr(c, "elem_id", None) == "fw-lesson-numbers"]
     assert "(30 block + 1)" in redraw.fn("vi", None, -1, (info(), 5))[table]
     assert "(30 blocks + 1)" in redraw.fn("en", make_trace(), -1, (info(), 5))[table]
+
+
+def test_what_the_server_redraws_starts_as_text_never_as_a_translation_key():
+    """Gradio's frontend translates a T() value again at every switch of language, over whatever the server
+    set since: a trace's panels would fall back to the bare lesson text."""
+    with gr.Blocks() as demo:
+        language = gr.Radio([("English", "en"), ("Tiếng Việt", "vi")], value="en")
+        ft.build_forward_tab(None, language=language)
+    (redraw,) = [f for f in demo.fns.values() if f.name == "change_language"]
+    keyed = [c.elem_id for c in redraw.outputs if "__i18n__" in str(getattr(c, "value", ""))]  # T()'s marker
+    assert not keyed, keyed
+    status = next(c for c in redraw.outputs if c.elem_id == "fw-status")
+    assert status.value == EN["forward.status.ready"]
+
+
+def test_the_lesson_prompt_follows_the_language_unless_the_learner_typed_another():
+    with gr.Blocks() as demo:
+        language = gr.Radio([("English", "en"), ("Tiếng Việt", "vi")], value="en")
+        tab = ft.build_forward_tab(None, language=language)
+    (redraw,) = [f for f in demo.fns.values() if f.name == "change_language"]
+    prompt = tab["prompt"]
+    assert prompt in redraw.outputs
+    assert redraw.fn("vi", None, -1, None, "The capital of France is")[prompt] == "Thủ đô của Pháp là"
+    assert redraw.fn("en", make_trace(), -1, None, "Thủ đô của Pháp là")[prompt] == "The capital of France is"
+    assert prompt not in redraw.fn("vi", make_trace(), -1, None, "Once upon a time")  # typed: kept
+    assert prompt not in redraw.fn("vi", None, -1, None, "Thủ đô của Pháp là")  # already the language's
