@@ -176,14 +176,18 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
             return False
 
     def trace_if_new(text, use_chat, chosen_block, chosen_head, current, lang="en"):
-        """For a tab-select event: trace only if the shown trace is not of this prompt (and model) already."""
+        """For a tab-select event: trace only if the shown trace is not of this prompt (and model) already.
+        The box may still hold the other language's lesson prompt (the language's redraw can reach the
+        server after this event): the page's language decides, as change_language would."""
+        swapped = swapped_default(text, lang, LESSON_PROMPTS)
+        text = swapped or text
         if current is not None and (current.prompt, current.chat) == (text, bool(use_chat)) and not stale(current):
-            return unchanged(state)
+            return unchanged(state) | ({prompt: swapped} if swapped else {})
         try:  # the slider may still show another model's block (its new range is on its way): the middle one then
             validation.number("block", chosen_block, integer=True, low=1, high=service.info.num_layers)
         except (ValueError, RuntimeError):
             chosen_block = None
-        return run_trace(text, use_chat, chosen_block, chosen_head, lang)
+        return run_trace(text, use_chat, chosen_block, chosen_head, lang) | ({prompt: swapped} if swapped else {})
 
     def change_block(current, chosen_block, chosen_head, lang="en"):
         if current is None:
@@ -246,7 +250,7 @@ def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = N
         "block": block, "head": head, "status": status,
         # for a tab.select(...) that shows the lesson's trace when the tab is opened:
         "trace_if_new": trace_if_new, "select_inputs": [prompt, chat, block, head, state, *lang_input],
-        "select_outputs": outputs, "lesson_numbers": lesson_md, "watch": (outputs + [lesson_md, numbers], new_model),
+        "select_outputs": [*outputs, prompt], "lesson_numbers": lesson_md, "watch": (outputs + [lesson_md, numbers], new_model),
     }
 
 

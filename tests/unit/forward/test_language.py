@@ -235,3 +235,29 @@ def test_the_lesson_prompt_follows_the_language_unless_the_learner_typed_another
     assert redraw.fn("en", make_trace(), -1, None, "Thủ đô của Pháp là")[prompt] == "The capital of France is"
     assert prompt not in redraw.fn("vi", make_trace(), -1, None, "Once upon a time")  # typed: kept
     assert prompt not in redraw.fn("vi", None, -1, None, "Thủ đô của Pháp là")  # already the language's
+
+
+def test_opening_the_tab_traces_the_lesson_prompt_of_the_pages_language():
+    """The tab's select event can reach the server before the language's redraw swapped the box."""
+    from types import SimpleNamespace
+
+    asked = []
+
+    def trace(text, chat, block=None):
+        asked.append(text)
+        return dataclasses.replace(make_trace(), prompt=text)
+
+    service = SimpleNamespace(trace=trace, info=SimpleNamespace(num_layers=3, name="toy"))
+    with gr.Blocks():
+        language = gr.Radio([("English", "en"), ("Tiếng Việt", "vi")], value="en")
+        tab = ft.build_forward_tab(service, language=language)
+    prompt = tab["prompt"]
+    assert prompt in tab["select_outputs"]
+    out = tab["trace_if_new"]("The capital of France is", False, 2, -1, None, "vi")
+    assert asked == ["Thủ đô của Pháp là"] and out[prompt] == "Thủ đô của Pháp là"
+    assert "Đã lần theo" in out[tab["status"]]
+    out = tab["trace_if_new"]("Once upon a time", False, 2, -1, None, "vi")  # typed: traced as it is
+    assert asked[-1] == "Once upon a time" and prompt not in out
+    shown = dataclasses.replace(make_trace(), prompt="Thủ đô của Pháp là")
+    out = tab["trace_if_new"]("The capital of France is", False, 2, -1, shown, "vi")  # already traced: no model work
+    assert len(asked) == 2 and out[prompt] == "Thủ đô của Pháp là"
