@@ -116,8 +116,9 @@ def test_a_vietnamese_browser_gets_the_tab_in_vietnamese_and_english_redraws_wit
     expect(page.locator("#fw-trace")).to_have_text("Trace the forward pass")
     assert page.evaluate("document.documentElement.lang") == "en"
     expect(page.locator("#fw-prompt textarea")).to_have_value("The capital of France is", timeout=30_000)
-    page.wait_for_timeout(1500)  # the frontend's own switch of language must not undo the redraw afterwards
-    assert "Block 1 of 30" in page.locator("#fw-attention-text").inner_text()
+    # the frontend's own switch of language must not undo the redraw afterwards (a T() value would come back)
+    page.wait_for_timeout(1500)
+    assert re.search(r"Block \d+ of 30", page.locator("#fw-attention-text").inner_text())
     assert "Traced" in page.locator("#fw-status").inner_text()
     status_en = page.locator("#fw-status").inner_text()
     numbers = re.compile(r"\d+ (?:ms|token)")
