@@ -39,6 +39,13 @@ def _entropy_bits(probs: torch.Tensor) -> torch.Tensor:
     return -(probs * probs.clamp_min(torch.finfo(probs.dtype).tiny).log2()).sum(dim=-1)
 
 
+def _kept_mass(before: torch.Tensor, kept: torch.Tensor, kept_before: torch.Tensor) -> torch.Tensor:
+    """The mass of `kept` under the distribution `before` (B,). A stage that cut nothing keeps it all."""
+    if kept is kept_before:
+        return before.sum(dim=-1)
+    return torch.bmm(before.unsqueeze(1), kept.to(before.dtype).unsqueeze(2)).view(-1)
+
+
 def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders: list[str]):
     """Per row: (top-N token ids, tuple[Stage]) — only N + a few scalars per stage leave the device.
 
@@ -58,7 +65,7 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
     chosen_col = tokens.view(-1, 1)
     per = [
         (
-            stages.kept[n].sum(dim=-1),  # kept count (B,)
+            torch.count_nonzero(stages.kept[n], dim=-1),  # kept count (B,)
             _entropy_bits(stages.probs[n]),
             stages.probs[n].gather(1, chosen_col).squeeze(1),  # the chosen token's probability (B,)
             stages.probs[n].gather(1, ids),  # the top-N's probabilities (B, N)
@@ -75,7 +82,8 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
     for i in range(len(column)):
         pair = (column[max(i - 1, 0)], column[i])
         if pair not in masses:
-            masses[pair] = (stages.probs[names[pair[0]]] * stages.kept[names[pair[1]]]).sum(dim=-1)
+            before, after = names[pair[0]], names[pair[1]]
+            masses[pair] = _kept_mass(stages.probs[before], stages.kept[after], stages.kept[before])
     kept_mass = torch.stack([masses[(column[max(i - 1, 0)], column[i])] for i in range(len(column))], dim=1)  # (B, S)
 
     rows = []
