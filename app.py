@@ -83,7 +83,12 @@ def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespa
                    help="the page's language for every visitor (default: each browser's own; a link's ?lang= still "
                         "wins); with no --model, vi runs the multilingual gemma3-270m where the default is SmolLM2")
     p.add_argument("--host-key", default=env("NTP_HOST_KEY"), help="the key that lets the host switch the model")
+    p.add_argument("--service", default=env("NTP_SERVICE"),
+                   help="URL of a model service started with `python -m model_service.serve` (Ray Serve): this process "
+                        "then runs only the page, and the model options above are the service's business")
     args = p.parse_args(argv)
+    if args.service and not args.service.startswith(("http://", "https://")):
+        sys.exit(f"error: --service must be an http:// or https:// URL, got {args.service!r}")
     if args.lang is not None and args.lang not in LANGUAGE_MODELS:  # argparse checks typed values, not env ones
         sys.exit(f"error: NTP_LANG must be one of {', '.join(sorted(LANGUAGE_MODELS))}, got {args.lang!r}")
     if args.model is None:
@@ -105,7 +110,12 @@ def build(args: argparse.Namespace):
 
     room = {"max_rows": args.max_rows, "queue_size": args.queue_size}
     try:
-        if args.where.zero_gpu:  # loaded now, onto CUDA, before launch: ZeroGPU packs those weights
+        if getattr(args, "service", None):  # the model runs in another process (model_service/serve.py)
+            from model_service.remote import RemoteService
+
+            service = RemoteService(args.service)
+            args.policy = None  # the page cannot switch a remote model: default_policy says so
+        elif args.where.zero_gpu:  # loaded now, onto CUDA, before launch: ZeroGPU packs those weights
             from model_service import zero_gpu
 
             service = LoadingService(service=zero_gpu.load(load_target(args.model), args.device, **room),

@@ -50,6 +50,11 @@ PREFILL_TOKENS_PER_STEP = 256
 LONG_REQUEST_TOKENS = 128
 # Gradio's own queue in front of the event handlers (each waiting browser event holds a slot).
 GRADIO_QUEUE_SIZE = 512
+# Ray Serve (model_service/serve.py): requests one replica takes at once (its scheduler queues what exceeds its
+# rows, and refuses past QUEUE_SIZE with a clear message, so Serve must not refuse first), and the ongoing
+# requests per replica the autoscaler aims at: the rows a CPU replica steps with first records under 2 s.
+SERVE_MAX_ONGOING = MAX_ROWS_GPU + QUEUE_SIZE
+SERVE_TARGET_ONGOING = MAX_ROWS_CPU
 GRADIO_THREADS = 256  # handler threads: a streaming learner's handler mostly waits on the scheduler
 
 # ---- ranges of the sampling knobs (beyond the sliders, for the API and links) ---------------------------

@@ -42,6 +42,8 @@ MESSAGES = {
     "room_full": "the room is full: {waiting} requests are waiting for the model (the limit here is {limit}); try again in a minute",
     "loading": "The model is still loading ({percent}: {message}). Try again in a moment.",
     "load_failed": "The model failed to load: {error}",
+    "service_away": "the model service at {url} is not answering; try again in a moment",
+    "service_lost": "the model service stopped during this run (a replica restarted); run it again",
     "switching": "The host is switching the model ({percent}: {message}). Try again in a moment.",
     "switched": "The host switched the model to {model}; press the button again in a moment.",
     "switch_busy": "a model is loading already; wait until it is ready",

@@ -1,0 +1,221 @@
+"""The model service as its own process: a Ray Serve deployment that the UI reaches over HTTP.
+
+Each replica wraps one ModelService, and so one room scheduler that batches the rows of the requests it
+is given; Ray Serve spreads requests over the replicas and adds or removes replicas with the load
+(autoscaling on ongoing requests). Every PlaygroundService call is a route; streams (generate, a
+batch) are newline-delimited JSON, one model_service/wire.py record per line, so the UI process
+(model_service/remote.py) rebuilds exactly the records the in-process service returns. A client that
+disconnects is cancelled by Serve; the stream's `finally` closes it, and the row leaves the batch at
+the next step boundary.
+
+    python -m model_service.serve [--model smollm2-135m] [--replicas 1 | --min-replicas 1 --max-replicas 4] [--port 8000]
+    python app.py --service http://127.0.0.1:8000
+
+Optional: needs requirements-scale.txt (Ray Serve). The UI never imports this module.
+"""
+
+
+import argparse
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from ray import serve
+
+from . import limits, wire
+from .settings import Request as RunRequest
+from .settings import SamplingSettings, parse_settings
+
+api = FastAPI(title="Next-Token Playground model service")
+_DONE = object()
+
+
+def _error(e: BaseException, status: int = 400) -> JSONResponse:
+    return JSONResponse(wire.encode_error(e), status_code=status)
+
+
+def _status_of(e: BaseException) -> int:
+    return 400 if isinstance(e, ValueError) else 503
+
+
+async def _ndjson(records: Iterator) -> Iterator[bytes]:
+    """Each record as one JSON line, pulled from the scheduler's stream in a worker thread (the stream
+    blocks until the next step). A failure mid-stream becomes a last error line; cancellation (the client
+    went away) closes the stream, which frees its row."""
+    try:
+        while True:
+            record = await asyncio.to_thread(next, records, _DONE)
+            if record is _DONE:
+                return
+            yield (json.dumps(wire.encode(record), ensure_ascii=False) + "\n").encode()
+    except (ValueError, RuntimeError) as e:
+        yield (json.dumps(wire.encode_error(e), ensure_ascii=False) + "\n").encode()
+    finally:
+        getattr(records, "close", lambda: None)()
+
+
+# (helpers defined before the class: serve.ingress captures the module's names when the class is decorated)
+def _settings(data) -> SamplingSettings:
+    """The settings object a client sent, each field checked as the API checks it (unknown fields refused)."""
+    if data is None:
+        return SamplingSettings()
+    if not isinstance(data, dict):
+        raise ValueError(f"settings must be an object, got {type(data).__name__}")
+    off = SamplingSettings().to_dict()
+    unknown = sorted(set(data) - set(off))
+    if unknown:
+        raise ValueError(f"settings has unknown fields: {', '.join(map(repr, unknown))}")
+    return parse_settings(**{**off, **data})
+
+
+def _run_request(data) -> RunRequest:
+    if not isinstance(data, dict):
+        raise ValueError(f"each request must be an object, got {type(data).__name__}")
+    return RunRequest(**{**data, "settings": _settings(data.get("settings")), "stop": tuple(data.get("stop") or ())})
+
+
+@serve.deployment(
+    max_ongoing_requests=limits.SERVE_MAX_ONGOING,
+    autoscaling_config={"min_replicas": 1, "max_replicas": 1, "target_ongoing_requests": limits.SERVE_TARGET_ONGOING},
+    health_check_period_s=5,
+)
+@serve.ingress(api)
+class ModelDeployment:
+    """One replica: one model, one scheduler. `factory` (optional) builds the ModelService (tests pass a
+    tiny model); otherwise the replica loads `model` (a catalog key, None = the embedded default)."""
+
+    def __init__(self, model: str | None = None, factory: Callable | None = None, threads: int | None = None):
+        import torch
+
+        from .loading import serving_threads
+        from .service import ModelService
+
+        torch.set_num_threads(threads or serving_threads())
+        self.started = time.time()
+        self.service = factory() if factory else ModelService.load(model)
+
+    @api.get("/info")
+    def info(self) -> dict:
+        """What this replica serves: the model, its room, and when it started (a restart shows here)."""
+        return {"model": self.service.info.to_dict(), "room": self.service.room().to_dict(), "started": self.started,
+                "pid": os.getpid()}
+
+    @api.get("/room")
+    def room(self) -> dict:
+        return self.service.room().to_dict()
+
+    @api.post("/generate")
+    async def generate(self, request: Request):
+        body = await request.json()
+        try:
+            records = self.service.generate(
+                body.get("prompt"), _settings(body.get("settings")), body.get("max_new_tokens", limits.DEFAULT_MAX_NEW_TOKENS),
+                body.get("stop") or (), bool(body.get("chat", False)), body.get("top_n", limits.DEFAULT_TOP_N),
+                continue_from=body.get("continue_from") or (), report_waiting=bool(body.get("report_waiting", False)),
+            )
+        except (ValueError, RuntimeError) as e:
+            return _error(e, _status_of(e))
+        return StreamingResponse(_ndjson(records), media_type="application/x-ndjson")
+
+    @api.post("/generate_batch")
+    async def generate_batch(self, request: Request):
+        body = await request.json()
+        try:
+            requests = [_run_request(r) for r in body.get("requests") or ()]
+            stream = self.service.generate_batch(requests, body.get("top_n", limits.DEFAULT_TOP_N),
+                                                 report_waiting=bool(body.get("report_waiting", False)))
+        except (ValueError, RuntimeError, TypeError) as e:
+            return _error(e if not isinstance(e, TypeError) else ValueError(str(e)), _status_of(e))
+        return StreamingResponse(_ndjson(stream), media_type="application/x-ndjson")
+
+    def _call(self, method: str, *args, **kwargs):
+        try:
+            return getattr(self.service, method)(*args, **kwargs).to_dict()
+        except (ValueError, RuntimeError) as e:
+            return _error(e, _status_of(e))
+
+    @api.post("/trace")
+    async def trace(self, request: Request):
+        b = await request.json()
+        return await asyncio.to_thread(self._call, "trace", b.get("prompt"), bool(b.get("chat", False)), b.get("block"),
+                                       b.get("top_n", limits.DEFAULT_TRACE_TOP_N))
+
+    @api.post("/trace_attention")
+    async def trace_attention(self, request: Request):
+        b = await request.json()
+        return await asyncio.to_thread(self._call, "trace_attention", b.get("prompt"), bool(b.get("chat", False)),
+                                       b.get("block", 1))
+
+    @api.post("/lm_head")
+    async def lm_head(self, request: Request):
+        b = await request.json()
+        return await asyncio.to_thread(self._call, "lm_head", b.get("prompt"), bool(b.get("chat", False)),
+                                       b.get("continue_from") or (), b.get("top_k", limits.DEFAULT_LM_HEAD_TOP_K))
+
+    @api.post("/pieces")
+    async def pieces(self, request: Request):
+        b = await request.json()
+        try:
+            return {str(i): t.to_dict() for i, t in self.service.pieces_of(b.get("ids") or ()).items()}
+        except (ValueError, RuntimeError, TypeError) as e:
+            return _error(ValueError(str(e)))
+
+    @api.post("/encode")
+    async def encode(self, request: Request):
+        b = await request.json()
+        try:
+            return {"ids": self.service.encode(b.get("prompt"), bool(b.get("chat", False)))}
+        except (ValueError, RuntimeError) as e:
+            return _error(e, _status_of(e))
+
+
+def application(model: str | None = None, *, replicas: int | None = None, min_replicas: int = 1, max_replicas: int = 1,
+                factory: Callable | None = None, threads: int | None = None, num_cpus: float = 1):
+    """The bound application: a fixed number of replicas, or autoscaling between min and max."""
+    if replicas:
+        min_replicas = max_replicas = replicas
+    options = {"autoscaling_config": {"min_replicas": min_replicas, "max_replicas": max_replicas,
+                                      "initial_replicas": min_replicas,
+                                      "target_ongoing_requests": limits.SERVE_TARGET_ONGOING},
+               "ray_actor_options": {"num_cpus": num_cpus}}
+    return ModelDeployment.options(**options).bind(model, factory, threads)
+
+
+def main(argv=None) -> None:
+    import ray
+
+    ap = argparse.ArgumentParser(description="Serve the playground's model over HTTP with Ray Serve.")
+    ap.add_argument("--model", default=os.environ.get("NTP_MODEL"), help="catalog key (default: the embedded model)")
+    ap.add_argument("--replicas", type=int, default=None, help="a fixed number of replicas")
+    ap.add_argument("--min-replicas", type=int, default=1)
+    ap.add_argument("--max-replicas", type=int, default=1)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--address", default=None, help="an existing Ray cluster (default: start one here)")
+    ap.add_argument("--num-cpus", type=float, default=1, help="CPUs reserved per replica")
+    args = ap.parse_args(argv)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # replicas import model_service from this checkout, wherever Ray starts their processes
+    runtime_env = {"env_vars": {"PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}}
+    ray.init(address=args.address, include_dashboard=False, runtime_env=runtime_env)
+    serve.start(http_options={"host": args.host, "port": args.port})
+    serve.run(application(args.model, replicas=args.replicas, min_replicas=args.min_replicas,
+                          max_replicas=args.max_replicas, num_cpus=args.num_cpus), name="playground", route_prefix="/")
+    print(f"model service on http://{args.host}:{args.port}/ — run the UI with: python app.py --service "
+          f"http://{args.host}:{args.port}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        serve.shutdown()
+
+
+if __name__ == "__main__":
+    # run the module's own copy, not __main__'s: Ray pickles the deployment by reference to an importable module
+    from model_service import serve as importable
+
+    importable.main()

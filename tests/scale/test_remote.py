@@ -1,0 +1,148 @@
+"""The model service on Ray Serve (model_service/serve.py) and the UI's RemoteService in front of it.
+
+A local Ray instance is started for this module and shut down after it; the replica serves the tiny random
+Llama, whose weights equal tests/conftest.py's tiny_service, so every remote record can be compared with the
+in-process service's.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray Serve is an optional dependency: requirements-scale.txt")
+from ray import serve  # noqa: E402
+
+from model_service import SamplingSettings, validation  # noqa: E402
+from model_service.remote import RemoteService  # noqa: E402
+from tests.conftest import ROOT, free_port  # noqa: E402
+from tests.scale import factories  # noqa: E402
+
+TIMINGS = ("forward_ms", "sampling_ms", "batch_size")
+
+
+def _same(record) -> dict:
+    """A record without what depends on when it ran (timings, who shared the step)."""
+    d = record.to_dict()
+    if "rows" in d:  # a BatchStep
+        d = {**{k: v for k, v in d.items() if k not in ("forward_ms", "sampling_ms", "active", "logits_shape", "params")},
+             "rows": [{k: v for k, v in r.items() if k not in TIMINGS} if r else None for r in d["rows"]]}
+    return {k: v for k, v in d.items() if k not in TIMINGS}
+
+
+@pytest.fixture(scope="module")
+def remote():
+    from model_service.serve import application
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}})
+    port = free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    factory = functools.partial(factories.tiny, step_delay_s=0.02)  # ~20 ms a step: a run lasts long enough to act on
+    import torch
+
+    # the same intra-op threads as this process: float sums in another order could move a probability's 6th digit
+    serve.run(application(factory=factory, threads=torch.get_num_threads(), num_cpus=0), name="playground",
+              route_prefix="/")
+    service = RemoteService(f"http://127.0.0.1:{port}")
+    assert service.wait(120).ready, service.status
+    yield service
+    serve.shutdown()
+    ray.shutdown()
+
+
+SETTINGS = [
+    SamplingSettings(temperature=0.8, top_p=0.95, seed=1),
+    SamplingSettings(temperature=1.3, top_k=20, min_p=0.05, seed=7, order="vllm"),
+    SamplingSettings(temperature=0.0, seed=4),  # unseeded runs draw a fresh seed, which the record shows
+    SamplingSettings(temperature=0.7, top_p=0.9, seed=3, order="llama.cpp"),
+]
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: f"{s.order}-T{s.temperature}")
+def test_generate_equals_the_in_process_service(remote, tiny_service, settings):
+    here = list(tiny_service.generate("Hello, world", settings, 12, stop=["zz"], top_n=5))
+    there = list(remote.generate("Hello, world", settings, 12, stop=["zz"], top_n=5))
+    assert type(there[0]) is type(here[0])
+    assert [_same(r) for r in there] == [_same(r) for r in here]
+
+
+def test_step_continues_like_the_in_process_service(remote, tiny_service):
+    """The lab's Step button: continue_from replays the run after the tokens already generated."""
+    settings = SamplingSettings(temperature=0.9, seed=11)
+    first = [r.token_id for r in tiny_service.generate("Step by step", settings, 3)]
+    here = list(tiny_service.generate("Step by step", settings, 6, continue_from=first))
+    there = list(remote.generate("Step by step", settings, 6, continue_from=first))
+    assert [_same(r) for r in there] == [_same(r) for r in here] and there[0].step == 3
+
+
+def test_engine_batch_equals_the_in_process_service(remote, tiny_service):
+    requests = [{"prompt": "One", "settings": {"temperature": 0.5, "seed": 1}, "max_new_tokens": 5},
+                {"prompt": "Two words", "settings": {"temperature": 1.5, "top_k": 10, "seed": 2}, "max_new_tokens": 8,
+                 "stop": ["q"]}]
+    here = list(tiny_service.generate_batch(requests, top_n=4))
+    there = list(remote.generate_batch(requests, top_n=4))
+    assert [_same(s) for s in there] == [_same(s) for s in here]
+
+
+def test_trace_lm_head_and_pieces_equal_the_in_process_service(remote, tiny_service):
+    def strip(d):
+        return {k: strip(v) if isinstance(v, dict) else v for k, v in d.items() if not (k == "ms" or k.endswith("_ms"))}
+
+    assert strip(remote.trace("Trace me", block=2).to_dict()) == strip(tiny_service.trace("Trace me", block=2).to_dict())
+    assert strip(remote.trace_attention("Trace me", block=1).to_dict()) == strip(
+        tiny_service.trace_attention("Trace me", block=1).to_dict())
+    assert remote.lm_head("Head", top_k=5) == tiny_service.lm_head("Head", top_k=5)
+    assert remote.pieces_of([1, 70, 200]) == tiny_service.pieces_of([1, 70, 200])
+    assert remote.encode("abc") == tiny_service.encode("abc")
+    assert remote.info == tiny_service.info
+
+
+def test_bad_input_reaches_the_visitor_as_the_same_clear_error(remote):
+    with pytest.raises(validation.InputError) as e:
+        remote.generate("x", {"temperature": -1}, 4)
+    assert "temperature" in str(e.value) and e.value.key  # keyed: the page can say it in Vietnamese
+    with pytest.raises(ValueError, match="top_n"):
+        remote.generate("x", SamplingSettings(), 4, top_n=10_000)
+    with pytest.raises(ValueError, match="request 1"):
+        remote.generate_batch([{"prompt": "", "max_new_tokens": 3}])
+
+
+def _wait(predicate, timeout=20.0, every=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    return None
+
+
+def test_a_stream_closed_by_the_ui_stops_the_replicas_row(remote):
+    stream = remote.generate("Cancel me", SamplingSettings(seed=5), 200)
+    next(stream), next(stream)
+    assert len(remote.room().rows) == 1
+    stream.close()  # what a Stop, a closed tab or a dropped gradio_client does to the UI's iterator
+    closed_at = remote.room().step
+    assert _wait(lambda: not remote.room().rows, timeout=10), "the replica kept running a row nobody reads"
+    ran = remote.room().step - closed_at
+    assert ran < 50, f"{ran} steps ran after the close (a 200-token run)"  # HTTP hang-up + one step boundary
+
+
+def test_a_killed_replica_gives_a_clear_error_and_the_next_request_succeeds(remote):
+    stream = remote.generate("Long run", SamplingSettings(seed=9), 200)
+    next(stream)
+    pid = remote._refresh(force=True)["pid"]
+    started = remote._refresh(force=True)["started"]
+    os.kill(pid, 9)  # the replica's process dies mid-run
+    with pytest.raises(validation.Unavailable) as e:
+        for _ in stream:
+            pass
+    assert e.value.key in ("service_lost", "service_away"), e.value
+    # Serve restarts the replica; meanwhile the page says it waits, and the next request then succeeds
+    assert _wait(lambda: (remote._refresh(force=True) or {}).get("started") not in (None, started), timeout=90)
+    records = list(remote.generate("After the restart", SamplingSettings(seed=1), 4))
+    assert len(records) == 4 and records[-1].stop_reason == "max_tokens"
