@@ -146,3 +146,25 @@ def test_a_killed_replica_gives_a_clear_error_and_the_next_request_succeeds(remo
     assert _wait(lambda: (remote._refresh(force=True) or {}).get("started") not in (None, started), timeout=90)
     records = list(remote.generate("After the restart", SamplingSettings(seed=1), 4))
     assert len(records) == 4 and records[-1].stop_reason == "max_tokens"
+
+
+def test_the_page_in_front_of_the_remote_service_streams_the_same_records(remote, tiny_service):
+    """app.py --service: the unchanged page, its API included, served by the replica."""
+    from gradio_client import Client
+
+    from playground.page import build_demo, launch_options, queue_options
+
+    demo = build_demo(remote)
+    demo.queue(**queue_options())
+    port = free_port()
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, ssr_mode=False,
+                show_error=True, **launch_options())
+    try:
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        info = client.predict(api_name="/model_info")
+        assert info["status"]["ready"] and info["model"]["vocab_size"] == tiny_service.info.vocab_size
+        streamed = list(client.submit("Hello", 0.8, 0, 0.95, 0.0, 3, "hf", 6, api_name="/stream_records"))
+        local = tiny_service.generate("Hello", SamplingSettings(temperature=0.8, top_p=0.95, seed=3), 6)
+        assert [r["token_id"] for r in streamed] == [r.token_id for r in local]
+    finally:
+        demo.close(verbose=False)
