@@ -174,14 +174,17 @@ class ModelDeployment:
 
 
 def application(model: str | None = None, *, replicas: int | None = None, min_replicas: int = 1, max_replicas: int = 1,
-                factory: Callable | None = None, threads: int | None = None, num_cpus: float = 1):
-    """The bound application: a fixed number of replicas, or autoscaling between min and max."""
+                factory: Callable | None = None, threads: int | None = None, num_cpus: float = 1, num_gpus: float = 0,
+                target_ongoing: int | None = None):
+    """The bound application: a fixed number of replicas, or autoscaling between min and max. num_gpus: per
+    replica (1 on a GPU cluster: Ray places each replica on its own card); target_ongoing: the ongoing requests
+    per replica the autoscaler aims at (default limits.SERVE_TARGET_ONGOING, sized for a CPU replica)."""
     if replicas:
         min_replicas = max_replicas = replicas
     options = {"autoscaling_config": {"min_replicas": min_replicas, "max_replicas": max_replicas,
                                       "initial_replicas": min_replicas,
-                                      "target_ongoing_requests": limits.SERVE_TARGET_ONGOING},
-               "ray_actor_options": {"num_cpus": num_cpus}}
+                                      "target_ongoing_requests": target_ongoing or limits.SERVE_TARGET_ONGOING},
+               "ray_actor_options": {"num_cpus": num_cpus, "num_gpus": num_gpus}}
     return ModelDeployment.options(**options).bind(model, factory, threads)
 
 
@@ -197,6 +200,10 @@ def main(argv=None) -> None:
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--address", default=None, help="an existing Ray cluster (default: start one here)")
     ap.add_argument("--num-cpus", type=float, default=1, help="CPUs reserved per replica")
+    ap.add_argument("--num-gpus", type=float, default=0, help="GPUs per replica (1 on a GPU cluster)")
+    ap.add_argument("--target-ongoing", type=int, default=None,
+                    help=f"ongoing requests per replica the autoscaler aims at (default {limits.SERVE_TARGET_ONGOING}; "
+                         f"a GPU replica batches up to {limits.MAX_ROWS_GPU} rows)")
     args = ap.parse_args(argv)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     # replicas import model_service from this checkout, wherever Ray starts their processes
@@ -204,7 +211,8 @@ def main(argv=None) -> None:
     ray.init(address=args.address, include_dashboard=False, runtime_env=runtime_env)
     serve.start(http_options={"host": args.host, "port": args.port})
     serve.run(application(args.model, replicas=args.replicas, min_replicas=args.min_replicas,
-                          max_replicas=args.max_replicas, num_cpus=args.num_cpus), name="playground", route_prefix="/")
+                          max_replicas=args.max_replicas, num_cpus=args.num_cpus, num_gpus=args.num_gpus,
+                          target_ongoing=args.target_ongoing), name="playground", route_prefix="/")
     print(f"model service on http://{args.host}:{args.port}/ — run the UI with: python app.py --service "
           f"http://{args.host}:{args.port}", flush=True)
     try:
