@@ -107,7 +107,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                 warn(tr(lang, "page.link.problem", problem=problem))
             return updates or unchanged(state.tab)
 
-        def make_link(*values, request: gr.Request = None):
+        def make_link(request: gr.Request, *values):  # a request after *values would never be given: no host
             *values, lang = values  # the page's language travels with the settings
             query = make_query(dict(zip(names, values)), lang=lang, host_lang=default_language)
             return {link: absolute(base_url(request), query)}

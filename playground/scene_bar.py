@@ -12,7 +12,9 @@ import json
 
 import gradio as gr
 
-from .common.errors import unchanged, warn
+from model_service import validation
+
+from .common.errors import unchanged, user_error, warn
 from .common.i18n import DEFAULT, T, tr
 from .common.text import escape_html
 from .links import absolute, make_query, page_url
@@ -90,8 +92,8 @@ class SceneBar:
                 self.scene_link_btn = gr.Button(T("scenes.link.scene"), size="sm", scale=0, elem_id="scene-link")
                 self.page_link_btn = gr.Button(T("scenes.link.page"), size="sm", scale=0, elem_id="page-link")
             self.caption = gr.Markdown(caption_markdown(None, scenes), elem_id="scene-caption")
-            self.link = gr.Textbox(show_label=False, buttons=["copy"], elem_id="scene-link-text", max_lines=1,
-                                   visible=False)  # shown with the first link made
+            self.link = gr.Textbox(show_label=False, placeholder=T("scenes.link.placeholder"), buttons=["copy"],
+                                   elem_id="scene-link-text", max_lines=1)
             # the browser's part of opening a scene (ACTION_JS reads it after each opening)
             self.action = gr.Textbox("", visible=False, elem_id="scene-action")
 
@@ -119,27 +121,41 @@ class SceneBar:
                 event = event.then(*follow, api_visibility="private", show_progress="minimal", preprocess=False)
             event.then(None, self.action, None, js=ACTION_JS, api_visibility="private")
 
-        then(self.picker.input(lambda s, lang: go(s, lang, 0), [self.picker, language], outputs,
-                               api_name="open_scene", show_progress="hidden"))
-        then(self.prev.click(lambda s, lang: go(s, lang, -1), [self.picker, language], outputs,
-                             api_visibility="private", show_progress="hidden"))
-        then(self.next.click(lambda s, lang: go(s, lang, 1), [self.picker, language], outputs,
-                             api_visibility="private", show_progress="hidden"))
+        def open_scene(scene_id, lang):
+            try:
+                validation.choice("scene", scene_id, self.scenes.ids())
+            except ValueError as e:
+                raise user_error(e, lang) from None
+            return go(scene_id, lang, 0)
+
+        def previous_scene(scene_id, lang):
+            return go(scene_id, lang, -1)
+
+        def next_scene(scene_id, lang):
+            return go(scene_id, lang, 1)
+
+        # preprocess=False: a scene id that is none of the picker's is named by our check, not Gradio's
+        then(self.picker.input(open_scene, [self.picker, language], outputs, api_name="open_scene",
+                               show_progress="hidden", preprocess=False))
+        then(self.prev.click(previous_scene, [self.picker, language], outputs, api_visibility="private",
+                             show_progress="hidden", preprocess=False))
+        then(self.next.click(next_scene, [self.picker, language], outputs, api_visibility="private",
+                             show_progress="hidden", preprocess=False))
 
         def scene_link(scene_id, lang, request: gr.Request = None):
             if self.scenes.get(scene_id) is None:
                 warn(tr(lang, "scenes.link.pick"))
                 return unchanged(self.link)
             query = make_query({}, lang=lang, host_lang=host_lang, scene=scene_id)
-            return {self.link: gr.Textbox(value=absolute(base_url(request), query), visible=True)}
+            return {self.link: absolute(base_url(request), query)}
 
-        def page_link(*values, request: gr.Request = None):
+        def page_link(request: gr.Request, *values):  # Gradio gives the request only to a parameter before *values
             *values, lang = values
             query = make_query(state.current_state(*values), lang=lang, host_lang=host_lang)
-            return {self.link: gr.Textbox(value=absolute(base_url(request), query), visible=True)}
+            return {self.link: absolute(base_url(request), query)}
 
         self.scene_link_btn.click(scene_link, [self.picker, language], self.link, api_name="scene_link",
-                                  show_progress="hidden")
+                                  show_progress="hidden", preprocess=False)
         self.page_link_btn.click(page_link, [*state.inputs, language], self.link, api_name="page_link",
                                  show_progress="hidden", preprocess=False)
 
