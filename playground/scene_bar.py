@@ -35,7 +35,7 @@ ACTION_JS = """(action) => {
       if (wrap && !wrap.classList.contains("open")) wrap.click();
       const bar = document.getElementById("scene-bar");  // sticky on a wide screen: land just under it
       const under = bar && getComputedStyle(bar).position === "sticky" ? bar.offsetHeight + 8 : 0;
-      window.scrollTo({top: el.getBoundingClientRect().top + window.scrollY - under, behavior: "smooth"});
+      window.scrollTo({top: el.getBoundingClientRect().top + window.scrollY - under});
     }
     if (a.run) {
       const b = document.getElementById(a.run);

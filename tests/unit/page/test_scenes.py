@@ -111,3 +111,25 @@ def test_a_hosts_file_comes_after_the_lessons_and_ids_stay_unique(tmp_path, monk
 
 def test_the_built_in_files_exist():
     assert all((SCENES_DIR / name).is_file() for name in BUILT_IN)
+
+
+def test_the_readmes_example_scene_file_loads():
+    import re
+
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = re.search(r"```json\n(\{\"lesson\".*?)```", readme, re.S).group(1)
+    scenes = parse_file(json.loads(example), "README.md")
+    assert [s.id for s in scenes] == ["warmup-hot"] and scenes[0].run == "generate"
+
+
+def test_a_bad_host_file_stops_app_start_with_the_scene_named(tmp_path, monkeypatch):
+    import app
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(a_file({**GOOD, "settings": {"top_p": 0}})), encoding="utf-8")
+    monkeypatch.setenv("NTP_SCENES", str(bad))
+    args = app.parse_args([])
+    with pytest.raises(SystemExit, match=r"error: .*bad.json: scene 1 \('my-scene'\): field 'settings': top_p"):
+        app.build(args)
