@@ -21,7 +21,7 @@ from model_service import validation
 from model_service.hosting import Host
 
 from .common.errors import in_language
-from .common.i18n import LESSON_PROMPTS, language, tr
+from .common.i18n import DEFAULT, LESSON_PROMPTS, language, tr
 from .engine.table import EXAMPLE_ROWS, parse_table, table_rows
 from .lab import deep_link
 from .softmax.toy import load_toy, parse_logits, show_piece
@@ -38,7 +38,7 @@ class LinkError(ValueError):
 
     def __init__(self, key: str, **values):
         self.key, self.values = key, {k: str(v) for k, v in values.items()}
-        super().__init__(tr("en", key, **self.values))
+        super().__init__(tr(DEFAULT, key, **self.values))
 
 
 @cache
