@@ -92,10 +92,11 @@ class SceneBar:
                 self.scene_link_btn = gr.Button(T("scenes.link.scene"), size="sm", scale=0, elem_id="scene-link")
                 self.page_link_btn = gr.Button(T("scenes.link.page"), size="sm", scale=0, elem_id="page-link")
             self.caption = gr.Markdown(caption_markdown(None, scenes), elem_id="scene-caption")
-            self.link = gr.Textbox(show_label=False, placeholder=T("scenes.link.placeholder"), buttons=["copy"],
-                                   elem_id="scene-link-text", max_lines=1)
             # the browser's part of opening a scene (ACTION_JS reads it after each opening)
             self.action = gr.Textbox("", visible=False, elem_id="scene-action")
+        # below the bar, not in it: the bar stays at the top of a wide screen, and must stay small there
+        self.link = gr.Textbox(show_label=False, placeholder=T("scenes.link.placeholder"), buttons=["copy"],
+                               elem_id="scene-link-text", max_lines=1)
 
     def open_scene(self, state: PageState, scene: Scene, lang, extra: dict | None = None) -> dict:
         """Every update that opens `scene` (and then a link's other fields, `extra`), in `lang`."""
