@@ -7,7 +7,7 @@
     NTP_HOST_KEY=... python app.py --host 0.0.0.0 --models smollm2,gemma3-270m   # a room; the host may switch
 
 Every flag has an environment variable (NTP_MODEL, NTP_MODELS, NTP_DEVICE, NTP_HOST, NTP_PORT, NTP_SHARE,
-NTP_MAX_ROWS, NTP_QUEUE_SIZE, NTP_LANG, NTP_HOST_KEY) for hosts such as Hugging Face Spaces. The page is up
+NTP_MAX_ROWS, NTP_QUEUE_SIZE, NTP_LANG, NTP_HOST_KEY, NTP_SCENES) for hosts such as Hugging Face Spaces. The page is up
 at once; the model loads in the background.
 
 --models (NTP_MODELS) is the model picker's allowlist: comma-separated keys of model_service/catalog.py
@@ -86,6 +86,8 @@ def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespa
     p.add_argument("--service", default=env("NTP_SERVICE"),
                    help="URL of a model service started with `python -m model_service.serve` (Ray Serve): this process "
                         "then runs only the page, and the model options above are the service's business")
+    p.add_argument("--scenes", default=env("NTP_SCENES"),
+                   help="the host's scene files (JSON, comma-separated), after the lessons' (assets/scenes)")
     args = p.parse_args(argv)
     if args.service and not args.service.startswith(("http://", "https://")):
         sys.exit(f"error: --service must be an http:// or https:// URL, got {args.service!r}")
@@ -107,7 +109,12 @@ def build(args: argparse.Namespace):
     from model_service.background import LoadingService
     from model_service.catalog import load_target
     from playground.page import build_demo, queue_options
+    from playground.scenes import SceneError, load, scene_paths
 
+    try:
+        scenes = load(scene_paths(args.scenes or ""))
+    except SceneError as e:  # a host's file with a mistake: say which scene and field before the room arrives
+        sys.exit(f"error: {e}")
     room = {"max_rows": args.max_rows, "queue_size": args.queue_size}
     try:
         if getattr(args, "service", None):  # the model runs in another process (model_service/serve.py)
@@ -124,7 +131,7 @@ def build(args: argparse.Namespace):
             service = LoadingService(args.model, args.device, models=args.models, **room)
     except RuntimeError as e:  # ModelLoadError, e.g. a bad NTP_THREADS
         sys.exit(f"error: {e}")
-    demo = build_demo(service, default_language=args.lang, policy=args.policy, host_key=args.host_key)
+    demo = build_demo(service, default_language=args.lang, policy=args.policy, host_key=args.host_key, scenes=scenes)
     demo.queue(**queue_options())
     return demo
 

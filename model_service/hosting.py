@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 ENV_SPACE_ID = "SPACE_ID"
+ENV_SPACE_HOST = "SPACE_HOST"  # the Space's own address (owner-name.hf.space), for links outside its page
 ENV_SYSTEM = "SYSTEM"
 ENV_ZERO_GPU = "SPACES_ZERO_GPU"
 ENV_ACCELERATOR = "ACCELERATOR"
@@ -32,6 +33,7 @@ class Host:
     space_id: str | None = None  # "owner/name" on a Space
     zero_gpu: bool = False
     accelerator: str | None = None  # a Space's hardware flavour ("l4x1", "a10g-small", ...); None on a CPU
+    space_host: str | None = None  # "owner-name.hf.space" on a Space
 
     @property
     def on_space(self) -> bool:
@@ -59,6 +61,7 @@ def detect(env: Mapping[str, str] | None = None) -> Host:
         space_id=space or None,
         zero_gpu=(env.get(ENV_ZERO_GPU) or "").strip().lower() in ("1", "t", "true"),
         accelerator=None if accelerator in ("", "none", "cpu") else accelerator,
+        space_host=(env.get(ENV_SPACE_HOST) or "").strip() or None,
     )
 
 

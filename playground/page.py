@@ -17,14 +17,18 @@ from model_service import limits
 from model_service.hosting import SwitchPolicy
 
 from .api import register_api
-from .common.errors import warn
+from .common.errors import unchanged, warn
 from .common.i18n import LANGUAGES, SWITCH_JS, T, html_lang_script, tr, translations
 from .engine.tab import build_engine_tab
 from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
-from .lab.deep_link import FIELDS, make_query, parse_query
+from .lab.deep_link import FIELDS, make_query
 from .lab.greedy_loop import build_greedy_loop
 from .lab.tab import build_lab
+from .links import absolute
+from .page_state import PageState
+from .scene_bar import KEYS_JS, SceneBar, base_url
+from .scenes import SceneList, load, scene_paths
 from .softmax.tab import build_softmax_tab
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -33,11 +37,13 @@ MAX_UPLOAD = "1kb"  # the page has no file input: Gradio's upload route must not
 
 
 def build_demo(service, default_language: str | None = None, policy: SwitchPolicy | None = None,
-               host_key: str | None = None) -> gr.Blocks:
+               host_key: str | None = None, scenes: SceneList | None = None) -> gr.Blocks:
     """The page for a service (usually a LoadingService). default_language: the host's --lang (None: each
     browser's own language, English if neither); policy: who may switch the room's model
-    (model_service/hosting.py; default: nobody); host_key: the key it asks for, when it asks."""
+    (model_service/hosting.py; default: nobody); host_key: the key it asks for, when it asks; scenes: the
+    scene bar's (default: the lessons' and NTP_SCENES' files, scenes.py)."""
     policy = policy or default_policy(service)
+    scenes = scenes if scenes is not None else load(scene_paths())
     with gr.Blocks(title=TITLE) as demo:
         with gr.Row(elem_id="header"):
             gr.Markdown(T("page.header"), elem_id="title")
@@ -46,6 +52,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                                 label=T("page.language"), elem_id="language", scale=0, min_width=220)
         header = build_header(service, policy)
         model_status = header["status"]
+        bar = SceneBar(scenes)
         with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab(T("page.tab.lab"), id="lab") as lab_tab:
                 lab = build_lab(service, language=language)
@@ -53,12 +60,12 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                     link_btn = gr.Button(T("page.link.button"), size="sm", scale=0, elem_id="make-link")
                     link = gr.Textbox(show_label=False, placeholder=T("page.link.placeholder"),
                                       buttons=["copy"], scale=4, elem_id="link")
-                with gr.Accordion(T("page.greedy_loop"), open=False):
+                with gr.Accordion(T("page.greedy_loop"), open=False, elem_id="greedy-loop-box"):
                     build_greedy_loop(service, language=language)
             with gr.Tab(T("page.tab.softmax"), id="softmax") as softmax_tab:
                 softmax = build_softmax_tab(service, lab, language=language)
             with gr.Tab(T("page.tab.engine"), id="engine") as engine_tab:
-                build_engine_tab(service, language=language)
+                engine = build_engine_tab(service, language=language)
             with gr.Tab(T("page.tab.forward"), id="forward") as forward_tab:
                 forward = build_forward_tab(service, lab, tabs=tabs, language=language)
             forward_tab.select(
@@ -67,29 +74,52 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
             )
         register_api(service)
 
-        names = list(FIELDS)  # the lab controls a link can set, by name
+        names = list(FIELDS)  # the lab controls its own link carries, by name
         controls = [lab[name] for name in names]
+        toy = softmax["toy"]
+        state = PageState({**{name: lab[name] for name in names}, "toy_logits": toy.logits, "toy_shift": toy.shift,
+                           "toy_temperature": toy.temperature, "engine": engine["table"],
+                           "fw_prompt": forward["prompt"], "fw_chat": forward["chat"], "fw_block": forward["block"],
+                           "fw_head": forward["head"]},
+                          tabs, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab, "forward": forward_tab})
 
-        def apply_link(request: gr.Request):
-            """Set the lab's controls from the page's query; warn (escaped) about anything ignored."""
+        def follow_forward(tab, *inputs):
+            """After a link or scene: the forward tab traces its prompt, as selecting it does."""
+            if tab != "forward":
+                return unchanged(forward["state"])
+            return forward["trace_if_new"](*inputs)
+
+        opened = bar.wire(state, language, (follow_forward, [state.tab, *forward["select_inputs"]],
+                                            forward["select_outputs"]), host_lang=default_language)
+
+        def apply_link(lang, request: gr.Request):
+            """Set the page from its query (a scene, then any other field); warn (escaped) about anything ignored.
+            lang: the page's language, chosen on load (the link's, the host's or the browser's)."""
             query = dict(request.query_params) if request else {}
-            values, problems = parse_query(query)
+            scene_id = query.pop("scene", None)
+            scene = scenes.get(scene_id) if scene_id else None
+            if scene_id and scene is None:
+                warn(tr(lang, "page.link.problem", problem=tr(lang, "scenes.unknown", scene=repr(scene_id))))
+            if scene is not None:
+                return bar.open_scene(state, scene, lang, query)
+            updates, problems = state.apply_state(query, lang)
             for problem in problems:
-                warn(tr(query.get("lang"), "page.link.problem", problem=problem))
-            return {lab[name]: values.get(name, gr.skip()) for name in names}
+                warn(tr(lang, "page.link.problem", problem=problem))
+            return updates or unchanged(state.tab)
 
-        def make_link(*values, request: gr.Request = None):
+        def make_link(request: gr.Request, *values):  # a request after *values would never be given: no host
             *values, lang = values  # the page's language travels with the settings
-            page = (request.headers.get("referer") or "").split("?")[0] if request else ""
-            return {link: f"{page}?{make_query(dict(zip(names, values)), lang=lang, host_lang=default_language)}"}
+            query = make_query(dict(zip(names, values)), lang=lang, host_lang=default_language)
+            return {link: absolute(base_url(request), query)}
 
-        demo.load(apply_link, None, controls, api_visibility="private", show_progress="hidden")
+        demo.load(None, None, None, js=KEYS_JS, api_visibility="private")
         link_btn.click(make_link, [*controls, language], link, api_name="make_link", show_progress="hidden")
 
         # the page's language: chosen on load (link, host, browser), then by the picker; Gradio's own
         # strings follow in the browser, and each tab re-renders its server-built text on .change. Then the
         # header follows the model: loading progress, and each tab's numbers once it serves (header.py)
         loaded = demo.load(None, None, language, js=html_lang_script(default_language), api_visibility="private")
+        bar.then(loaded.then(apply_link, language, opened, api_visibility="private", show_progress="hidden"))
         wire_header(loaded, service, header, [lab["watch"], softmax["watch"], forward["watch"]], policy, host_key,
                     language)
         language.change(None, language, None, js=SWITCH_JS, api_visibility="private", show_progress="hidden")

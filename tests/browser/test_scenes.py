@@ -1,0 +1,88 @@
+"""The issue's acceptance test: every scene opens from its absolute link in a fresh page and shows its tab and
+settings. One browser, a fresh context per scene; a couple of control values each (the rest is unit-tested)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from gradio_client import Client
+from playwright.sync_api import expect
+
+from playground.scenes import load, scene_paths
+
+from .conftest import ARTIFACTS
+
+pytestmark = pytest.mark.browser
+
+TAB_LABELS = {"lab": "Sampling lab", "softmax": "Softmax & LM head", "engine": "Engine", "forward": "Forward pass"}
+NUMBER = {"temperature": "#temperature", "top_k": "#top-k", "top_p": "#top-p", "min_p": "#min-p",
+          "max_new_tokens": "#max-new", "toy_shift": "#toy-shift", "toy_temperature": "#toy-temperature"}
+TEXT = {"prompt": "#prompt textarea", "fw_prompt": "#fw-prompt textarea", "seed": "#seed textarea, #seed input"}
+SCENES = load(scene_paths(""))
+
+
+def checked_fields(query: dict) -> list[str]:
+    """Up to two fields a browser can read back, numbers first (they show that the settings arrived)."""
+    fields = [f for f in query if f in NUMBER and float(query[f]) != 0] + [f for f in query if f in TEXT or f == "engine"]
+    return fields[:2]
+
+
+def expect_field(page, name: str, raw: str) -> None:
+    if name in NUMBER:
+        box = page.locator(f"{NUMBER[name]} input[type=number]")
+        expect(box).to_have_value(_number(raw))
+    elif name == "engine":
+        expect(page.locator("#engine-table")).to_contain_text(json.loads(raw)[-1][0])
+    else:
+        expect(page.locator(TEXT[name]).first).to_have_value(raw)
+
+
+def _number(raw: str) -> str:
+    value = float(raw)
+    return str(int(value)) if value.is_integer() else str(value)
+
+
+def open_fresh(browser, link: str, width=1440, height=1000):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.goto(link, wait_until="domcontentloaded")
+    return context, page
+
+
+def test_every_scene_opens_from_its_absolute_link(browser, app_url):
+    client = Client(app_url, verbose=False)
+    shots = {"l13-top-p-unsure": (1440, 1000), "l10-attention": (1280, 720), "l13-temperature-05": (390, 844)}
+    for scene in SCENES.scenes:
+        link = client.predict(scene.id, "en", api_name="/scene_link")
+        assert link == f"{app_url}?scene={scene.id}"
+        width, height = shots.get(scene.id, (1440, 1000))
+        context, page = open_fresh(browser, link, width, height)
+        try:
+            expect(page.locator("#scene-caption")).to_contain_text(scene.text("title", "en"), timeout=60_000)
+            expect(page.locator("#tabs [role=tab][aria-selected=true]")).to_have_text(TAB_LABELS[scene.tab])
+            for name in checked_fields(dict(scene.query)):
+                expect_field(page, name, scene.query[name])
+            if scene.id in shots:
+                page.wait_for_function("() => window.scrollY > 0", timeout=120_000)  # its run or trace, then the scroll
+                page.wait_for_timeout(1000)
+                page.screenshot(path=str(ARTIFACTS / f"scene_{scene.id}_{width}.png"))
+        finally:
+            context.close()
+
+
+def test_keys_and_buttons_walk_the_scenes_and_a_vietnamese_link_captions_in_vietnamese(browser, app_url):
+    context, page = open_fresh(browser, app_url + "?lang=vi")
+    try:
+        expect(page.locator("#scene-caption")).to_contain_text("Các cảnh dẫn cả lớp", timeout=60_000)
+        page.locator("body").press("PageDown")
+        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/23 · Bài 10 · Tokenizer")
+        expect(page.locator("#tabs [role=tab][aria-selected=true]")).to_have_text("Forward pass", timeout=30_000)
+        page.locator("body").press("Alt+ArrowRight")
+        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 2/23")
+        page.locator("#scene-prev").click()
+        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/23")
+        page.locator("body").press("PageUp")  # the first scene stays the first
+        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/23")
+    finally:
+        context.close()

@@ -1,0 +1,107 @@
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+from model_service.hosting import Host, detect
+from playground.engine.table import EXAMPLE_ROWS
+from playground.links import DEFAULTS, absolute, make_query, page_url, parse_query, space_direct_url
+
+EVERY_TAB = {  # one non-default value per field of every tab
+    "lab": {"prompt": "Once upon a time", "chat": True, "temperature": 0.7, "top_k": 40, "top_p": 0.9, "min_p": 0.05,
+            "seed": "7", "max_new_tokens": 20, "stop": "\\n|.", "order": "llama.cpp"},
+    "softmax": {"toy_logits": [4.0, 3.0, 2.0, 1.0, 0.5], "toy_shift": 2.5, "toy_temperature": 0.5},
+    "engine": {"engine": [["Hi there", 0.5, 10, 0.9, 0.0, "vllm", "3", 8, "."], ["1, 2, 3,", 0, 0, 1, 0, "hf", "", 4, ""]]},
+    "forward": {"fw_prompt": "A cat sat", "fw_chat": True, "fw_block": 3, "fw_head": 2},
+}
+
+
+@pytest.mark.parametrize("tab", list(EVERY_TAB))
+def test_every_tabs_inputs_round_trip_through_a_link(tab):
+    values = {"tab": tab, **EVERY_TAB[tab]}
+    query = make_query(values, lang="vi")
+    parsed, problems = parse_query(dict(parse_qsl(query)))
+    assert problems == [] and parsed == ({} if tab == "lab" else {"tab": tab}) | EVERY_TAB[tab]
+    assert dict(parse_qsl(query))["lang"] == "vi"
+
+
+def test_the_whole_page_in_one_link_and_defaults_left_out():
+    values = {"tab": "forward", **{k: v for fields in EVERY_TAB.values() for k, v in fields.items()}}
+    parsed, problems = parse_query(dict(parse_qsl(make_query(values))))
+    assert problems == [] and parsed == values
+    # the lab is the default tab; the toy's, the engine's and the lessons' prompts are left out
+    defaults = {"tab": "lab", "prompt": "hi", "toy_logits": DEFAULTS["toy_logits"], "toy_shift": 0.0,
+                "engine": [list(r) for r in EXAMPLE_ROWS], "fw_prompt": "Thủ đô của Pháp là", "fw_head": -1}
+    assert make_query(defaults) == "prompt=hi"
+
+
+def test_a_scene_link_is_short():
+    assert make_query({}, scene="l13-top-k") == "scene=l13-top-k"
+    assert parse_query({"scene": "l13-top-k", "__theme": "dark", "__sign": "x"}) == ({}, [])
+
+
+@pytest.mark.parametrize("name, raw, why", [
+    ("tab", "settings", "tab must be one of lab, softmax, engine, forward"),
+    ("toy_logits", "1,2", "toy_logits must have 5 numbers"),
+    ("toy_logits", "1,2,x,4,5", "must be a number"),
+    ("toy_shift", "11", "toy_shift must be a number between -10 and 10"),
+    ("toy_temperature", "-1", "toy_temperature must be a number between 0 and 2"),
+    ("engine", "[[", "engine must be the table as JSON"),
+    ("engine", '{"a": 1}', "engine must be the table as JSON"),
+    ("engine", '[["hi", 1, 0, 1, 0, "openai"]]', "engine: row 1, order must be one of hf, vllm, llama.cpp"),
+    ("engine", '[["", 1]]', "engine: row 1"),
+    ("fw_block", "0", "fw_block must be a whole number between 1 and 1,000"),
+    ("fw_head", "x", "fw_head must be a whole number between -1 and 1,000"),
+    ("fw_chat", "maybe", "fw_chat must be true or false"),
+])
+def test_each_bad_field_is_named_and_the_rest_still_applies(name, raw, why):
+    values, problems = parse_query({name: raw, "temperature": "0.5"})
+    assert values == {"temperature": 0.5}
+    assert len(problems) == 1 and why in problems[0] and problems[0].endswith("the default is kept")
+
+
+def test_an_unknown_field_is_named_in_the_links_language_and_never_fatal():
+    values, problems = parse_query({"<b>x</b>": "1", "lang": "vi", "tab": "engine"})
+    assert values == {"tab": "engine"}
+    assert problems and "'<b>x</b>'" in problems[0] and problems[0].startswith("không có thiết lập")
+
+
+def test_a_bad_field_is_said_in_vietnamese_on_a_vietnamese_link():
+    _, problems = parse_query({"toy_logits": "1", "lang": "vi"})
+    assert problems == ["toy_logits phải có 5 số cách nhau bằng dấu phẩy (mỗi token của vocabulary đồ chơi một số), "
+                        "nhận được 1; giữ giá trị mặc định"]
+
+
+# ------------------------------------------------------------------ the page's address
+
+
+def test_a_local_page_links_to_itself():
+    headers = {"host": "127.0.0.1:7860", "referer": "http://127.0.0.1:7860/?prompt=x"}
+    assert page_url(headers, "http://127.0.0.1:7860/gradio_api/queue/join") == "http://127.0.0.1:7860"
+    assert page_url({"host": "10.0.0.5:7860"}, "http://10.0.0.5:7860/gradio_api/queue/join") == "http://10.0.0.5:7860"
+
+
+def test_behind_a_proxy_the_forwarded_host_scheme_and_prefix_win():
+    headers = {"Host": "127.0.0.1:7860", "X-Forwarded-Host": "ntp.example.org, proxy.internal",
+               "X-Forwarded-Proto": "https,http", "Referer": "http://127.0.0.1:7860/"}
+    assert page_url(headers, "http://127.0.0.1:7860/x") == "https://ntp.example.org"
+    assert page_url({**headers, "X-Forwarded-Prefix": "/workshop/"}) == "https://ntp.example.org/workshop"
+    assert page_url(headers, root_path="/ntp") == "https://ntp.example.org/ntp"
+    assert page_url(headers, root_path="https://class.example.org/ntp/") == "https://class.example.org/ntp"
+
+
+def test_on_a_space_the_link_is_the_spaces_page_and_the_direct_address_is_known():
+    host = detect({"SPACE_ID": "teacher/next-token", "SPACE_HOST": "teacher-next-token.hf.space"})
+    headers = {"host": "teacher-next-token.hf.space", "x-forwarded-host": "teacher-next-token.hf.space",
+               "x-forwarded-proto": "https"}
+    base = page_url(headers, host=host)
+    assert base == "https://huggingface.co/spaces/teacher/next-token"
+    assert absolute(base, "scene=l10-tokens") == "https://huggingface.co/spaces/teacher/next-token?scene=l10-tokens"
+    assert space_direct_url(host) == "https://teacher-next-token.hf.space"
+    assert space_direct_url(Host()) is None
+
+
+def test_absolute_links_have_a_host_and_parse_back():
+    link = absolute("http://127.0.0.1:7860", make_query({"tab": "softmax", "toy_temperature": 0.5}))
+    parts = urlsplit(link)
+    assert (parts.scheme, parts.netloc, parts.path) == ("http", "127.0.0.1:7860", "/")
+    assert parse_query(dict(parse_qsl(parts.query)))[0] == {"tab": "softmax", "toy_temperature": 0.5}

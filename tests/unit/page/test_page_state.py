@@ -1,0 +1,50 @@
+import gradio as gr
+
+from model_service import limits
+from playground.page_state import PageState
+
+
+def a_page():
+    with gr.Blocks():
+        with gr.Tabs() as tabs:
+            with gr.Tab("Lab", id="lab") as lab_tab:
+                prompt, temperature = gr.Textbox(), gr.Slider(0, 2)
+            with gr.Tab("Softmax", id="softmax") as softmax_tab:
+                toy = gr.Dataframe()
+            with gr.Tab("Engine", id="engine") as engine_tab:
+                engine = gr.Dataframe()
+        fields = {"prompt": prompt, "temperature": temperature, "toy_logits": toy, "engine": engine}
+        state = PageState(fields, tabs, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab})
+    return state, fields
+
+
+def test_a_query_becomes_updates_of_the_components_it_names():
+    state, f = a_page()
+    updates, problems = state.apply_state({"tab": "softmax", "temperature": "0.5", "toy_logits": "1,2,3,4,5",
+                                           "colour": "red"}, "vi")
+    assert updates[state.tab] == "softmax" and updates[state.tabs].selected == "softmax"
+    assert updates[f["temperature"]] == 0.5
+    assert updates[f["toy_logits"]] == [["␣Paris", 1.0], ["␣the", 2.0], ["␣a", 3.0], ["␣Lyon", 4.0], ["␣France", 5.0]]
+    assert f["prompt"] not in updates
+    assert len(problems) == 1 and "'colour'" in problems[0]
+
+
+def test_the_lessons_prompt_follows_the_pages_language_and_the_engine_table_gets_its_headers():
+    state, f = a_page()
+    updates, _ = state.apply_state({"prompt": limits.LESSON_PROMPT, "engine": '[["Hi", 1]]'}, "vi")
+    assert updates[f["prompt"]] == limits.LESSON_PROMPT_VI
+    assert updates[f["engine"]]["data"][0][:2] == ["Hi", 1] and updates[f["engine"]]["headers"][5] == "thứ tự"
+    updates, _ = state.apply_state({"prompt": "Once upon a time"}, "vi")
+    assert updates[f["prompt"]] == "Once upon a time"
+
+
+def test_current_state_reads_raw_values_back_into_link_fields():
+    state, _ = a_page()
+    toy = {"headers": ["token", "logit"], "data": [["␣Paris", 4], ["␣the", 3.2], ["␣a", 2.7], ["␣Lyon", 2.2],
+                                                    ["␣France", 1.4]]}
+    values = state.current_state("softmax", "hi", 0.5, toy, {"data": [["Hi", 1]]})
+    assert values["tab"] == "softmax" and values["temperature"] == 0.5 and values["toy_logits"] == [4, 3.2, 2.7, 2.2, 1.4]
+    assert values["engine"][0][:2] == ["Hi", 1]
+    renamed = {**toy, "data": [["␣Rome", 4]] + toy["data"][1:]}  # a link carries logits only: renamed tokens drop it
+    assert state.current_state("nowhere", "hi", 1, renamed, None)["toy_logits"] is None
+    assert state.current_state("nowhere", "hi", 1, toy, None)["tab"] == "lab"
