@@ -41,8 +41,12 @@ UTILISATION = 0.7  # headroom: a replica is planned at 70 % of its measured toke
 GPUS = {"L4 (24 GB)": (300e9, 121e12), "A10G (24 GB)": (600e9, 125e12), "L40S (48 GB)": (864e9, 362e12),
         "A100 80GB": (2.0e12, 312e12), "H100 SXM (80 GB)": (3.35e12, 989e12), "H200 (141 GB)": (4.8e12, 989e12)}
 BANDWIDTH_EFFICIENCY = 0.6
-STEP_FLOOR_S = 0.004  # kernel launches of a small model's step (~30 layers x ~15 kernels); not measured here
-HOST_S_PER_ROW = 0.0003  # Python per row and step: its summaries read back, its record built and sent (CPU-side)
+# A decode step's floor: transformers' eager forward launches ~20 kernels per layer from Python; measured on an H200,
+# Llama-3.1-8B at 1 row (32 layers): 17 ms, 5x its bandwidth bound. The small models have ~30 layers too.
+STEP_FLOOR_S = 0.017
+# Python per row and step (its summaries read back, its record built and sent), measured on an H200 with
+# Llama-3.1-8B (bench/bench_gpu.py (d), N = 64: 85 ms a step = 36 ms forward + 10 ms sampler + 39 ms records)
+HOST_S_PER_ROW = 0.0006
 MODELS = {"SmolLM2-135M (bf16)": 134.5e6, "Gemma 3 270M (bf16)": 268e6, "Llama-3.1-8B (bf16)": 8.03e9}
 GPU_ROWS = 64  # limits.MAX_ROWS_GPU
 
@@ -133,6 +137,9 @@ def projection(cpu_costs: dict[int, float]) -> None:
           f"-> {demand:,.0f} tok/s; replicas planned at {UTILISATION:.0%} of their tokens/s\n")
     print(f"| where | model | rows per step | step time | tok/s per replica | replicas for {EVENT_LEARNERS} |")
     print("|---|---|---|---|---|---|")
+    h200 = 64 / 0.0849  # measured: bench/bench_gpu.py on an H200, Llama-3.1-8B bf16, 64 rows: 754 tok/s
+    print(f"| H200 (measured, bench_gpu.py) | Llama-3.1-8B (bf16, random weights) | 64 | 84.9 ms | {h200:,.0f} | "
+          f"{math.ceil(demand / (h200 * UTILISATION))} |")
     b = max(cpu_costs)
     cpu_rate = b / cpu_costs[b]
     print(f"| this CPU (2 cores, measured) | SmolLM2-135M (fp32) | {b} | {cpu_costs[b] * 1000:.0f} ms | {cpu_rate:.0f} | "
