@@ -45,6 +45,7 @@ def chi_square(counts: torch.Tensor, probs: torch.Tensor) -> tuple[float, int, f
     n = float(counts.sum())
     p = probs.double() / probs.double().sum()
     expected, observed = n * p, counts.double()
+    impossible = bool(((p <= 0) & (observed > 0)).any())  # a draw the distribution forbids: reject outright
     big = expected >= POOL_BELOW
     e, o = expected[big], observed[big]
     e_rest, o_rest = float(n - e.sum()), float(n - o.sum())
@@ -55,10 +56,10 @@ def chi_square(counts: torch.Tensor, probs: torch.Tensor) -> tuple[float, int, f
         e[smallest] += e_rest
         o[smallest] += o_rest
     bins = int(e.numel())
+    if impossible:
+        return float("inf"), max(bins - 1, 1), 0.0, bins
     if bins < 2:
         return 0.0, 0, None, bins
-    if bool(((e <= 0) & (o > 0)).any()):
-        return float("inf"), bins - 1, 0.0, bins
     chi2 = float(((o - e) ** 2 / e).sum())
     dof = bins - 1
     # the upper tail of chi-square with dof degrees of freedom: Q(dof/2, chi2/2)
