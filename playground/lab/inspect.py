@@ -87,7 +87,7 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
                                       high=limits.MAX_MANY_DRAWS)
             i = _step_index(run, index)
             if i is None or run.request is None:
-                raise gr.Error(tr(lang, "inspect.many.empty"), print_exception=False)
+                raise gr.Error(tr(lang, "inspect.many.no_run"), print_exception=False)
             settings = run.request.settings
             if settings.seed is None:  # a blank seed: the run's own, so the recomputed step draws the run's token
                 settings = replace(settings, seed=run.records[0].seed)

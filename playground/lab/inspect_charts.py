@@ -104,7 +104,7 @@ def logits_figure(record: StepRecord | None, lang: str = "en", height: int = 380
     fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.04,
                         subplot_titles=[tr(lang, "inspect.logits.raw"), tr(lang, "inspect.logits.log_p"),
                                         tr(lang, "inspect.logits.tail")])
-    bar = dict(orientation="h", marker_color=colours, hovertemplate="%{hovertext}<extra></extra>")
+    bar = dict(orientation="h", marker_color=colours, hovertemplate="%{hovertext}<extra></extra>", showlegend=False)
     fig.add_trace(go.Bar(y=rows, x=list(record.logits), hovertext=[f"{w}<br>logit = {z:.3f}" for w, z in
                                                                     zip(who, record.logits)], **bar), row=1, col=1)
     fig.add_trace(go.Bar(y=rows, x=log_p, hovertext=[f"{w}<br>ln p = {v:.3f}" if v is not None else w
@@ -178,7 +178,7 @@ def cost_figure(records: list[StepRecord], selected: int | None = None, lang: st
     if selected is not None:
         fig.add_vline(x=selected, line=dict(color=INK, width=1, dash="dash"))
     return base_layout(fig, height, dict(l=48, r=10, t=20, b=30), barmode="stack", showlegend=True, bargap=0.15,
-                       legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", font=dict(size=9)))
+                       legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", font=dict(size=9), traceorder="normal"))
 
 
 def cost_markdown(records: list[StepRecord], head_bytes: int = 0, selected: int | None = None,
