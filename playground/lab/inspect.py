@@ -50,17 +50,17 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
     with gr.Accordion(T("inspect.title"), open=False, elem_id="inspect"):
         gr.Markdown(T("inspect.note"), elem_classes=["ntp-note"])
         with gr.Tabs():
-            with gr.Tab(T("inspect.many.tab"), elem_id="inspect-many-tab"):
+            with gr.Tab(T("inspect.many.tab"), elem_id="inspect-many-tab") as many_tab:
                 with gr.Row(equal_height=True):
                     n = gr.Slider(limits.MIN_MANY_DRAWS, limits.MAX_MANY_DRAWS, limits.DEFAULT_MANY_DRAWS, step=100,
                                   label=T("inspect.many.n"), elem_id="inspect-n", scale=3)
                     draw_btn = gr.Button(T("inspect.many.draw"), variant="primary", elem_id="inspect-draw", scale=1)
                 many_text = gr.Markdown(views.many_draws_markdown(None, DEFAULT), elem_id="inspect-many-text")
                 many_plot = gr.Plot(views.many_draws_figure(None, DEFAULT), show_label=False, elem_id="inspect-many-plot")
-            with gr.Tab(T("inspect.logits.tab"), elem_id="inspect-logits-tab"):
+            with gr.Tab(T("inspect.logits.tab"), elem_id="inspect-logits-tab") as logits_tab:
                 logits_text = gr.Markdown(views.logits_markdown(None, DEFAULT), elem_id="inspect-logits-text")
                 logits_plot = gr.Plot(views.logits_figure(None, DEFAULT), show_label=False, elem_id="inspect-logits-plot")
-            with gr.Tab(T("inspect.cost.tab"), elem_id="inspect-cost-tab"):
+            with gr.Tab(T("inspect.cost.tab"), elem_id="inspect-cost-tab") as cost_tab:
                 cost_text = gr.Markdown(views.cost_markdown([], lang=DEFAULT), elem_id="inspect-cost-text")
                 cost_plot = gr.Plot(views.cost_figure([], lang=DEFAULT), show_label=False, elem_id="inspect-cost-plot")
     many_state = gr.State(None)  # {"key": _key(...), "record": ManyDraws}: the last draws and their step
@@ -104,5 +104,14 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
           show_progress="hidden", trigger_mode="always_last", preprocess=False)
     draw_btn.click(draw, [n, scrub, run_state, language], [many_text, many_plot, many_state], api_name="sample_many",
                    preprocess=False)
+    if isinstance(language, gr.Radio):
+        tab_keys = {many_tab: "inspect.many.tab", logits_tab: "inspect.logits.tab", cost_tab: "inspect.cost.tab"}
+
+        def relabel(lang):
+            # Gradio translates a tab's label only once the tab has been shown (as the page's tabs: page.py)
+            return {tab: gr.Tab(label=tr(lang, key)) for tab, key in tab_keys.items()}
+
+        language.change(relabel, language, list(tab_keys), api_visibility="private", show_progress="hidden",
+                        preprocess=False)
     return {"n": n, "draw": draw_btn, "many_text": many_text, "many_plot": many_plot, "logits_plot": logits_plot,
             "cost_plot": cost_plot, "cost_text": cost_text}
