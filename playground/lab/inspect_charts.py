@@ -26,6 +26,7 @@ from ..common.text import nbytes, pct, piece_hover, piece_label, show_token, sho
 ALPHA = 0.001  # the test's level: a fair sampler is rejected once in a thousand tries
 STAGE_COLOURS = {"raw": INK, "temperature": SKY, "top_k": "#E69F00", "top_p": "#009E73", "min_p": "#CC79A7",
                  "final": VERMILLION}
+STAGE_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}  # as the lab's controls name them
 TAIL_FLOOR = 1e-7  # where the tail zoom draws a token a stage removed (p = 0 has no place on a log axis)
 
 
@@ -113,7 +114,7 @@ def logits_figure(record: StepRecord | None, lang: str = "en", height: int = 380
         removed = [p <= 0 for p in stage.probs]
         fig.add_trace(go.Scatter(
             y=rows, x=[TAIL_FLOOR if r else p for p, r in zip(stage.probs, removed)], mode="markers",
-            name=stage.name, marker=dict(color=STAGE_COLOURS.get(stage.name, INK), size=7,
+            name=STAGE_NAMES.get(stage.name, stage.name), marker=dict(color=STAGE_COLOURS.get(stage.name, INK), size=7,
                                          symbol=["x-thin-open" if r else "circle" for r in removed],
                                          line=dict(width=1.5, color=STAGE_COLOURS.get(stage.name, INK))),
             hovertemplate="%{hovertext}<extra></extra>",
@@ -122,8 +123,9 @@ def logits_figure(record: StepRecord | None, lang: str = "en", height: int = 380
         ), row=1, col=3)
     for col in (1, 2):
         fig.update_xaxes(zeroline=True, zerolinecolor=INK, zerolinewidth=1, row=1, col=col)
-    fig.update_xaxes(type="log", range=[math.log10(TAIL_FLOOR) - 0.3, 0.05], dtick=1, exponentformat="power",
-                     row=1, col=3)
+    powers = range(round(math.log10(TAIL_FLOOR)) + 1, 1, 2)  # 10^-6, 10^-4, 0.01, 1: few ticks fit a phone
+    fig.update_xaxes(type="log", range=[math.log10(TAIL_FLOOR) - 0.3, 0.05], tickvals=[10.0**e for e in powers],
+                     ticktext=[f"{10.0**e:g}" if e >= -2 else f"10<sup>{e}</sup>" for e in powers], row=1, col=3)
     fig.update_xaxes(gridcolor="#EEEEEE", fixedrange=True, tickfont=dict(size=9))
     fig.update_yaxes(tickvals=rows, ticktext=labels, range=[len(rows) - 0.5, -0.5], fixedrange=True)
     fig.update_annotations(font=dict(size=10))

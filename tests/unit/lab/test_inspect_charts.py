@@ -68,7 +68,7 @@ def test_logits_panels_show_negative_logits_a_zero_line_and_removed_tokens_on_th
     assert list(logit_bars.x) == [3.0, 1.0, -0.5, -2.25, -4.0]
     assert fig.layout.xaxis.zeroline and fig.layout.xaxis2.zeroline
     assert list(log_p_bars.x) == pytest.approx([math.log(p) for p in PROBS["raw"]])
-    assert [s.name for s in stages] == list(PROBS)
+    assert [s.name for s in stages] == ["raw", "temperature", "top-k", "top-p", "min-p", "final"]
     final = stages[-1]
     assert list(final.x) == [0.75, 0.25, TAIL_FLOOR, TAIL_FLOOR, TAIL_FLOOR]
     assert list(final.marker.symbol) == ["circle", "circle", "x-thin-open", "x-thin-open", "x-thin-open"]
