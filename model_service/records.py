@@ -240,3 +240,9 @@ class ManyDraws:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ManyDraws:
+        """Rebuild the record from its JSON form (what a remote model service sends)."""
+        return cls(**{**d, "tokens": tuple(Token(**t) for t in d["tokens"]), "counts": tuple(d["counts"]),
+                      "probs": tuple(d["probs"])})
