@@ -217,6 +217,7 @@ def model_info(lm, tokenizer, name: str, source: str, load_seconds: float = 0.0,
 
     config = lm.config.get_text_config()
     eos = lm.generation_config.eos_token_id if lm.generation_config else None
+    head = lm.get_output_embeddings().weight
     eos_ids = {eos} if isinstance(eos, int) else set(eos or ())
     if tokenizer.eos_token_id is not None:
         eos_ids.add(tokenizer.eos_token_id)
@@ -224,7 +225,7 @@ def model_info(lm, tokenizer, name: str, source: str, load_seconds: float = 0.0,
         name=name,
         source=source,
         parameters=sum(p.numel() for p in lm.parameters()),
-        vocab_size=lm.get_output_embeddings().weight.shape[0],
+        vocab_size=head.shape[0],
         hidden_size=config.hidden_size,
         num_layers=config.num_hidden_layers,
         device=str(lm.device),
@@ -235,6 +236,7 @@ def model_info(lm, tokenizer, name: str, source: str, load_seconds: float = 0.0,
         load_seconds=round(load_seconds, 3),
         from_cache=from_cache,
         device_name=torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else "",
+        head_bytes=head.numel() * head.element_size(),
     )
 
 

@@ -6,6 +6,7 @@ keeps a step record a few kilobytes whatever the vocabulary size.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 
 
@@ -29,6 +30,9 @@ class ModelInfo:
     load_seconds: float
     from_cache: bool
     device_name: str = ""  # the card, on a GPU ("NVIDIA L4"); "" on the CPU
+    # bytes of the LM head's weight (V x d x bytes per parameter): what every forward pass reads to score
+    # the vocabulary at one position (the lessons' "1 GB per step" for Llama-3.1-8B in bf16); 0 = unknown
+    head_bytes: int = 0
 
     def describe(self) -> str:
         device = f"{self.device} ({self.device_name})" if self.device_name else self.device
@@ -107,6 +111,10 @@ class StepRecord:
     # yet, which this step's token (and each candidate) may complete. model_service/utf8.py reads them.
     bytes_hex: str = ""
     pending_hex: str = ""
+    # the raw logits of the candidates, aligned with them (empty when capture is off): the scores before
+    # any softmax, negative ones included
+    logits: tuple[float, ...] = ()
+    capture_ms: float = 0.0  # the part of sampling_ms spent summarising the stages into this record
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)
@@ -121,7 +129,13 @@ class StepRecord:
         d["candidates"] = tuple(Token(**t) for t in d["candidates"])
         d["stages"] = tuple(Stage(**{**s, "probs": tuple(s["probs"])}) for s in d["stages"])
         d["draw"] = DrawInfo(**d["draw"])
+        d["logits"] = tuple(d.get("logits", ()))
         return cls(**d)
+
+
+def json_size(record) -> int:
+    """Bytes of a record as JSON (UTF-8): what the API streams for it, and what the tests bound."""
+    return len(json.dumps(record.to_dict()).encode())
 
 
 @dataclass(frozen=True)
@@ -193,3 +207,42 @@ class Room:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "rows": [r.to_dict() for r in self.rows]}
+
+
+@dataclass(frozen=True)
+class ManyDraws:
+    """One frozen step sampled n times (ModelService.sample_many): the histogram of the draws beside the
+    final distribution they were drawn from, and Pearson's chi-square test of one against the other.
+
+    tokens / counts / probs: the top tokens of the final distribution (most probable first) with their
+    draw counts and probabilities; other_count / other_prob: everything else. Bins of the test: every
+    token whose expected count n*p is at least 5, the rest pooled (a pooled bin still under 5 joins the
+    smallest bin); dof = bins - 1; p_value None when there is a single bin (nothing to test).
+    """
+
+    step: int
+    n: int
+    seed: int
+    tokens: tuple[Token, ...]
+    counts: tuple[int, ...]
+    probs: tuple[float, ...]
+    other_count: int
+    other_prob: float
+    distinct: int  # distinct tokens among the n draws
+    support: int  # tokens the final distribution gives a probability > 0
+    chi2: float
+    dof: int
+    p_value: float | None
+    token_id: int  # the token this recomputed step draws with the run's own seed (the frozen step's, up to round-off)
+    forward_ms: float  # recomputing the step's logits (one forward pass through the room's batch)
+    draw_ms: float  # the n draws, their counts and the test
+    pending_hex: str = ""  # bytes before this step that do not make a whole character yet (as StepRecord's)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ManyDraws:
+        """Rebuild the record from its JSON form (what a remote model service sends)."""
+        return cls(**{**d, "tokens": tuple(Token(**t) for t in d["tokens"]), "counts": tuple(d["counts"]),
+                      "probs": tuple(d["probs"])})

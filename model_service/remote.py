@@ -22,7 +22,7 @@ import httpx
 from . import limits, wire
 from .background import LoadStatus, ServiceNotReady
 from .lm_head import LmHeadView
-from .records import ModelInfo, Room, Token
+from .records import ManyDraws, ModelInfo, Room, Token
 from .service import as_settings
 from .settings import Request, SamplingSettings
 from .trace_records import AttentionMap, Trace
@@ -159,6 +159,13 @@ class RemoteService:
                 top_k: int = limits.DEFAULT_LM_HEAD_TOP_K):
         body = {"prompt": prompt, "chat": chat, "continue_from": [int(t) for t in continue_from], "top_k": top_k}
         return LmHeadView.from_dict(self._post("/lm_head", body))
+
+    def sample_many(self, prompt: str, settings: SamplingSettings | Mapping | None = None, chat: bool = False,
+                    continue_from: Sequence[int] = (), n: int = limits.DEFAULT_MANY_DRAWS, seed: int | None = None,
+                    top_n: int = limits.DEFAULT_TOP_N) -> ManyDraws:
+        body = {"prompt": prompt, "settings": as_settings(settings).to_dict(), "chat": chat,
+                "continue_from": [int(t) for t in continue_from], "n": n, "seed": seed, "top_n": top_n}
+        return ManyDraws.from_dict(self._post("/sample_many", body))
 
     def pieces_of(self, ids: Sequence[int]) -> dict[int, Token]:
         data = self._post("/pieces", {"ids": [int(i) for i in ids]})

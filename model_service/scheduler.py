@@ -200,6 +200,8 @@ class Scheduler:
         for b, job in enumerate(rows):
             new = b >= len(decoding)
             job.forwards += not new  # a newcomer's forward passes were counted chunk by chunk
+            if job.keep_logits:  # set before the record is delivered: the caller reads it once the record arrives
+                job.kept_logits = all_logits[b: b + 1].clone()
             self._deliver(job, tokens[b], draws[b], summaries[b], job.prefill_ms if new else forward_ms,
                           sampling_ms, 1 if new else len(decoding))
         for sink in {id(job.sink): job.sink for job in rows}.values():

@@ -156,6 +156,18 @@ class ModelDeployment:
         return await asyncio.to_thread(self._call, "lm_head", b.get("prompt"), bool(b.get("chat", False)),
                                        b.get("continue_from") or (), b.get("top_k", limits.DEFAULT_LM_HEAD_TOP_K))
 
+    @api.post("/sample_many")
+    async def sample_many(self, request: Request):
+        b = await request.json()
+        try:
+            settings = _settings(b.get("settings"))
+        except (ValueError, TypeError) as e:
+            return _error(e if not isinstance(e, TypeError) else ValueError(str(e)), _status_of(e))
+        return await asyncio.to_thread(
+            self._call, "sample_many", b.get("prompt"), settings, bool(b.get("chat", False)),
+            b.get("continue_from") or (), n=b.get("n", limits.DEFAULT_MANY_DRAWS), seed=b.get("seed"),
+            top_n=b.get("top_n", limits.DEFAULT_TOP_N))
+
     @api.post("/pieces")
     async def pieces(self, request: Request):
         b = await request.json()

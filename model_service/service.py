@@ -15,7 +15,7 @@ from typing import Protocol
 
 from . import limits, loading, validation
 from .pieces import PieceTable
-from .records import BatchStep, ModelInfo, Room, StepRecord, Token, Waiting
+from .records import BatchStep, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting
 from .settings import Request, SamplingSettings
 from .step_loop import RowState
 from .streams import BatchStream, GroupSink, Job, Stream, StreamSink
@@ -49,6 +49,11 @@ class PlaygroundService(Protocol):
     def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (), top_k: int = limits.DEFAULT_LM_HEAD_TOP_K): ...
 
     def pieces_of(self, ids: Sequence[int]) -> dict[int, Token]: ...
+
+    def sample_many(
+        self, prompt: str, settings: SamplingSettings, chat: bool = False, continue_from: Sequence[int] = (),
+        n: int = limits.DEFAULT_MANY_DRAWS, seed: int | None = None, top_n: int = limits.DEFAULT_TOP_N,
+    ) -> ManyDraws: ...
 
 
 def _count(field: str, value, low: int, high: int) -> int:
@@ -303,6 +308,39 @@ class ModelService:
                 raise ValueError(f"request {n}: {e}") from None
         self.scheduler.submit(jobs)
         return BatchStream(self.scheduler, jobs, sink)
+
+    def sample_many(
+        self, prompt: str, settings: SamplingSettings | Mapping | None = None, chat: bool = False,
+        continue_from: Sequence[int] = (), n: int = limits.DEFAULT_MANY_DRAWS, seed: int | None = None,
+        top_n: int = limits.DEFAULT_TOP_N,
+    ) -> ManyDraws:
+        """Freeze the step after prompt + continue_from and draw n tokens from its final distribution
+        (model_service/many_draws.py): counts of its top_n tokens, the rest, and the chi-square test.
+
+        The step's logits are recomputed as one row of the room's batch (one forward pass, a prefill of
+        prompt + continue_from); the n draws are one vectorised read of the distribution, seeded by
+        `seed` (None: fresh). With the run's own settings (seed included) the record's token_id is the
+        token the run drew at this step."""
+        import torch
+
+        from .many_draws import sample_step
+        from .sampling import fresh_seed, run_stages
+
+        n = validation.number("draws", n, integer=True, low=limits.MIN_MANY_DRAWS, high=limits.MAX_MANY_DRAWS)
+        seed = validation.seed("draw seed", seed)
+        seed = fresh_seed() if seed is None else seed
+        settings, ids, _, _, top_n, prefix = self.check_generate(
+            prompt, settings, len(continue_from) + 1, (), chat, top_n, continue_from)
+        sink = StreamSink()
+        job = Job(ids + prefix, RowState(self, settings, len(prefix) + 1, (), prefix, True), len(prefix), top_n, False, sink)
+        job.keep_logits = True
+        self.scheduler.submit([job])
+        with Stream(self.scheduler, [job], sink) as stream:
+            record = next(stream)
+        with torch.inference_mode():
+            stages = run_stages(job.kept_logits, [settings], capture=False, min_window=top_n)
+            return sample_step(stages, n, seed, top_n, self.pieces, record.step, record.token_id, record.forward_ms,
+                               record.pending_hex)
 
     def _prompt(self, prompt: str, chat: bool, max_new_tokens) -> tuple[list[int], int]:
         """The prompt's ids and a checked max_new_tokens that fits the model's context."""

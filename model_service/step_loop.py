@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 
@@ -46,12 +47,22 @@ def _kept_mass(before: torch.Tensor, kept: torch.Tensor, kept_before: torch.Tens
     return torch.bmm(before.unsqueeze(1), kept.to(before.dtype).unsqueeze(2)).view(-1)
 
 
+class Summary(NamedTuple):
+    """One row's step, summarised: what its StepRecord carries from the tensors."""
+
+    ids: list[int]  # the top-N token ids, most probable first
+    stages: tuple[Stage, ...]
+    logits: tuple[float, ...]  # their raw logits
+    capture_ms: float  # time spent summarising the batch (shared by its rows)
+
+
 def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders: list[str]):
-    """Per row: (top-N token ids, tuple[Stage]) — only N + a few scalars per stage leave the device.
+    """Per row a Summary — only N + a few scalars per stage leave the device.
 
     tokens: (B,) each row's chosen token; top_n: each row's N (computed for the largest, then cut);
     orders: each row's order, which sets the sequence of its stages (a mixed batch computes them
     under shared names)."""
+    started = time.perf_counter()
     # Stages a transform left unchanged share tensors: summarise each distinct one once, each on its
     # own (B, V) tensor (stacking them into one (B, S, V) block outgrows the cache at large B).
     unique: dict[int, int] = {}  # id(probs tensor) -> index among the distinct ones
@@ -62,6 +73,7 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
             names.append(n)
     column = [unique[id(stages.probs[n])] for n in stages.names]  # stage -> distinct index
     ids = stages.window[:, : max(top_n)]  # (B, N)
+    raw_logits = stages.logits.gather(1, ids)  # (B, N)
     chosen_col = tokens.view(-1, 1)
     per = [
         (
@@ -87,9 +99,10 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
     kept_mass = torch.stack([masses[(column[max(i - 1, 0)], column[i])] for i in range(len(column))], dim=1)  # (B, S)
 
     rows = []
-    for b, (row_ids, row_top, counts, masses, ents, ch) in enumerate(
-        zip(ids.tolist(), top.tolist(), kept_count.tolist(), kept_mass.tolist(), entropy.tolist(), chosen.tolist())
-    ):
+    for b, (row_ids, row_top, counts, masses, ents, ch, row_logits) in enumerate(zip(
+        ids.tolist(), top.tolist(), kept_count.tolist(), kept_mass.tolist(), entropy.tolist(), chosen.tolist(),
+        raw_logits.tolist(),
+    )):
         n = top_n[b]
         by_name = {
             name: Stage(
@@ -102,8 +115,10 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
             )
             for s, name in enumerate(stages.names)
         }
-        rows.append((row_ids[:n], tuple(by_name[name] for name in stage_names(orders[b]))))
-    return rows
+        rows.append((row_ids[:n], tuple(by_name[name] for name in stage_names(orders[b])),
+                     tuple(r6(v) for v in row_logits[:n])))
+    ms = (time.perf_counter() - started) * 1000
+    return [Summary(*row, capture_ms=ms) for row in rows]
 
 
 class RowState:
@@ -146,7 +161,7 @@ class RowState:
         pending = self.pending
         if not is_eos:
             self._advance(token_id)
-        candidate_ids, stages = summary if summary is not None else ((), ())
+        candidate_ids, stages, logits, capture_ms = summary if summary is not None else ((), (), (), 0.0)
         return StepRecord(
             step=step,
             token_id=token_id,
@@ -165,6 +180,8 @@ class RowState:
             batch_size=batch_size,
             bytes_hex=token.bytes_hex,
             pending_hex=pending.hex(),
+            logits=logits,
+            capture_ms=round(capture_ms, 3),
         )
 
 

@@ -37,6 +37,8 @@ class Job:
         self.cancelled = False
         self.done = False  # stopped, or failed
         self.reported: int | None = None  # requests ahead of it when it last heard (waiting)
+        self.keep_logits = False  # sample_many: hand this row's raw logits row (1, V) back with its record
+        self.kept_logits = None
 
     @property
     def live(self) -> bool:

@@ -27,7 +27,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import limits
+from . import limits, validation
 from .records import Room, StepRecord
 
 try:  # optional: only a ZeroGPU Space needs it, and there it must come before CUDA is touched
@@ -94,7 +94,7 @@ def generate_batch_lease(requests, top_n):
 
 @gpu(duration=limits.ZERO_GPU_TRACE_SECONDS)
 def one_pass(method: str, args: tuple, kwargs: dict):
-    """trace, trace_attention or lm_head: one forward pass, one record back."""
+    """trace, trace_attention, lm_head or sample_many: one forward pass, one record back."""
     try:
         return getattr(_SERVICE, method)(*args, **kwargs)
     except (ValueError, RuntimeError) as e:
@@ -183,6 +183,13 @@ class ZeroGpuService:
     def lm_head(self, prompt, chat=False, continue_from=(), top_k=limits.DEFAULT_LM_HEAD_TOP_K):
         self.inner._prompt_ids(prompt, chat)
         return _unwrap(one_pass("lm_head", (prompt, chat, tuple(continue_from)), {"top_k": top_k}))
+
+    def sample_many(self, prompt, settings=None, chat=False, continue_from=(), n=limits.DEFAULT_MANY_DRAWS, seed=None,
+                    top_n=limits.DEFAULT_TOP_N):
+        self.inner._prompt_ids(prompt, chat)
+        validation.number("draws", n, integer=True, low=limits.MIN_MANY_DRAWS, high=limits.MAX_MANY_DRAWS)
+        return _unwrap(one_pass("sample_many", (prompt, settings, chat, tuple(continue_from)),
+                                {"n": n, "seed": seed, "top_n": top_n}))
 
 
 def load(model: str | None, device: str | None = None, **room) -> ZeroGpuService:

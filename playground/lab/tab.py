@@ -24,6 +24,7 @@ from ..common.i18n import LESSON_PROMPTS, T, swapped_default, tr
 from ..common.text import escape_html, show_steps, stop_reason
 from . import charts
 from .chips import chips_prefix, new_chips, token_chips_html
+from .inspect import build_inspect
 from .request import DEFAULTS, ORDER_LABELS, ORDER_NOTES, RunRequest, field_labels, parse_request
 
 CHART_INTERVAL = 0.5  # seconds: a six-panel Plotly redraw costs the browser ~100+ ms; 2 a second stays live
@@ -134,6 +135,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
             draw_plot = gr.Plot(draw_empty, show_label=False, elem_id="draw-plot")
             scrub = gr.Slider(0, 1, 0, step=1, label=T("lab.scrub"), visible=False, elem_id="scrub")
             run_plot = gr.Plot(run_empty, show_label=False, elem_id="run-plot")
+            build_inspect(service, language, run_state, scrub, run_plot)  # "Look inside this step" (issue 14)
 
     controls = [prompt, chat, temperature, top_k, top_p, min_p, seed, max_new, stop, order]
 

@@ -126,6 +126,18 @@ def test_one_pass_views_cross_the_boundary_equal(zero):
     assert [name for name, _ in leases] == ["one_pass"] * 3
 
 
+def test_sample_many_is_one_lease_and_bad_counts_cost_none(zero):
+    service, leases, direct = zero
+    settings = SamplingSettings(temperature=0.9, seed=4)
+    many = service.sample_many("Hello", settings, continue_from=[72], n=2000, seed=1)
+    same = direct.sample_many("Hello", settings, continue_from=[72], n=2000, seed=1)
+    assert (many.counts, many.token_id, many.chi2) == (same.counts, same.token_id, same.chi2)
+    assert leases == [("one_pass", limits.ZERO_GPU_TRACE_SECONDS)]
+    with pytest.raises(ValueError, match="draws"):
+        service.sample_many("Hello", settings, n=10**6)
+    assert len(leases) == 1
+
+
 def test_a_batch_is_one_lease_sized_from_its_longest_request(zero):
     from model_service import Request
 

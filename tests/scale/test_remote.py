@@ -101,6 +101,15 @@ def test_trace_lm_head_and_pieces_equal_the_in_process_service(remote, tiny_serv
     assert remote.info == tiny_service.info
 
 
+def test_sample_many_equals_the_in_process_service(remote, tiny_service):
+    settings = SamplingSettings(temperature=0.9, top_k=40, seed=6)
+    far, near = (s.sample_many("Hello", settings, continue_from=[72], n=3000, seed=2) for s in (remote, tiny_service))
+    timeless = lambda m: {k: v for k, v in m.to_dict().items() if not k.endswith("_ms")}  # noqa: E731
+    assert timeless(far) == timeless(near) and far.tokens == near.tokens
+    with pytest.raises(validation.InputError, match="draws must be a whole number between 100 and 10,000"):
+        remote.sample_many("Hello", settings, n=5)
+
+
 def test_bad_input_reaches_the_visitor_as_the_same_clear_error(remote):
     with pytest.raises(validation.InputError) as e:
         remote.generate("x", {"temperature": -1}, 4)
