@@ -21,7 +21,7 @@ from model_service.remote import RemoteService  # noqa: E402
 from tests.conftest import ROOT, free_port  # noqa: E402
 from tests.scale import factories  # noqa: E402
 
-TIMINGS = ("forward_ms", "sampling_ms", "batch_size")
+TIMINGS = ("forward_ms", "sampling_ms", "capture_ms", "batch_size")
 
 
 def _same(record) -> dict:
