@@ -22,8 +22,9 @@ COLUMNS = ("temperature", "top-k", "top-p", "min-p", "order")  # English headers
 DATATYPES = ["number", "number", "number", "number", "str"]
 LETTERS = "ABCD"
 MIN_COLUMNS, MAX_COLUMNS = 2, len(LETTERS)
-EXAMPLE_ROWS = [[0.5, 0, 1, 0, "hf"], [1.5, 0, 1, 0, "hf"]]  # the lesson: T 0.5 against T 1.5
+EXAMPLE_ROWS = [[0.5, 0, 1, 0, "hf"], [1.0, 0, 1, 0, "hf"]]  # T 0.5 against T 1: with seed 3, the same tokens until step 5
 NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}
+EXAMPLE_SEED = "3"
 DEFAULT_MAX_NEW_TOKENS = 24  # four columns side by side stay readable
 
 

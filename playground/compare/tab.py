@@ -20,7 +20,16 @@ from ..common.errors import unchanged, user_error
 from ..common.i18n import DEFAULT, LESSON_PROMPTS, T, swapped_default, tr
 from ..lab.request import field_labels
 from . import views
-from .columns import COLUMNS, DATATYPES, DEFAULT_MAX_NEW_TOKENS, EXAMPLE_ROWS, CompareRun, parse_comparison, table_value
+from .columns import (
+    COLUMNS,
+    DATATYPES,
+    DEFAULT_MAX_NEW_TOKENS,
+    EXAMPLE_ROWS,
+    EXAMPLE_SEED,
+    CompareRun,
+    parse_comparison,
+    table_value,
+)
 
 CHART_INTERVAL = 0.5
 TOP_N = 20
@@ -44,7 +53,7 @@ def build_compare_tab(service, language: gr.Radio | None = None) -> dict:
                 elem_id="compare-table",
             )
             with gr.Row():
-                seed = gr.Textbox("1", label=T("compare.seed"), elem_id="compare-seed")
+                seed = gr.Textbox(EXAMPLE_SEED, label=T("compare.seed"), elem_id="compare-seed")
                 max_new = gr.Slider(1, limits.MAX_NEW_TOKENS, DEFAULT_MAX_NEW_TOKENS, step=1, label=T("lab.max_new"),
                                     elem_id="compare-max-new")
             with gr.Row():

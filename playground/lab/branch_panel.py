@@ -176,9 +176,11 @@ def build_branch_panel(service, lab: dict, language) -> dict:
         query = make_query(values, lang=lang)
         return {link: f"{page}?{query}&{urlencode({'branch': format_path(b.path)})}" if b.path else f"{page}?{query}"}
 
+    # preprocess=False: the dropdown's choices are set on the server, and the force handler checks the token itself
     force_btn.click(force, [scrub, candidate, run_state, tree_state, language], outputs, api_name="branch_force",
-                    show_progress="hidden")
-    tree_list.input(select, [tree_list, tree_state, language], outputs, api_name="branch_select", show_progress="hidden")
+                    show_progress="hidden", preprocess=False)
+    tree_list.input(select, [tree_list, tree_state, language], outputs, api_name="branch_select", show_progress="hidden",
+                    preprocess=False)
     scrub.change(candidates_of, [scrub, run_state, language], candidate, api_visibility="private",
                  show_progress="hidden")
     for button in (lab["generate"], lab["step"]):

@@ -22,7 +22,7 @@ def test_the_first_divergent_step(columns, expected):
 def test_every_column_shares_the_seed_and_the_prompt():
     c = parse_comparison("Hello", EXAMPLE_ROWS, "7", 5)
     assert c.seed == 7 and [q.settings.seed for q in c.requests] == [7, 7]
-    assert [q.settings.temperature for q in c.requests] == [0.5, 1.5]
+    assert [q.settings.temperature for q in c.requests] == [0.5, 1.0]
     assert {q.prompt for q in c.requests} == {"Hello"} and {q.max_new_tokens for q in c.requests} == {5}
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from playground.compare.columns import Comparison, CompareRun
-from playground.compare.views import columns_html, overlay_figure, settings_text, status_markdown, step_table_html
 from model_service.settings import Request, SamplingSettings
+from playground.compare.columns import CompareRun, Comparison
+from playground.compare.views import columns_html, overlay_figure, settings_text, status_markdown, step_table_html
 from tests.unit.lab.test_charts import make_record
 
 
