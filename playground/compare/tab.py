@@ -45,7 +45,7 @@ def build_compare_tab(service, language: gr.Radio | None = None) -> dict:
     lang_in = language if language is not None else gr.State(DEFAULT)
     gr.Markdown(T("compare.intro"))
     with gr.Row(equal_height=False):
-        with gr.Column(scale=1, min_width=300):
+        with gr.Column(scale=1, min_width=360):
             prompt = gr.Textbox(limits.LESSON_PROMPT, label=T("lab.prompt"), lines=2, elem_id="compare-prompt")
             table = gr.Dataframe(
                 table_value(EXAMPLE_ROWS), headers=list(COLUMNS), datatype=DATATYPES, type="array", interactive=True,

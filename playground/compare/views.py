@@ -118,8 +118,8 @@ def step_table_html(run: CompareRun | None, step: int, lang: str = "en") -> str:
         rows.append(f"<tr><td><b style='color:{COLOURS[n]}'>{LETTERS[n]}</b></td><td><code>{piece_html(shown)}</code>"
                     f"</td><td>{r.chosen_rank + 1}</td><td>{raw}</td><td>{final}</td><td>{u}</td></tr>")
     caption = escape_html(tr(lang, "compare.table.caption", step=step + 1))
-    return (f'<table class="ntp-steptable"><caption>{caption}</caption><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>')
+    return (f'<div style="overflow-x:auto"><table class="ntp-steptable"><caption>{caption}</caption><thead><tr>{head}'
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
 def _union_tokens(records) -> list:
@@ -142,7 +142,7 @@ def overlay_figure(run: CompareRun | None, step: int, lang: str = "en", height: 
     present = [(n, r) for n, r in present if r is not None and r.stages]
     if not present:
         return empty_figure(tr(lang, "compare.overlay.empty"), height=height)
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.68, 0.32], vertical_spacing=0.12)
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.68, 0.32], vertical_spacing=0.2)
     tokens = _union_tokens([r for _, r in present])
     before = bytes.fromhex(present[0][1].pending_hex)
     labels = [piece_label(show_token(t, before, lang=lang), 14) for t in tokens]
@@ -159,14 +159,14 @@ def overlay_figure(run: CompareRun | None, step: int, lang: str = "en", height: 
         _strip(fig, n, r, lang)
     if u is not None:
         fig.add_vline(x=u, line=dict(color="black", width=2), row=2, col=1)
-        fig.add_annotation(text=f"u = {u:.3f}", x=u, y=1.02, xref="x2", yref="y2 domain", showarrow=False,
-                           yanchor="bottom", font=dict(size=11))
-    fig.update_yaxes(autorange="reversed", row=1, col=1)
+        fig.add_annotation(text=f"u = {u:.3f}", x=u, y=1.0, xref="x2", yref="y2 domain", showarrow=False,
+                           yanchor="bottom", xanchor="left" if u < 0.5 else "right", font=dict(size=11))
+    fig.update_yaxes(autorange="reversed", automargin=True, row=1, col=1)
     fig.update_yaxes(autorange="reversed", fixedrange=True, row=2, col=1)
     fig.update_xaxes(tickformat=".0%", title_text=tr(lang, "compare.overlay.x"), row=1, col=1, rangemode="tozero")
     fig.update_xaxes(range=[0, 1], tickformat=".2~f", fixedrange=True, row=2, col=1)
     return base_layout(fig, height, dict(l=10, r=10, t=36, b=30), barmode="group", showlegend=True,
-                       legend=dict(orientation="h", y=1.08, x=0),
+                       legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
                        title=dict(text=tr(lang, "compare.overlay.title", step=step + 1), font=dict(size=12), x=0))
 
 
