@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from model_service import limits, validation
-from model_service.sampling import fresh_seed
-from model_service.settings import Request, parse_settings
+from model_service.settings import Request, fresh_seed, parse_settings
 
 from ..common.errors import in_language
 from ..common.i18n import tr
