@@ -111,7 +111,7 @@ def step_table_html(run: CompareRun | None, step: int, lang: str = "en") -> str:
         if r is None:
             rows.append(f"<tr><td>{LETTERS[n]}</td><td colspan=5>{escape_html(tr(lang, 'compare.table.ended'))}</td></tr>")
             continue
-        shown = show_token(r, bytes.fromhex(r.pending_hex), lang=lang)
+        shown = show_steps(column, step, step + 1, lang)[0]  # read with its neighbours: a split character whole
         raw = pct(r.stages[0].chosen_prob) if r.stages else "?"
         final = pct(r.stages[-1].chosen_prob) if r.stages else "?"
         u = f"{r.draw.u:.4f}" if r.draw.u is not None else escape_html(tr(lang, "compare.table.greedy_u"))
