@@ -59,7 +59,6 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
             with gr.Tab(T("page.tab.lab"), id="lab") as lab_tab:
                 lab = build_lab(service, language=language)
                 branch = build_branch_panel(service, lab, language)
-                lab = {**lab, "branch": branch["branch"]}  # a link's branch= lands in the panel's path
                 with gr.Row():
                     link_btn = gr.Button(T("page.link.button"), size="sm", scale=0, elem_id="make-link")
                     link = gr.Textbox(show_label=False, placeholder=T("page.link.placeholder"),
@@ -80,7 +79,8 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
             )
         register_api(service)
 
-        names = list(FIELDS)  # the lab controls its own link carries, by name
+        # the lab controls its own link carries, by name; a link's branch= is run by the Branches panel
+        names = [name for name in FIELDS if name != "branch"]
         toy = softmax["toy"]
         state = PageState({**{name: lab[name] for name in names}, "toy_logits": toy.logits, "toy_shift": toy.shift,
                            "toy_temperature": toy.temperature, "engine": engine["table"],
@@ -114,12 +114,11 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
 
         def make_link(request: gr.Request, *values):  # a request after *values would never be given: no host
             *values, lang = values  # the page's language travels with the settings
-            query = make_query(dict(zip(settings, values)), lang=lang, host_lang=default_language)
+            query = make_query(dict(zip(names, values)), lang=lang, host_lang=default_language)
             return {link: absolute(base_url(request), query)}
 
         demo.load(None, None, None, js=KEYS_JS, api_visibility="private")
-        settings = [name for name in names if name != "branch"]  # a branch's link is the Branches panel's
-        link_btn.click(make_link, [*(lab[name] for name in settings), language], link, api_name="make_link",
+        link_btn.click(make_link, [*(lab[name] for name in names), language], link, api_name="make_link",
                        show_progress="hidden")
 
         # the page's language: chosen on load (link, host, browser), then by the picker; Gradio's own

@@ -148,9 +148,11 @@ def build_branch_panel(service, lab: dict, language) -> dict:
     def reset():
         return {tree_state: Tree(), tree_list: gr.Radio(choices=[], value=None), path: "", note: "", link: ""}
 
-    def replay(*values):
-        """A link with `branch=`: run its root, then the branch, with the link's settings (they need a seed)."""
-        *values, branch_text, lang = values
+    def replay(request: gr.Request, *values):  # Gradio gives the request only to a parameter before *values
+        """A link with `branch=`: run its root, then the branch, with the lab's settings as the link set them
+        (they need a seed). The page has already reported a malformed branch= (links.parse_query)."""
+        *values, lang = values
+        branch_text = dict(request.query_params).get("branch") if request else None
         if validation.is_blank(branch_text):
             return unchanged(chips)
         try:
@@ -201,5 +203,5 @@ def build_branch_panel(service, lab: dict, language) -> dict:
     controls = [lab[k] for k in ("prompt", "chat", "temperature", "top_k", "top_p", "min_p", "seed", "max_new_tokens",
                                  "stop", "order")]
     return {"branch": path, "tree": tree_state, "candidate": candidate, "force": force_btn, "list": tree_list,
-            "link": link, "wire_replay": lambda event: event.then(replay, [*controls, path, language], outputs,
+            "link": link, "wire_replay": lambda event: event.then(replay, [*controls, language], outputs,
                                                                   api_visibility="private", show_progress="hidden")}
