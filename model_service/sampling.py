@@ -20,14 +20,13 @@ sort of the vocabulary is needed only when a cut falls beyond the best WINDOW to
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
 from .records import DrawInfo
-from .settings import MAX_SEED, ORDERS, SamplingSettings, stage_names
+from .settings import ORDERS, SamplingSettings, fresh_seed, stage_names
 
 __all__ = ["ORDERS", "SamplingSettings", "stage_names", "pipeline", "run_stages", "draw", "sample"]
 
@@ -297,8 +296,3 @@ def sample(logits: torch.Tensor, settings, generators=None):
         generators = [make_generator(s.seed if s.seed is not None else fresh_seed()) for s in rows]
     stages = run_stages(x, rows, capture=False)
     return draw(stages, [s.greedy for s in rows], generators)
-
-
-def fresh_seed() -> int:
-    """A random seed from the OS, recorded so an unseeded run can still be replayed."""
-    return int.from_bytes(os.urandom(8), "little") & MAX_SEED

@@ -5,6 +5,7 @@ The order of the transforms for each `order` is documented once, in model_servic
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from . import limits, validation
@@ -29,6 +30,12 @@ RANGES = {
     "top_p": dict(low=0, high=1, low_open=True),
     "min_p": dict(low=0, high=1),
 }
+
+
+def fresh_seed() -> int:
+    """A random seed from the OS, recorded so an unseeded run can still be replayed (no torch: a page draws
+    one seed to share between several requests)."""
+    return int.from_bytes(os.urandom(8), "little") & MAX_SEED
 
 
 def stage_names(order: str) -> tuple[str, ...]:

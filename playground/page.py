@@ -19,9 +19,11 @@ from model_service.hosting import SwitchPolicy
 from .api import register_api
 from .common.errors import unchanged, warn
 from .common.i18n import LANGUAGES, SWITCH_JS, T, html_lang_script, tr, translations
+from .compare.tab import build_compare_tab
 from .engine.tab import build_engine_tab
 from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
+from .lab.branch_panel import build_branch_panel
 from .lab.deep_link import FIELDS, make_query
 from .lab.greedy_loop import build_greedy_loop
 from .lab.tab import build_lab
@@ -56,6 +58,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
         with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab(T("page.tab.lab"), id="lab") as lab_tab:
                 lab = build_lab(service, language=language)
+                branch = build_branch_panel(service, lab, language)
                 with gr.Row():
                     link_btn = gr.Button(T("page.link.button"), size="sm", scale=0, elem_id="make-link")
                     link = gr.Textbox(show_label=False, placeholder=T("page.link.placeholder"),
@@ -66,6 +69,8 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                 softmax = build_softmax_tab(service, lab, language=language)
             with gr.Tab(T("page.tab.engine"), id="engine") as engine_tab:
                 engine = build_engine_tab(service, language=language)
+            with gr.Tab(T("page.tab.compare"), id="compare") as compare_tab:
+                build_compare_tab(service, language=language)
             with gr.Tab(T("page.tab.forward"), id="forward") as forward_tab:
                 forward = build_forward_tab(service, lab, tabs=tabs, language=language)
             forward_tab.select(
@@ -74,8 +79,8 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
             )
         register_api(service)
 
-        names = list(FIELDS)  # the lab controls its own link carries, by name
-        controls = [lab[name] for name in names]
+        # the lab controls its own link carries, by name; a link's branch= is run by the Branches panel
+        names = [name for name in FIELDS if name != "branch"]
         toy = softmax["toy"]
         state = PageState({**{name: lab[name] for name in names}, "toy_logits": toy.logits, "toy_shift": toy.shift,
                            "toy_temperature": toy.temperature, "engine": engine["table"],
@@ -113,18 +118,21 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
             return {link: absolute(base_url(request), query)}
 
         demo.load(None, None, None, js=KEYS_JS, api_visibility="private")
-        link_btn.click(make_link, [*controls, language], link, api_name="make_link", show_progress="hidden")
+        link_btn.click(make_link, [*(lab[name] for name in names), language], link, api_name="make_link",
+                       show_progress="hidden")
 
         # the page's language: chosen on load (link, host, browser), then by the picker; Gradio's own
         # strings follow in the browser, and each tab re-renders its server-built text on .change. Then the
         # header follows the model: loading progress, and each tab's numbers once it serves (header.py)
         loaded = demo.load(None, None, language, js=html_lang_script(default_language), api_visibility="private")
-        bar.then(loaded.then(apply_link, language, opened, api_visibility="private", show_progress="hidden"))
+        applied = loaded.then(apply_link, language, opened, api_visibility="private", show_progress="hidden")
+        bar.then(applied)
+        branch["wire_replay"](applied)  # a link with branch=: the Branches panel runs it
         wire_header(loaded, service, header, [lab["watch"], softmax["watch"], forward["watch"]], policy, host_key,
                     language)
         language.change(None, language, None, js=SWITCH_JS, api_visibility="private", show_progress="hidden")
         tab_keys = {lab_tab: "page.tab.lab", softmax_tab: "page.tab.softmax", engine_tab: "page.tab.engine",
-                    forward_tab: "page.tab.forward"}
+                    compare_tab: "page.tab.compare", forward_tab: "page.tab.forward"}
 
         def relabel(lang):
             # Gradio translates a tab's label only once the tab has been shown: set them all here

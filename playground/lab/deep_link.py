@@ -17,6 +17,7 @@ from model_service.settings import ORDERS
 
 from ..common.errors import in_language
 from ..common.i18n import language, tr
+from .branches import format_path, parse_path
 from .request import DEFAULTS, SLIDERS
 
 IGNORED = ("__theme", "view", "lang")  # Gradio's and the page's own parameters (the page reads lang itself)
@@ -39,8 +40,9 @@ FIELDS = {
     "max_new_tokens": _ranged("max_new_tokens", integer=True),
     "stop": lambda v: validation.format_stop_text(validation.parse_stop_text("stop", v)),
     "order": lambda v: validation.choice("order", v, ORDERS),
+    "branch": lambda v: format_path(parse_path(v)),  # forced tokens, step:token_id pairs (lab/branches.py)
 }
-LINK_DEFAULTS = {**DEFAULTS, "prompt": limits.LESSON_PROMPT, "chat": False, "seed": "", "stop": ""}
+LINK_DEFAULTS = {**DEFAULTS, "prompt": limits.LESSON_PROMPT, "chat": False, "seed": "", "stop": "", "branch": ""}
 
 
 def parse_query(params: dict) -> tuple[dict, list[str]]:

@@ -1,0 +1,108 @@
+"""The Compare tab's settings -> requests, and what a finished comparison is (no gradio, no torch here).
+
+Every column is the same prompt with its own sampling settings and ONE shared seed: each row's
+generator is seeded with it and draws one u per step (model_service/sampling.py:draw), so every
+column meets the same u at every step ("common random numbers"). A difference between columns then
+comes from the settings alone, and each column's tokens are those of its own solo run with that seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from model_service import limits, validation
+from model_service.settings import Request, fresh_seed, parse_settings
+
+from ..common.errors import in_language
+from ..common.i18n import tr
+from ..engine.table import table_rows as _engine_rows
+
+COLUMNS = ("temperature", "top-k", "top-p", "min-p", "order")  # English headers; read by position
+DATATYPES = ["number", "number", "number", "number", "str"]
+LETTERS = "ABCD"
+MIN_COLUMNS, MAX_COLUMNS = 2, len(LETTERS)
+EXAMPLE_ROWS = [[0.5, 0, 1, 0, "hf"], [1.0, 0, 1, 0, "hf"]]  # T 0.5 against T 1: with seed 3, the same tokens until step 5
+NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}
+EXAMPLE_SEED = "3"
+DEFAULT_MAX_NEW_TOKENS = 24  # four columns side by side stay readable
+
+
+def headers(lang="en") -> list[str]:
+    return [*COLUMNS[:-1], tr(lang, "engine.column.order")]
+
+
+def table_value(rows, lang="en") -> dict:
+    return {"headers": headers(lang), "data": rows}
+
+
+def table_rows(table) -> list[list]:
+    """The table's cells, each row cut or padded to the settings' columns (blank rows dropped)."""
+    rows = [(cells + [None] * len(COLUMNS))[: len(COLUMNS)] for cells in _engine_rows(table)]
+    return [r for r in rows if not all(map(validation.is_blank, r))]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What Run compares: one prompt, one seed, 2-4 settings (one request per column)."""
+
+    prompt: str
+    seed: int
+    max_new_tokens: int
+    requests: tuple[Request, ...]
+
+    def to_dict(self) -> dict:
+        return {"prompt": self.prompt, "seed": self.seed, "max_new_tokens": self.max_new_tokens,
+                "requests": [q.to_dict() for q in self.requests]}
+
+
+def parse_comparison(prompt, table, seed, max_new_tokens, lang="en") -> Comparison:
+    """Raises ValueError naming the field (or the column and field). A blank seed draws one, shared."""
+    prompt = validation.text("prompt", prompt)
+    max_new = validation.number("max new tokens", max_new_tokens, integer=True, low=1, high=limits.MAX_NEW_TOKENS)
+    shared = validation.seed("seed", seed)
+    shared = fresh_seed() if shared is None else shared
+    rows = table_rows(table)
+    if not MIN_COLUMNS <= len(rows) <= MAX_COLUMNS:
+        raise ValueError(tr(lang, "compare.error.columns", low=MIN_COLUMNS, high=MAX_COLUMNS, count=len(rows)))
+    requests = []
+    for letter, cells in zip(LETTERS, rows):
+        try:
+            settings = parse_settings(*cells[:4], shared, cells[4], labels=NAMES, blank_is_default=True)
+        except ValueError as e:
+            message = in_language(e, lang, fields=dict(zip(COLUMNS, headers(lang))))
+            raise ValueError(tr(lang, "compare.error.column", column=letter, message=message)) from None
+        requests.append(Request(prompt, settings, max_new))
+    return Comparison(prompt, shared, max_new, tuple(requests))
+
+
+def first_divergence(columns) -> int | None:
+    """The first 0-based step where the columns' chosen tokens differ (a column that has already stopped
+    differs from one that goes on); None when every column drew the same tokens."""
+    columns = [list(c) for c in columns]
+    for i in range(max(map(len, columns), default=0)):
+        if len({c[i] if i < len(c) else None for c in columns}) > 1:
+            return i
+    return None
+
+
+@dataclass
+class CompareRun:
+    """A comparison on the page: its records per column as they stream (kept in gr.State; a switch of the
+    page's language redraws every view from it)."""
+
+    comparison: Comparison | None = None
+    columns: list[list] = field(default_factory=list)  # StepRecords per column
+    done: bool = False
+    steps: int = 0  # forward steps seen
+    batch_sizes: list[int] = field(default_factory=list)  # rows in each step's batch
+
+    def tokens(self) -> list[list[int]]:
+        return [[r.token_id for r in c] for c in self.columns]
+
+    @property
+    def divergence(self) -> int | None:
+        return first_divergence(self.tokens())
+
+    @property
+    def length(self) -> int:
+        return max((len(c) for c in self.columns), default=0)

@@ -1,0 +1,148 @@
+"""Branch on any token: force one of a step's candidates and let the model continue from there.
+
+A branch is a run's settings and seed plus a *forced path*: the steps where a token was forced, as
+(1-based step, token id) pairs, written `5:1234,9:42` in a link. Because every step draws one u from the
+row's seeded generator (forced or not, model_service/sampling.py:draw), a branch continues with the same
+u's as its parent: what changes after the forced step comes from the new context, not from new luck.
+
+Only a step's top-N candidates (the bars of the stage chart) can be forced: their probability and rank
+under the model are in the step's record, so "you forced a 0.3 % token" needs no extra forward pass.
+Pure functions here (no gradio, no model): the panel that runs branches is playground/lab/branch_panel.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from model_service import limits, validation
+from model_service.records import DrawInfo, StepRecord, r6
+
+from ..common.i18n import tr
+from ..common.text import pct, show_token
+
+MAX_FORCED = 16  # forced steps in one path (a link stays short; a tree of a lesson is a few branches)
+MAX_BRANCHES = 12  # branches kept in one tree; the oldest forced ones make way
+
+
+def parse_path(text, max_step: int = limits.MAX_NEW_TOKENS) -> tuple[tuple[int, int], ...]:
+    """`"5:1234,9:42"` -> ((5, 1234), (9, 42)): steps 1-based and strictly increasing. Blank -> ().
+    A ValueError names the field `branch` and says what is wrong."""
+    if validation.is_blank(text):
+        return ()
+    if not isinstance(text, str):
+        raise ValueError(f"branch must be text like 5:1234,9:42, got {type(text).__name__}")
+    pairs = []
+    for part in text.split(","):
+        step, sep, token = part.strip().partition(":")
+        if not sep:
+            raise ValueError(f"branch must be step:token pairs like 5:1234,9:42, got {part.strip()[:40]!r}")
+        pairs.append((validation.number("branch step", step, integer=True, low=1, high=max_step),
+                       validation.number("branch token", token, integer=True, low=0)))
+    if len(pairs) > MAX_FORCED:
+        raise ValueError(f"branch may force at most {MAX_FORCED} steps, got {len(pairs)}")
+    if any(b[0] <= a[0] for a, b in zip(pairs, pairs[1:])):
+        raise ValueError("branch steps must increase from left to right, each step once")
+    return tuple(pairs)
+
+
+def format_path(path) -> str:
+    return ",".join(f"{step}:{token}" for step, token in path)
+
+
+def candidate_index(record: StepRecord, token_id: int) -> int:
+    """Where token_id stands among the step's candidates (its 0-based rank under the raw logits)."""
+    for i, c in enumerate(record.candidates):
+        if c.id == token_id:
+            return i
+    raise ValueError(f"branch token {token_id} is not among step {record.step + 1}'s top {len(record.candidates)} "
+                     "candidates: only those can be forced")
+
+
+def forced_record(record: StepRecord, token_id: int, text_before: str = "") -> StepRecord:
+    """The step's record as if token_id had been drawn: the same distributions (the context is the same),
+    the forced token's piece, rank and per-stage probabilities, and the u the step drew, kept to show it
+    was not used. Its text is the text before it (`text_before`: the previous record's; the next record's
+    text has the forced token in it)."""
+    i = candidate_index(record, token_id)
+    token = record.candidates[i]
+    stages = tuple(replace(s, chosen_prob=s.probs[i] if i < len(s.probs) else 0.0) for s in record.stages)
+    final = stages[-1].probs if stages else ()
+    low = r6(sum(final[:i])) if final else 0.0
+    high = r6(low + final[i]) if final and i < len(final) else low
+    return replace(record, token_id=token.id, piece=token.piece, special=token.special, bytes_hex=token.bytes_hex,
+                   chosen_rank=i, stages=stages, stop_reason=None, draw=DrawInfo(record.draw.u, i, low, high),
+                   text=text_before)
+
+
+def forced_raw_prob(record: StepRecord) -> float | None:
+    """The forced (or chosen) token's probability under the model itself: the raw stage."""
+    return record.stages[0].chosen_prob if record.stages else None
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One run of the tree: the path forced from the root's settings, its records, and its parent."""
+
+    path: tuple[tuple[int, int], ...]
+    records: tuple[StepRecord, ...]
+    parent: int | None = None  # index in the tree; None for the root (the run Generate drew)
+
+    @property
+    def tokens(self) -> list[int]:
+        return [r.token_id for r in self.records]
+
+
+@dataclass
+class Tree:
+    """The branches of one run, root first. `request`: the root's RunRequest with its seed filled in."""
+
+    request: object = None
+    branches: list[Branch] = field(default_factory=list)
+    current: int = 0
+
+    def add(self, branch: Branch) -> int:
+        """Add a branch (or find the same path) and make it current; returns its index."""
+        for i, b in enumerate(self.branches):
+            if b.path == branch.path:
+                self.branches[i] = branch
+                self.current = i
+                return i
+        if len(self.branches) >= MAX_BRANCHES:
+            raise ValueError(f"a run keeps at most {MAX_BRANCHES} branches: generate again for a new tree")
+        self.branches.append(branch)
+        self.current = len(self.branches) - 1
+        return self.current
+
+
+def child_path(path, step_index: int, token_id: int) -> tuple[tuple[int, int], ...]:
+    """The path of forcing token_id at 0-based step_index of a branch with `path`: its forcings before it kept."""
+    return tuple((s, t) for s, t in path if s - 1 < step_index) + ((step_index + 1, int(token_id)),)
+
+
+def parent_of(tree: Tree, path) -> int | None:
+    """The branch whose path is the longest proper prefix of `path` (the root's is empty)."""
+    best, length = None, -1
+    for i, b in enumerate(tree.branches):
+        n = len(b.path)
+        if n < len(path) and tuple(path[:n]) == b.path and n > length:
+            best, length = i, n
+    return best
+
+
+def branch_label(tree: Tree, index: int, lang: str = "en") -> str:
+    """How the branch list names a branch: the root, or its last forced step, token, rank and probability."""
+    b = tree.branches[index]
+    if not b.path:
+        return tr(lang, "branch.label.root", tokens=len(b.records))
+    step, _ = b.path[-1]
+    record = b.records[step - 1]
+    p = forced_raw_prob(record)
+    return tr(lang, "branch.label.forced", n=index, step=step, piece=show_token(record, lang=lang).text,
+              rank=record.chosen_rank + 1, p=pct(p) if p is not None else "?", tokens=len(b.records))
+
+
+def forced_note(record: StepRecord, lang: str = "en") -> str:
+    """"You forced ' London' at step 3: rank 4, 0.3 % under the model." (not escaped: the caller escapes)."""
+    p = forced_raw_prob(record)
+    return tr(lang, "branch.forced", piece=show_token(record, lang=lang).text, step=record.step + 1,
+              rank=record.chosen_rank + 1, p=pct(p) if p is not None else "?")
