@@ -1,0 +1,61 @@
+"""The host's run as a follower's lab shows it, built once per room change and shared by every follower.
+
+A follower never runs the model: the room holds the host's finished run (StepRecords) and each follower's
+lab shows it with the lab's own view builders. 100 followers of one room ask for the same views at the same
+moment, so they are built once per (room, run, step, language) and kept in a small cache; Gradio serialises
+them per page, which is the per-follower cost measured in BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from ..lab import charts
+from ..lab.chips import token_chips_html
+from ..lab.tab import Run, status_markdown
+
+CACHE_SIZE = 64  # (room, run, step, language) entries; a room's host moves one step at a time
+
+
+def shared_run(records, lang: str = "en") -> Run:
+    """A follower's own copy of the host's run (the records are frozen and shared): the lab can scrub it, and
+    re-render it on a change of language, as if it had run it. A run is shared only once it ended."""
+    records = list(records)
+    return Run(records=records, lang=lang, stop_requested=bool(records) and records[-1].stop_reason is None)
+
+
+class ViewCache:
+    """Views of a room's run at one step, built once under a lock (the first follower builds, the rest reuse)."""
+
+    def __init__(self, size: int = CACHE_SIZE):
+        self.size, self._views, self._lock = size, OrderedDict(), threading.Lock()
+        self.built = 0  # how many were built (tests and the benchmark read it)
+
+    def step_views(self, code: str, run_version: int, records, step: int, lang: str) -> dict:
+        """{"chips", "status", "stage", "draw"} of the host's run at `step` (clamped into the run)."""
+        step = min(max(int(step), 0), len(records) - 1)
+        return self._get((code, run_version, step, lang), lambda: self._build_step(records, step, lang))
+
+    def run_figure(self, code: str, run_version: int, records, lang: str):
+        return self._get((code, run_version, "run", lang), lambda: charts.run_figure(list(records), lang=lang))
+
+    def _get(self, key, build):
+        with self._lock:
+            if key in self._views:
+                self._views.move_to_end(key)
+                return self._views[key]
+            value = build()
+            self.built += 1
+            self._views[key] = value
+            while len(self._views) > self.size:
+                self._views.popitem(last=False)
+            return value
+
+    @staticmethod
+    def _build_step(records, step: int, lang: str) -> dict:
+        run, record = shared_run(records, lang), records[step]
+        last = step == len(records) - 1
+        return {"chips": token_chips_html(run.records, selected=None if last else step, lang=lang),
+                "status": status_markdown(run, index=None if last else step, lang=lang),
+                "stage": charts.stage_figure(record, lang=lang), "draw": charts.draw_figure(record, lang=lang)}
