@@ -108,8 +108,11 @@ def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, tabs: gr.Tabs, tab_item
             return page_state(dict(zip(FIELDS, values)), tab_id, None), ...  # streaming: the last run stays
         return page_state(dict(zip(FIELDS, values)), tab_id, step if run else None), (run.records if run else None)
 
-    def open_room(s: Seat, *values, request: gr.Request = None):
-        *values, tab_id, step, run, lang = values
+    def open_room(s: Seat, prompt, chat, temperature, top_k, top_p, min_p, seed, max_new_tokens, stop, order, tab_id,
+                  step, run, lang, request: gr.Request):
+        # named, not *values: Gradio passes a gr.Request only to a parameter it can place (the link needs the host)
+        values = [prompt, chat, temperature, top_k, top_p, min_p, seed, max_new_tokens, stop, order]
+        assert len(values) == len(FIELDS)
         state, records = hosted(values, tab_id, step, run)
         try:
             if s.mode == "host":  # already hosting: the same room
