@@ -236,7 +236,6 @@ def main(argv=None):
         pid = proc.pid
     try:
         from gradio_client import Client
-
         from gradio_client.exceptions import AppError
 
         for _ in range(300):  # the page is up at once; the model loads behind it
