@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from model_service import limits  # noqa: E402
 
-LAB = ["The capital of France is", False, 1.0, 0, 1.0, 0.0, "7", 24, "", "hf"]  # the lab's controls, in order
-PROMPTS = ["The capital of France is", "Once upon a time", "The weather today is", "My favourite book is"]
+STORY = "Once upon a time, in a small village by the sea,"  # runs its 24 tokens without an early end of text
+LAB = [STORY, False, 1.0, 0, 1.0, 0.0, "1", 24, "", "hf"]  # the lab's controls, in order
 
 
 def pct(values, q):
@@ -163,8 +163,8 @@ async def follow_round(url: str, pid: int, n: int, changes: int) -> dict:
             for k in range(changes):
                 for kind in ("settings", "step") + (("run",) if k < 3 else ()):
                     await asyncio.sleep(random.uniform(0, limits.HOST_PUBLISH_SECONDS))  # a change at any moment
-                    if kind == "settings":
-                        host.values[0] = marker = f"{PROMPTS[k % len(PROMPTS)]} #{k}"
+                    if kind == "settings":  # a stop string the host types (a unique text to look for)
+                        host.values[8] = marker = f"zz#{k}"
                     elif kind == "step":
                         host.step = 1 + k % 3  # never the step shown before: the host's scrubber moves
                         marker = f"**Step {host.step + 1}** of"

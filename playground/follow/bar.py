@@ -192,7 +192,8 @@ def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, tabs: gr.Tabs, tab_item
                     s.mode = "closed"
                     yield show(s, s.lang)
                     return
-                out, step = update(snap, seen, step, s, s.lang)
+                # off the event loop: building a new step's charts takes a while, and the loop serves every page
+                out, step = await asyncio.to_thread(update, snap, seen, step, s, s.lang)
                 yield out
                 seen = snap
             await asyncio.sleep(limits.FOLLOW_POLL_SECONDS)

@@ -2,14 +2,17 @@
 
 A follower never runs the model: the room holds the host's finished run (StepRecords) and each follower's
 lab shows it with the lab's own view builders. 100 followers of one room ask for the same views at the same
-moment, so they are built once per (room, run, step, language) and kept in a small cache; Gradio serialises
-them per page, which is the per-follower cost measured in BENCHMARKS.md.
+moment, so they are built once per (room, run, step, language) and kept in a small cache, the charts already
+serialised as gr.Plot sends them (Plotly's to_json of a stage chart costs more than building it; done once, not
+once per follower). What is left per follower is Gradio's message to its page (BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+
+from gradio.components.plot import PlotData
 
 from ..lab import charts
 from ..lab.chips import token_chips_html
@@ -25,6 +28,11 @@ def shared_run(records, lang: str = "en") -> Run:
     return Run(records=records, lang=lang, stop_requested=bool(records) and records[-1].stop_reason is None)
 
 
+def plot_data(figure) -> PlotData:
+    """A Plotly figure as gr.Plot sends it (its postprocess passes PlotData through as it is)."""
+    return PlotData(type="plotly", plot=figure.to_json())
+
+
 class ViewCache:
     """Views of a room's run at one step, built once under a lock (the first follower builds, the rest reuse)."""
 
@@ -38,7 +46,7 @@ class ViewCache:
         return self._get((code, run_version, step, lang), lambda: self._build_step(records, step, lang))
 
     def run_figure(self, code: str, run_version: int, records, lang: str):
-        return self._get((code, run_version, "run", lang), lambda: charts.run_figure(list(records), lang=lang))
+        return self._get((code, run_version, "run", lang), lambda: plot_data(charts.run_figure(list(records), lang=lang)))
 
     def _get(self, key, build):
         with self._lock:
@@ -58,4 +66,5 @@ class ViewCache:
         last = step == len(records) - 1
         return {"chips": token_chips_html(run.records, selected=None if last else step, lang=lang),
                 "status": status_markdown(run, index=None if last else step, lang=lang),
-                "stage": charts.stage_figure(record, lang=lang), "draw": charts.draw_figure(record, lang=lang)}
+                "stage": plot_data(charts.stage_figure(record, lang=lang)),
+                "draw": plot_data(charts.draw_figure(record, lang=lang))}
