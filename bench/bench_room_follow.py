@@ -3,7 +3,7 @@
 Starts the app (embedded model) on a free port, or uses --url with --pid. The host is a gradio_client session
 (open_room, one Generate so there is a run to share, then host_publish on the page's timer interval, as the host's
 page sends it). Each follower does what a follower's page does: one streaming `follow` event, read over
-Gradio's HTTP stream (plain HTTP, `/gradio_api/call/follow`). For N in --n, prints
+Gradio's HTTP stream (plain HTTP, `/gradio_api/call/join` then `/gradio_api/call/follow`, in one session). For N in --n, prints
   - server CPU % (of one core; the server's pid from /proc via psutil) while N followers wait, and while the
     host changes things;
   - the delay from the host's change to each follower seeing it, p50 / p95 / max, for a change of settings
@@ -87,17 +87,29 @@ class Follower:
     def __init__(self, url: str, code: str):
         self.url, self.code, self.seen, self.updates = url, code, {}, 0
         self.wanted: list[str] = []
+        self.error = None  # what the server said if the stream ended in an error
 
     async def run(self, client: httpx.AsyncClient, ready: asyncio.Event, counter: list):
-        r = await client.post(self.url + "gradio_api/call/follow", json={"data": [self.code, "en"]})
+        session = f"follower-{id(self)}"  # as a page: join (the bar) then follow (the stream), in one session
+        r = await client.post(self.url + "gradio_api/call/join", json={"data": [self.code, "en"],
+                                                                        "session_hash": session})
+        async with client.stream("GET", self.url + f"gradio_api/call/join/{r.json()['event_id']}") as joined:
+            async for line in joined.aiter_lines():
+                if line.startswith("event: error"):
+                    raise RuntimeError(f"join failed: {line}")
+        r = await client.post(self.url + "gradio_api/call/follow", json={"data": [], "session_hash": session})
         event_id = r.json()["event_id"]
         async with client.stream("GET", self.url + f"gradio_api/call/follow/{event_id}") as stream:
             async for line in stream.aiter_lines():
+                if line.startswith("event: error"):
+                    self.error = "error"
                 if not line.startswith("data:"):
                     continue
+                if self.error == "error":
+                    self.error = line[:300]
                 now = time.monotonic()
                 self.updates += 1
-                if self.updates == 2:  # the first update applies the room's state
+                if self.updates == 1:  # the first update applies the room's state
                     counter[0] += 1
                     if counter[0] == counter[1]:
                         ready.set()
@@ -172,7 +184,8 @@ async def follow_round(url: str, pid: int, n: int, changes: int) -> dict:
                         host.values[6] = str(100 + k)
                         marker = f"seed {100 + k}"
                         await asyncio.to_thread(host.generate)
-                    for f in followers:
+                    for f in followers:  # a step's marker comes back every third change: forget its last sighting
+                        f.seen.pop(marker, None)
                         f.wanted.append(marker)
                     t0 = time.monotonic()
                     await asyncio.sleep(3.0 if kind == "run" else 2.0)
@@ -184,6 +197,10 @@ async def follow_round(url: str, pid: int, n: int, changes: int) -> dict:
         out["publish"] = host.round_trips
         out["delays"] = delays
         ticker.cancel()
+        ended = [t for t in tasks if t.done()]
+        if ended:
+            f = followers[tasks.index(ended[0])]
+            print(f"  ({len(ended)} follower streams ended early: {ended[0].exception() or f.error!r})")
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, ticker, return_exceptions=True)

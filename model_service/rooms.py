@@ -43,6 +43,7 @@ class _Room:
     state: dict = field(default_factory=dict)
     run: tuple | None = None
     run_version: int = 0
+    followers: int = 0  # pages following now (their streams join and leave)
 
 
 def _same_run(a: tuple | None, b: tuple | None) -> bool:
@@ -140,6 +141,22 @@ class RoomRegistry:
             self._expire()
             room = self._room(code)
             return Snapshot(room.code, room.version, dict(room.state), room.run, room.run_version)
+
+    def join(self, code: str) -> None:
+        """A follower's stream started (`code` as a snapshot names it); the host's bar counts them."""
+        with self._lock:
+            if code in self._rooms:
+                self._rooms[code].followers += 1
+
+    def leave(self, code: str) -> None:
+        with self._lock:
+            if code in self._rooms:
+                self._rooms[code].followers = max(0, self._rooms[code].followers - 1)
+
+    def followers(self, code: str) -> int:
+        with self._lock:
+            room = self._rooms.get(code)
+            return room.followers if room else 0
 
     def version(self, code) -> int | None:
         """The room's version, or None once it is closed or expired: a follower's cheap look between redraws."""

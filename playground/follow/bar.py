@@ -41,13 +41,14 @@ class Seat:
     link: str = ""
     lang: str = DEFAULT
     problems: list = field(default_factory=list)
+    followers: int = 0  # the host's count of following pages, as its bar shows it
 
 
 def bar_text(seat: Seat, lang=DEFAULT) -> str:
     """The bar's line for the page's seat, in `lang`; the code, link and problems are escaped."""
     if seat.mode == "none":
         return ""
-    values = {"code": escape_html(seat.code), "link": escape_html(seat.link)}
+    values = {"code": escape_html(seat.code), "link": escape_html(seat.link), "followers": seat.followers}
     text = tr(lang, f"follow.status.{seat.mode}", **values)
     if seat.problems and seat.mode == "following":
         text += " " + tr(lang, "follow.status.problems", problems=escape_html("; ".join(seat.problems)))
@@ -96,10 +97,12 @@ def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, tabs: gr.Tabs, tab_item
 
     def show(s: Seat, lang) -> dict:
         """The bar for a seat: its line and which buttons it offers."""
-        return {seat: s, status: bar_text(s, lang), bar: gr.Row(visible=s.mode != "none"),
-                break_btn: gr.Button(visible=s.mode == "following"), again_btn: gr.Button(visible=s.mode == "away"),
-                close_btn: gr.Button(visible=s.mode == "host"), join_btn: gr.Button(visible=s.mode != "host"),
-                link: gr.Textbox(value=s.link, visible=s.mode == "host"), timer: gr.Timer(active=s.mode == "host")}
+        # gr.update dicts, not component instances: a room's followers all get these at once, and building a
+        # component per page per change costs more than the change
+        return {seat: s, status: bar_text(s, lang), bar: gr.update(visible=s.mode != "none"),
+                break_btn: gr.update(visible=s.mode == "following"), again_btn: gr.update(visible=s.mode == "away"),
+                close_btn: gr.update(visible=s.mode == "host"), join_btn: gr.update(visible=s.mode != "host"),
+                link: gr.update(value=s.link, visible=s.mode == "host"), timer: gr.update(active=s.mode == "host")}
 
     def hosted(values, tab_id, step, run) -> tuple[dict, object]:
         """(state, run) as the host's page shows them: a run is shared once it ended, then with its step."""
@@ -135,6 +138,9 @@ def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, tabs: gr.Tabs, tab_item
             REGISTRY.publish(s.code, s.token, state, records)
         except ValueError:  # the room expired (hours idle) or the server restarted
             return show(Seat("closed", s.code, lang=lang), lang)
+        if REGISTRY.followers(s.code) != s.followers:
+            s.followers = REGISTRY.followers(s.code)
+            return {status: bar_text(s, lang)}
         return unchanged(status)
 
     def close_room(s: Seat, lang):
@@ -145,58 +151,73 @@ def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, tabs: gr.Tabs, tab_item
                 pass  # expired already
         return show(Seat(), lang)
 
-    def update(snap: rooms.Snapshot, seen: rooms.Snapshot | None, shown_step, s: Seat, lang) -> tuple[dict, int]:
-        """(what a follower's page changes to show the room's snapshot, the step it then shows), given the
-        snapshot and step it showed before."""
+    stream = [seat, status, *controls, tabs, *views, lab["scrub"], lab["run_state"], lab["run_plot"]]
+
+    def update(snap: rooms.Snapshot, shown: dict, s: Seat, lang) -> list:
+        """Every output of a follower's stream for the room's snapshot, as plain values. Gradio rebuilds a component
+        for each skipped or prop-updated output (1-8 ms each on this CPU, per follower, per change), while a plain
+        value that did not change costs one comparison in Gradio's diff of a stream's outputs and sends nothing.
+        `shown`: what this page shows (tab, run version, step, the Run object), updated here."""
         values, tab_id, step, problems = parse_state(snap.state, lang)
         s.problems = problems
-        out = {status: bar_text(s, lang)}
-        if seen is None or snap.state != seen.state:
-            out |= {**{c: values[name] for c, name in zip(controls, FIELDS)}, tabs: gr.Tabs(selected=tab_id)}
+        tab_out = gr.update(selected=tab_id) if tab_id != shown.get("tab") else gr.skip()
+        shown["tab"] = tab_id
+        new_run = shown.get("run_version") != snap.run_version or shown.get("lang") != lang
+        if new_run:
+            shown["run"] = shared_run(snap.run or (), lang)
         if snap.run:
             step = len(snap.run) - 1 if step is None else min(step, len(snap.run) - 1)
-            new_run = seen is None or seen.run_version != snap.run_version
-            if new_run or step != shown_step:
-                shown = VIEWS.step_views(snap.code, snap.run_version, snap.run, step, lang)
-                out |= dict(zip(views, (shown["chips"], shown["status"], shown["stage"], shown["draw"])))
-                out[lab["scrub"]] = gr.Slider(value=step) if not new_run else gr.Slider(
-                    minimum=0, maximum=max(len(snap.run) - 1, 1), value=step, step=1, interactive=len(snap.run) > 1,
-                    visible=True)
-            if new_run:
-                out |= {lab["run_state"]: shared_run(snap.run, lang),
-                        lab["run_plot"]: VIEWS.run_figure(snap.code, snap.run_version, snap.run, lang)}
-            shown_step = step
-        return out, shown_step
+            got = VIEWS.step_views(snap.code, snap.run_version, snap.run, step, lang)
+            run_plot = VIEWS.run_figure(snap.code, snap.run_version, snap.run, lang)
+            scrub = step if not new_run else gr.update(minimum=0, maximum=max(len(snap.run) - 1, 1), value=step,
+                                                       step=1, interactive=len(snap.run) > 1, visible=True)
+        else:  # the host has no finished run: the follower's lab shows none either
+            got, run_plot = VIEWS.empty(lang), VIEWS.empty(lang)["run"]
+            scrub = 0 if not new_run else gr.update(value=0, visible=False)
+        shown.update(run_version=snap.run_version, lang=lang)
+        return [s, bar_text(s, lang), *(values[name] for name in FIELDS), tab_out, got["chips"], got["status"],
+                got["stage"], got["draw"], scrub, shown["run"], run_plot]
 
-    async def follow(typed, s: Seat, lang, request: gr.Request = None):
-        """Join the room (typed, or the link's ?follow= on load) and follow it until Break away or it closes."""
+    def enter(typed, s: Seat, lang, request: gr.Request = None):
+        """Join the room typed, or the link's ?follow= (on load), or the one the page broke away from: the bar.
+        The stream (follow) starts after it, if it found a room."""
         raw = typed if isinstance(typed, str) and typed.strip() else None
         if raw is None:
             raw = (dict(request.query_params).get("follow") if request else None) or (
                 s.code if isinstance(s, Seat) and s.mode == "away" else None)
-        if raw is None:
-            yield unchanged(status)
-            return
+        if raw is None:  # a page load without ?follow=: stop here, silently (no stream; no toast)
+            raise gr.Error("no room to follow", visible=False, print_exception=False)
         try:
-            snap = REGISTRY.snapshot(raw)
+            code = REGISTRY.snapshot(raw).code
         except ValueError as e:
             raise user_error(e, lang) from None
-        s = Seat("following", snap.code, lang=lang)
-        seen, step = None, None
-        yield show(s, lang)
-        while True:
-            if seen is None or REGISTRY.version(snap.code) != seen.version:
-                try:
-                    snap = REGISTRY.snapshot(snap.code)
-                except ValueError:  # closed by the host, or expired
+        return show(Seat("following", code, lang=lang), lang)
+
+    async def follow(s: Seat):
+        """Follow the seat's room until Break away (which cancels this event), a closed page, or the room's end."""
+        if not isinstance(s, Seat) or s.mode != "following":  # an API caller that did not join first
+            yield {seat: s if isinstance(s, Seat) else Seat()}  # (ending without a yield would blank every output)
+            return
+        code, seen, shown = s.code, None, {}
+        REGISTRY.join(code)
+        try:
+            while True:
+                version = REGISTRY.version(code)
+                if version is None:  # closed by the host, or expired
                     s.mode = "closed"
-                    yield show(s, s.lang)
+                    yield {seat: s, status: bar_text(s, s.lang)}
                     return
-                # off the event loop: building a new step's charts takes a while, and the loop serves every page
-                out, step = await asyncio.to_thread(update, snap, seen, step, s, s.lang)
-                yield out
-                seen = snap
-            await asyncio.sleep(limits.FOLLOW_POLL_SECONDS)
+                if version != seen:
+                    snap = REGISTRY.snapshot(code)
+                    # off the event loop: a new step's charts take a while to build, and the loop serves every page
+                    yield await asyncio.to_thread(update, snap, shown, s, s.lang)
+                    seen = snap.version
+                await asyncio.sleep(limits.FOLLOW_POLL_SECONDS)
+        except ValueError:  # closed between the look and the read
+            s.mode = "closed"
+            yield {seat: s, status: bar_text(s, s.lang)}
+        finally:  # Break away, a closed page (Gradio cancels the event), or the room's end
+            REGISTRY.leave(code)
 
     def break_away(s: Seat, lang):
         if isinstance(s, Seat) and s.mode == "following":
@@ -212,10 +233,11 @@ def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, tabs: gr.Tabs, tab_item
     parts["open"].click(open_room, host_inputs, bar_outputs, api_name="open_room", show_progress="hidden")
     timer.tick(host_tick, host_inputs, bar_outputs, api_name="host_publish", show_progress="hidden", queue=False)
     close_btn.click(close_room, [seat, language], bar_outputs, api_name="close_room", show_progress="hidden")
-    follow_outputs = list(dict.fromkeys([*bar_outputs, *controls, tabs, *views, lab["scrub"], lab["run_state"],
-                                         lab["run_plot"]]))
-    following = gr.on([join_btn.click, again_btn.click, parts["code"].submit, demo.load], follow,
-                      [parts["code"], seat, language], follow_outputs, api_name="follow", show_progress="hidden")
+    entered = gr.on([join_btn.click, again_btn.click, parts["code"].submit, demo.load], enter,
+                    [parts["code"], seat, language], bar_outputs, api_name="join", show_progress="hidden")
+    following = entered.success(follow, seat, stream, api_name="follow", show_progress="hidden")
+    following.then(lambda s, lang: show(s, lang), [seat, language], bar_outputs, api_visibility="private",
+                   show_progress="hidden")  # the room closed: the bar says so and offers Join again
     break_btn.click(break_away, [seat, language], bar_outputs, cancels=[following], api_name="break_away",
                     show_progress="hidden", queue=False)
     language.change(relang, [seat, language], status, api_visibility="private", show_progress="hidden")

@@ -16,7 +16,7 @@ from gradio.components.plot import PlotData
 
 from ..lab import charts
 from ..lab.chips import token_chips_html
-from ..lab.tab import Run, status_markdown
+from ..lab.tab import Run, placeholder_figures, status_markdown
 
 CACHE_SIZE = 64  # (room, run, step, language) entries; a room's host moves one step at a time
 
@@ -47,6 +47,14 @@ class ViewCache:
 
     def run_figure(self, code: str, run_version: int, records, lang: str):
         return self._get((code, run_version, "run", lang), lambda: plot_data(charts.run_figure(list(records), lang=lang)))
+
+    def empty(self, lang: str) -> dict:
+        """The lab's views before any run ("chips", "status", "stage", "draw", "run"), serialised once."""
+        def build():
+            stage, draw, run = (plot_data(f) for f in placeholder_figures(lang))
+            return {"chips": token_chips_html([], lang=lang), "status": status_markdown(Run(), lang=lang),
+                    "stage": stage, "draw": draw, "run": run}
+        return self._get(("", 0, "empty", lang), build)
 
     def _get(self, key, build):
         with self._lock:

@@ -100,3 +100,18 @@ def test_the_number_of_rooms_is_bounded_and_expired_rooms_make_way():
         registry.open()
     clock.now += 61
     assert registry.open()[0]
+
+
+def test_the_host_sees_how_many_pages_follow():
+    registry = RoomRegistry()
+    code, token = registry.open()
+    registry.join(code)
+    registry.join(code)
+    registry.leave(code)
+    assert registry.followers(code) == 1
+    registry.leave(code)
+    registry.leave(code)  # a stream that ends twice never counts below zero
+    assert registry.followers(code) == 0
+    registry.close(code, token)
+    registry.leave(code)  # a stream ending after its room closed
+    assert registry.followers(code) == 0
