@@ -47,3 +47,11 @@ def test_the_bar_escapes_what_the_host_and_link_put_in_it():
     host = Seat("host", "4KX7P", link='http://h/?follow=4KX7P"><script>')
     assert "<script>" not in bar_text(host, "vi") and "Bạn đang dẫn phòng" in bar_text(host, "vi")
     assert bar_text(Seat(), "en") == ""
+
+
+def test_the_empty_views_are_the_labs_placeholders_serialised_once():
+    cache = ViewCache()
+    empty = cache.empty("vi")
+    assert cache.empty("vi") is empty and cache.built == 1
+    assert empty["status"].startswith("Bấm **Sinh văn bản**")  # the lab's own empty status line, in Vietnamese
+    assert {"chips", "status", "stage", "draw", "run"} <= set(empty) and empty["stage"].type == "plotly"
