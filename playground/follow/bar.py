@@ -56,13 +56,11 @@ def bar_text(seat: Seat, lang=DEFAULT) -> str:
 
 
 def room_link(request: gr.Request | None, code: str) -> str:
-    """An absolute link that follows `code`: the page's own address (as the browser sent it, else the host the
-    request reached) + ?follow=."""
-    headers = request.headers if request else {}
-    page = (headers.get("referer") or "").split("?")[0]
-    if not page and headers.get("host"):
-        page = f"{headers.get('x-forwarded-proto', 'http')}://{headers['host']}/"
-    return f"{page}?follow={code}"
+    """An absolute link that follows `code`: the page's public address (behind a proxy, on a Space: links.py)."""
+    from ..links import absolute
+    from ..scene_bar import base_url
+
+    return absolute(base_url(request), f"follow={code}")
 
 
 def build_follow_bar() -> dict:
