@@ -84,3 +84,16 @@ ZERO_GPU_SLICE_TOKENS = 64
 ZERO_GPU_BASE_SECONDS = 10.0  # a fresh worker moves the weights onto the GPU before the first step
 ZERO_GPU_SECONDS_PER_TOKEN = 0.1  # generous: an 8B model's bandwidth bound on an H200 slice is under 10 ms a step
 ZERO_GPU_TRACE_SECONDS = 20.0  # a trace, one block's attention, an LM-head view: one forward pass each
+
+# ---- following the host (model_service/rooms.py, playground/follow/) ------------------------------------------
+# A room code: short enough to read aloud and type on a phone, from letters and digits no one confuses
+# (no 0/O, 1/I/L, 5/S, 2/Z, 8/B, U/V). 23 symbols, 5 places: ~6 million codes for at most MAX_ROOMS rooms.
+ROOM_CODE_ALPHABET = "34679ACDEFGHJKMNPQRTWXY"
+ROOM_CODE_LENGTH = 5
+MAX_ROOMS = 64  # open rooms on one server; an idle one expires first
+ROOM_IDLE_SECONDS = 3 * 3600  # a room no one published to for this long is closed (a workshop's lunch break fits)
+# How often a follower's stream looks at its room (seconds). A look is a comparison of two integers on the event
+# loop; the measured cost and delay are in BENCHMARKS.md ("Following the host").
+FOLLOW_POLL_SECONDS = 0.2
+HOST_PUBLISH_SECONDS = 0.5  # how often the host's page sends its tab, settings and step while a room is open
+MAX_ROOM_STATE_CHARS = 4096  # a published state (query fields) longer than this is refused

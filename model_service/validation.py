@@ -49,6 +49,10 @@ MESSAGES = {
     "switch_busy": "a model is loading already; wait until it is ready",
     "switch_off": "switching the model is off here (the Model panel says why)",
     "host_key": "host key: that is not the host's key",
+    "room_code": "room code must be {length} letters and digits from the host's screen, got {got}",
+    "room_unknown": "there is no open room {code}: check the code with the host (rooms close after hours without the host)",
+    "room_not_host": "only the host of room {code} may change what it shows",
+    "rooms_full": "this server already has {limit} open rooms: close one, or try again later",
     "model_choice": "{field} must be one of the host's models ({choices}), got {got}",
 }
 

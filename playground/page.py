@@ -21,6 +21,7 @@ from .common.errors import unchanged, warn
 from .common.i18n import LANGUAGES, SWITCH_JS, T, html_lang_script, tr, translations
 from .compare.tab import build_compare_tab
 from .engine.tab import build_engine_tab
+from .follow.bar import build_follow_bar, wire_follow
 from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
 from .lab.branch_panel import build_branch_panel
@@ -55,6 +56,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
         header = build_header(service, policy)
         model_status = header["status"]
         bar = SceneBar(scenes)
+        room = build_follow_bar()
         with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab(T("page.tab.lab"), id="lab") as lab_tab:
                 lab = build_lab(service, language=language)
@@ -78,6 +80,8 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                 api_visibility="private", show_progress="minimal", preprocess=False,  # trace_if_new checks the block
             )
         register_api(service)
+        wire_follow(demo, room, lab, tabs, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab,
+                                            "forward": forward_tab}, language)
 
         # the lab controls its own link carries, by name; a link's branch= is run by the Branches panel
         names = [name for name in FIELDS if name != "branch"]

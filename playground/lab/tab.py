@@ -316,5 +316,6 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         "min_p": min_p, "seed": seed, "max_new_tokens": max_new, "stop": stop, "order": order,
         "run_state": run_state, "chips": chips, "status": status, "scrub": scrub,
         "generate": generate_btn, "step": step_btn,  # the branch panel starts a new tree on each
+        "stage_plot": stage_plot, "draw_plot": draw_plot, "run_plot": run_plot,
         "watch": ([run_state, chips, scrub, status, stage_plot, draw_plot, run_plot], new_model),
     }
