@@ -26,7 +26,7 @@ from .engine.table import EXAMPLE_ROWS, parse_table, table_rows
 from .lab import deep_link
 from .softmax.toy import load_toy, parse_logits, show_piece
 
-TABS = ("lab", "softmax", "engine", "forward")  # the page's tab ids, in order
+TABS = ("lab", "softmax", "engine", "compare", "forward")  # the page's tab ids, in order (page.py)
 PAGE_PARAMS = ("lang", "scene", "view")  # read by the page itself, not by a control
 MAX_BLOCK = 1000  # a link's block must be a whole number; the model's own depth is checked when it traces
 MAX_ENGINE_JSON = 8000  # characters: the table's JSON in a link

@@ -25,7 +25,7 @@ from .follow.bar import build_follow_bar, wire_follow
 from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
 from .lab.branch_panel import build_branch_panel
-from .lab.deep_link import FIELDS, make_query
+from .lab.deep_link import CONTROLS, make_query
 from .lab.greedy_loop import build_greedy_loop
 from .lab.tab import build_lab
 from .links import absolute
@@ -81,10 +81,9 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
             )
         register_api(service)
         wire_follow(demo, room, lab, tabs, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab,
-                                            "forward": forward_tab}, language)
+                                            "compare": compare_tab, "forward": forward_tab}, language)
 
-        # the lab controls its own link carries, by name; a link's branch= is run by the Branches panel
-        names = [name for name in FIELDS if name != "branch"]
+        names = list(CONTROLS)  # the lab controls its own link carries, by name
         toy = softmax["toy"]
         state = PageState({**{name: lab[name] for name in names}, "toy_logits": toy.logits, "toy_shift": toy.shift,
                            "toy_temperature": toy.temperature, "engine": engine["table"],

@@ -22,7 +22,7 @@ from model_service import limits, rooms
 from ..common.errors import unchanged, user_error
 from ..common.i18n import DEFAULT, T, tr
 from ..common.text import escape_html
-from ..lab.deep_link import FIELDS
+from ..lab.deep_link import CONTROLS
 from .state import page_state, parse_state
 from .views import ViewCache, shared_run
 
@@ -89,7 +89,7 @@ def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, tabs: gr.Tabs, tab_item
     """Inside the Blocks context. lab: build_lab's components; tab_items: tab id -> gr.Tab."""
     seat, status, bar, timer, link = parts["seat"], parts["status"], parts["bar"], parts["timer"], parts["link"]
     break_btn, again_btn, close_btn, join_btn = parts["break"], parts["again"], parts["close"], parts["join"]
-    controls = [lab[name] for name in FIELDS]
+    controls = [lab[name] for name in CONTROLS]
     views = [lab["chips"], lab["status"], lab["stage_plot"], lab["draw_plot"]]
     bar_outputs = [seat, status, bar, break_btn, again_btn, close_btn, join_btn, link, timer]
 
@@ -106,14 +106,14 @@ def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, tabs: gr.Tabs, tab_item
         """(state, run) as the host's page shows them: a run is shared once it ended, then with its step."""
         run = run if run is not None and run.records else None
         if run is not None and not run.finished:
-            return page_state(dict(zip(FIELDS, values)), tab_id, None), ...  # streaming: the last run stays
-        return page_state(dict(zip(FIELDS, values)), tab_id, step if run else None), (run.records if run else None)
+            return page_state(dict(zip(CONTROLS, values)), tab_id, None), ...  # streaming: the last run stays
+        return page_state(dict(zip(CONTROLS, values)), tab_id, step if run else None), (run.records if run else None)
 
     def open_room(s: Seat, prompt, chat, temperature, top_k, top_p, min_p, seed, max_new_tokens, stop, order, tab_id,
                   step, run, lang, request: gr.Request):
         # named, not *values: Gradio passes a gr.Request only to a parameter it can place (the link needs the host)
         values = [prompt, chat, temperature, top_k, top_p, min_p, seed, max_new_tokens, stop, order]
-        assert len(values) == len(FIELDS)
+        assert len(values) == len(CONTROLS)
         state, records = hosted(values, tab_id, step, run)
         try:
             if s.mode == "host":  # already hosting: the same room
@@ -173,7 +173,7 @@ def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, tabs: gr.Tabs, tab_item
             got, run_plot = VIEWS.empty(lang), VIEWS.empty(lang)["run"]
             scrub = 0 if not new_run else gr.update(value=0, visible=False)
         shown.update(run_version=snap.run_version, lang=lang)
-        return [s, bar_text(s, lang), *(values[name] for name in FIELDS), tab_out, got["chips"], got["status"],
+        return [s, bar_text(s, lang), *(values[name] for name in CONTROLS), tab_out, got["chips"], got["status"],
                 got["stage"], got["draw"], scrub, shown["run"], run_plot]
 
     def enter(typed, s: Seat, lang, request: gr.Request = None):

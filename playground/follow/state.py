@@ -13,14 +13,14 @@ from urllib.parse import parse_qsl
 from model_service import limits, validation
 
 from ..common.errors import in_language
-from ..lab.deep_link import FIELDS, LINK_DEFAULTS, make_query, parse_query
+from ..lab.deep_link import CONTROLS, LINK_DEFAULTS, make_query, parse_query
+from ..links import TABS
 
-TABS = ("lab", "softmax", "engine", "forward")  # the page's tab ids (page.py), in order
 ROOM_FIELDS = ("tab", "step")  # what a room adds to a link's fields
 
 
 def page_state(values: dict, tab, step) -> dict:
-    """The state a host's page publishes: the lab's controls (by FIELDS name) as a link writes them (defaults
+    """The state a host's page publishes: the lab's controls (by CONTROLS name) as a link writes them (defaults
     left out), the tab id and the step the scrubber shows (None when the page has no finished run)."""
     state = dict(parse_qsl(make_query(values), keep_blank_values=True))
     state["tab"] = tab if tab in TABS else TABS[0]
@@ -30,7 +30,7 @@ def page_state(values: dict, tab, step) -> dict:
 
 
 def parse_state(state, lang=None) -> tuple[dict, str, int | None, list[str]]:
-    """(lab values: every FIELDS name, defaults where the state leaves one out; tab id; step or None; problems).
+    """(lab values: every CONTROLS name, defaults where the state leaves one out; tab id; step or None; problems).
     Checked like a link: a bad field is reported (in `lang`) and keeps its default, never applied as given."""
     if not isinstance(state, dict) or len(str(state)) > limits.MAX_ROOM_STATE_CHARS:
         return dict(LINK_DEFAULTS), TABS[0], None, ["state"]
@@ -47,4 +47,4 @@ def parse_state(state, lang=None) -> tuple[dict, str, int | None, list[str]]:
             step = validation.number("step", state["step"], integer=True, low=0, high=limits.MAX_NEW_TOKENS)
         except ValueError as e:
             problems.append(in_language(e, lang))
-    return {name: values.get(name, LINK_DEFAULTS.get(name)) for name in FIELDS}, tab, step, problems
+    return {name: values.get(name, LINK_DEFAULTS.get(name)) for name in CONTROLS}, tab, step, problems

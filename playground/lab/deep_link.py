@@ -42,6 +42,8 @@ FIELDS = {
     "order": lambda v: validation.choice("order", v, ORDERS),
     "branch": lambda v: format_path(parse_path(v)),  # forced tokens, step:token_id pairs (lab/branches.py)
 }
+# the lab's controls a link sets, by name (a link's branch= is no control: the Branches panel runs it)
+CONTROLS = tuple(name for name in FIELDS if name != "branch")
 LINK_DEFAULTS = {**DEFAULTS, "prompt": limits.LESSON_PROMPT, "chat": False, "seed": "", "stop": "", "branch": ""}
 
 
