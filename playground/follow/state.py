@@ -33,7 +33,7 @@ def parse_state(state, lang=None) -> tuple[dict, str, int | None, list[str]]:
     """(lab values: every CONTROLS name, defaults where the state leaves one out; tab id; step or None; problems).
     Checked like a link: a bad field is reported (in `lang`) and keeps its default, never applied as given."""
     if not isinstance(state, dict) or len(str(state)) > limits.MAX_ROOM_STATE_CHARS:
-        return dict(LINK_DEFAULTS), TABS[0], None, ["state"]
+        return {name: LINK_DEFAULTS[name] for name in CONTROLS}, TABS[0], None, ["state"]
     fields = {k: v for k, v in state.items() if k not in ROOM_FIELDS and isinstance(v, str)}
     values, problems = parse_query(fields | {"lang": lang} if lang else fields)
     try:

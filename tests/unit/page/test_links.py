@@ -40,7 +40,7 @@ def test_a_scene_link_is_short():
 
 
 @pytest.mark.parametrize("name, raw, why", [
-    ("tab", "settings", "tab must be one of lab, softmax, engine, forward"),
+    ("tab", "settings", "tab must be one of lab, softmax, engine, compare, forward"),
     ("toy_logits", "1,2", "toy_logits must have 5 numbers"),
     ("toy_logits", "1,2,x,4,5", "must be a number"),
     ("toy_shift", "11", "toy_shift must be a number between -10 and 10"),

@@ -68,7 +68,7 @@ def test_a_run_true_is_the_tabs_button(lessons):
 
 @pytest.mark.parametrize("change, message", [
     ({"id": "Bad Id"}, "scene 1: field 'id' must be lowercase"),
-    ({"tab": "settings"}, "scene 1 ('my-scene'): field 'tab' must be one of lab, softmax, engine, forward"),
+    ({"tab": "settings"}, "scene 1 ('my-scene'): field 'tab' must be one of lab, softmax, engine, compare, forward"),
     ({"settings": {"temperature": 9}}, "('my-scene'): field 'settings': temperature must be a number between 0 and 2"),
     ({"settings": {"colour": "red"}}, "field 'settings': unknown setting 'colour'"),
     ({"settings": {"tab": "engine"}}, "field 'settings': tab 'engine' is not the scene's tab 'lab'"),
