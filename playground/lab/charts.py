@@ -21,7 +21,7 @@ from model_service.records import Stage, StepRecord
 from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure
 from ..common.i18n import tr
-from ..common.text import Shown, pct, piece_hover, piece_label, show_steps, show_token, tick_count
+from ..common.text import Shown, pct, piece_hover, piece_label, prob_text, show_steps, show_token, tick_count
 
 STAGE_TITLES = {"top_k": "lab.stage.top_k", "top_p": "lab.stage.top_p", "min_p": "lab.stage.min_p"}  # filters' panels
 FILTER_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "final": "argmax"}
@@ -270,9 +270,9 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
     rows = [(r, raw, final, s) for r, raw, final, s in rows if raw is not None and final is not None]
     if not rows:
         return empty_figure(tr(lang, "lab.run.empty" if not records else "lab.run.no_data"), height)
-    who = [tr(lang, "lab.run.who", step=r.step, piece=piece_hover(s)) for r, _, _, s in rows]
+    who = [tr(lang, "lab.run.who", step=r.step + 1, piece=piece_hover(s)) for r, _, _, s in rows]
     rows = [(r, raw, final) for r, raw, final, _ in rows]
-    steps = [r.step for r, _, _ in rows]
+    steps = [r.step + 1 for r, _, _ in rows]  # counted from 1, as the status line and the scrubber count
     prob = [final.chosen_prob for _, _, final in rows]
     bits = [max(raw.entropy_bits, 0.0) for _, raw, _ in rows]
     kept = [max(final.kept_count, 1) for _, _, final in rows]
@@ -281,7 +281,7 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
                         specs=[[{}], [{"secondary_y": True}]])
     line = dict(mode="lines+markers", marker=dict(size=4), hovertemplate="%{hovertext}<extra></extra>")
     fig.add_trace(go.Scatter(x=steps, y=prob, name=tr(lang, "lab.run.p_trace"), line=dict(color=VERMILLION, width=1.5),
-                             hovertext=[f"{w}<br>p = {p:.3f}" for w, p in zip(who, prob)], **line), row=1, col=1)
+                             hovertext=[f"{w}<br>p = {prob_text(p)}" for w, p in zip(who, prob)], **line), row=1, col=1)
     fig.add_trace(go.Scatter(x=steps, y=bits, name=tr(lang, "lab.run.entropy_trace"), line=dict(color=BLUE, width=1.5),
                              hovertext=[f"{w}<br>{tr(lang, 'lab.run.entropy_hover', h=f'{h:.2f}')}"
                                         for w, h in zip(who, bits)], **line),
@@ -302,11 +302,11 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
                      tickvals=decades, ticktext=[tick_count(d) for d in decades])
     fig.update_yaxes(title_font=dict(size=9), zeroline=False, gridcolor="#EEEEEE", fixedrange=True)
     span = max(steps) - min(steps)
-    fig.update_xaxes(tick0=0, dtick=max(1, math.ceil((span + 1) / 12)), range=[min(steps) - 0.5, max(steps) + 0.5],
+    fig.update_xaxes(tick0=1, dtick=max(1, math.ceil((span + 1) / 12)), range=[min(steps) - 0.5, max(steps) + 0.5],
                      showgrid=False, zeroline=False)
     fig.update_xaxes(title_text=tr(lang, "lab.run.step_axis"), title_font=dict(size=9), row=2, col=1)
-    if selected is not None:
-        fig.add_vline(x=selected, line=dict(color=INK, width=1, dash="dash"))
+    if selected is not None and 0 <= selected < len(records):  # the step the page shows (an index into records)
+        fig.add_vline(x=records[selected].step + 1, line=dict(color=INK, width=1, dash="dash"))
     return base_layout(fig, height, dict(l=44, r=44, t=22, b=34), showlegend=True,
                         legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=dict(size=9)),
                         hovermode="closest")

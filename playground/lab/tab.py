@@ -21,7 +21,7 @@ from model_service.records import StepRecord
 from ..common.errors import unchanged, user_error
 from ..common.figures import empty_figure
 from ..common.i18n import LESSON_PROMPTS, T, swapped_default, tr
-from ..common.text import escape_html, show_steps, stop_reason
+from ..common.text import escape_html, prob_text, show_steps, stop_reason
 from . import charts
 from .chips import chips_prefix, new_chips, token_chips_html
 from .inspect import build_inspect
@@ -60,8 +60,8 @@ def status_markdown(run: Run, index: int | None = None, rate: float | None = Non
         keys, token["part"] = ("lab.status.token_split", "lab.status.token_split_p"), escape_html(shown.words)
     parts = [
         tr(lang, "lab.status.step", step=r.step + 1, total=len(run.records)),
-        tr(lang, keys[0], **token) if final is None else tr(lang, keys[1], **token, p=f"{final:.3f}"),
-        tr(lang, "lab.status.greedy", seed=r.seed) if r.draw.u is None
+        tr(lang, keys[0], **token) if final is None else tr(lang, keys[1], **token, p=prob_text(final)),
+        tr(lang, "lab.status.greedy") if r.draw.u is None
         else tr(lang, "lab.status.drawn", u=f"{r.draw.u:.3f}", seed=r.seed),
         tr(lang, "lab.status.timing", forward=f"{r.forward_ms:.0f}", sampling=f"{r.sampling_ms:.1f}"),
     ]
@@ -74,7 +74,7 @@ def status_markdown(run: Run, index: int | None = None, rate: float | None = Non
     if last.stop_reason:
         parts.append(tr(lang, "lab.status.stopped", reason=stop_reason(last.stop_reason, lang)))
     elif run.stop_requested:
-        parts.append(tr(lang, "lab.status.stopped_by_you"))
+        parts.append(tr(lang, "lab.status.stopped_by_you", step=len(run.records)))
     return " · ".join(parts)
 
 
@@ -94,8 +94,14 @@ def placeholder_figures(lang: str = "en") -> tuple:
 
 
 def _scrub_update(run: Run):
+    """Steps are counted from 1 everywhere a person reads them ("step 3 of 48"): the scrubber too."""
     n = len(run.records)
-    return gr.update(minimum=0, maximum=max(n - 1, 1), value=n - 1, step=1, interactive=n > 1, visible=n > 0)
+    return gr.update(minimum=1, maximum=max(n, 2), value=n, step=1, interactive=n > 1, visible=n > 0)
+
+
+def cleared(lang: str = "en") -> tuple:
+    """The views of a run about to start: no chart, scrubber or step of the run before it."""
+    return (gr.update(visible=False, value=1), *placeholder_figures(lang))
 
 
 def build_lab(service, language: gr.Radio | None = None) -> dict:
@@ -133,7 +139,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
             status = gr.Markdown(status_markdown(Run()), elem_id="run-status")
             stage_plot = gr.Plot(stage_empty, show_label=False, elem_id="stage-plot")
             draw_plot = gr.Plot(draw_empty, show_label=False, elem_id="draw-plot")
-            scrub = gr.Slider(0, 1, 0, step=1, label=T("lab.scrub"), visible=False, elem_id="scrub")
+            scrub = gr.Slider(1, 2, 1, step=1, label=T("lab.scrub"), visible=False, elem_id="scrub")
             run_plot = gr.Plot(run_empty, show_label=False, elem_id="run-plot")
             build_inspect(service, language, run_state, scrub, run_plot)  # "Look inside this step" (issue 14)
 
@@ -176,6 +182,9 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         stream = open_stream(request, lang)
         started = last_chart = time.monotonic()
         chips_html, chips_lang, chipped = chips_prefix(lang), lang, 0  # chipped: chips sent (a split character waits)
+        # the run before this one leaves the page at once: its charts and scrubber would read as this run's
+        yield dict(zip((scrub, stage_plot, draw_plot, run_plot), cleared(lang))) | {
+            chips: chips_html, run_state: run, status: tr(lang, "lab.status.starting")}
         try:
             for record in stream:
                 if run.stop_requested:  # Stop was pressed: this record is never shown
@@ -248,13 +257,14 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         if not state.records:
             return unchanged(chips)
         try:
-            i = validation.number("scrub step", index, integer=True, low=0, high=len(state.records) - 1)
+            i = validation.number("scrub step", index, integer=True, low=1, high=len(state.records)) - 1
         except ValueError as e:
             raise bad(e, lang) from None
         state.lang = lang
         return {
             chips: token_chips_html(state.records, selected=i, lang=lang),
             status: status_markdown(state, index=i, lang=lang), **step_views(state, i),
+            run_plot: charts.run_figure(state.records, selected=i, lang=lang),
         }
 
     def rerender(lang, state: Run, index, order_key, current_prompt, request: gr.Request = None):
@@ -271,13 +281,13 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
                                   (token_chips_html([], lang=lang), status_markdown(state, lang=lang),
                                    *placeholder_figures(lang))))
         try:  # the step the scrubber shows, if the learner moved it back from the last one
-            i = int(index) if state.finished and 0 <= int(index) < len(state.records) - 1 else None
+            i = int(index) - 1 if state.finished and 1 <= int(index) < len(state.records) else None
         except (TypeError, ValueError):
             i = None
         return out | {
             chips: token_chips_html(state.records, selected=i, lang=lang),
             status: status_markdown(state, index=i, rate=state.rate if i is None else None, lang=lang),
-            **step_views(state, i), run_plot: charts.run_figure(state.records, lang=lang),
+            **step_views(state, i), run_plot: charts.run_figure(state.records, selected=i, lang=lang),
         }
 
     live = [chips, status, stage_plot, draw_plot, run_state, scrub, run_plot]
@@ -288,7 +298,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
             return {}
         stage_empty, draw_empty, run_empty = placeholder_figures(lang)
         return {
-            run_state: Run(lang=lang), chips: token_chips_html([], lang=lang), scrub: gr.update(visible=False, value=0),
+            run_state: Run(lang=lang), chips: token_chips_html([], lang=lang), scrub: gr.update(visible=False, value=1),
             status: tr(lang, "lab.status.new_model", model=escape_html(info.name)),
             stage_plot: stage_empty, draw_plot: draw_empty, run_plot: run_empty,
         }
@@ -303,7 +313,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
     stop_btn.click(stop_run, [run_state, language], [chips, status, stage_plot, draw_plot, scrub, run_plot],
                    cancels=[gen_event], api_name="stop", queue=False)
     # release (mouse), and change from the keyboard: arrow keys and Enter move the step at once
-    gr.on([scrub.release, scrub.input], scrub_to, [scrub, run_state, language], [chips, status, stage_plot, draw_plot],
+    gr.on([scrub.release, scrub.input], scrub_to, [scrub, run_state, language], [chips, status, stage_plot, draw_plot, run_plot],
           api_name="scrub", show_progress="hidden", trigger_mode="always_last", preprocess=False)
     order.change(order_note_text, [order, language], order_note, api_visibility="private", show_progress="hidden")
     if isinstance(language, gr.Radio):

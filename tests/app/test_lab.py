@@ -87,9 +87,13 @@ def test_make_link_encodes_the_controls(client):
 
 def test_scrub_over_the_api_reaches_every_step(client):
     client.predict(LESSON, *{**UI_ARGS, "temperature": 0.0, "max_new": 6}.values(), api_name="/generate")
-    chips, status, *_ = client.predict(5, api_name="/scrub")
-    assert "Step 6" in status
-    with pytest.raises(AppError, match="scrub step must be a whole number between 0 and 5, got 9"):
+    chips, status, *_ = client.predict(6, api_name="/scrub")  # steps count from 1, as the status line says
+    assert status.startswith("**Step 6** of 6")
+    chips, status, *_ = client.predict(1, api_name="/scrub")
+    assert status.startswith("**Step 1** of 6") and "no draw" in status  # greedy: no seed to speak of
+    with pytest.raises(AppError, match="scrub step must be a whole number between 1 and 6, got 0"):
+        client.predict(0, api_name="/scrub")
+    with pytest.raises(AppError, match="scrub step must be a whole number between 1 and 6, got 9"):
         client.predict(9, api_name="/scrub")
 
 
@@ -129,7 +133,7 @@ def test_a_bad_value_is_refused_in_the_pages_language_naming_the_control(client)
     with pytest.raises(AppError, match="max new tokens must be a whole number between 1 and 512, got 0"):
         client.predict(LESSON, *{**UI_ARGS, "max_new": 0}.values(), api_name="/generate")
     client.predict(LESSON, *{**UI_ARGS, "temperature": 0.0, "max_new": 3}.values(), api_name="/generate")
-    with pytest.raises(AppError, match="Bước tua tới phải là một số nguyên từ 0 đến 2, nhận được 9"):
+    with pytest.raises(AppError, match="Bước tua tới phải là một số nguyên từ 1 đến 3, nhận được 9"):
         client.predict(9, "vi", api_name="/scrub")
 
 
