@@ -49,6 +49,11 @@ MESSAGES = {
     "switch_busy": "a model is loading already; wait until it is ready",
     "switch_off": "switching the model is off here (the Model panel says why)",
     "host_key": "host key: that is not the host's key",
+    "run_json": "the run file is not JSON: {error}",
+    "run_size": "the run file has {size} bytes; the limit here is {limit}",
+    "run_field": "the run file's {field} must be {expected}, got {got}",
+    "run_missing": "the run file has no {field}",
+    "run_unknown": "the run file's {field} is not part of a run (expected: {known})",
     "model_choice": "{field} must be one of the host's models ({choices}), got {got}",
 }
 

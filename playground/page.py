@@ -24,6 +24,7 @@ from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
 from .lab.deep_link import FIELDS, make_query
 from .lab.greedy_loop import build_greedy_loop
+from .lab.run_files import build_run_files
 from .lab.tab import build_lab
 from .links import absolute
 from .page_state import PageState
@@ -33,7 +34,8 @@ from .softmax.tab import build_softmax_tab
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TITLE = "Next-Token Playground"
-MAX_UPLOAD = "1kb"  # the page has no file input: Gradio's upload route must not store visitors' files
+# the one file input is the lab's run import: Gradio's upload route takes nothing bigger than a run file
+MAX_UPLOAD = limits.MAX_RUN_FILE_BYTES
 
 
 def build_demo(service, default_language: str | None = None, policy: SwitchPolicy | None = None,
@@ -60,6 +62,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                     link_btn = gr.Button(T("page.link.button"), size="sm", scale=0, elem_id="make-link")
                     link = gr.Textbox(show_label=False, placeholder=T("page.link.placeholder"),
                                       buttons=["copy"], scale=4, elem_id="link")
+                build_run_files(lab, language)
                 with gr.Accordion(T("page.greedy_loop"), open=False, elem_id="greedy-loop-box"):
                     build_greedy_loop(service, language=language)
             with gr.Tab(T("page.tab.softmax"), id="softmax") as softmax_tab:

@@ -93,7 +93,7 @@ def placeholder_figures(lang: str = "en") -> tuple:
             empty_figure(tr(lang, "lab.run_plot.empty"), height=220))
 
 
-def _scrub_update(run: Run):
+def scrub_update(run: Run):
     """Steps are counted from 1 everywhere a person reads them ("step 3 of 48"): the scrubber too."""
     n = len(run.records)
     return gr.update(minimum=1, maximum=max(n, 2), value=n, step=1, interactive=n > 1, visible=n > 0)
@@ -232,7 +232,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         run = Run(request, (state.records if same_run else []) + [record], lang=lang, model=model)
         return {
             chips: token_chips_html(run.records, lang=lang), status: status_markdown(run, lang=lang),
-            **step_views(run), run_state: run, scrub: _scrub_update(run),
+            **step_views(run), run_state: run, scrub: scrub_update(run),
             run_plot: charts.run_figure(run.records, lang=lang),
         }
 
@@ -240,7 +240,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         """After a run: the scrub slider and the over-the-run chart, from the records."""
         if not state.records:
             return unchanged(scrub, run_plot)
-        return {scrub: _scrub_update(state), run_plot: charts.run_figure(state.records, lang=state.lang)}
+        return {scrub: scrub_update(state), run_plot: charts.run_figure(state.records, lang=state.lang)}
 
     def stop_run(state: Run, lang):
         """Stop: the streaming handler sees the flag before its next record; the page freezes on the
@@ -324,6 +324,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
     return {
         "prompt": prompt, "chat": chat, "temperature": temperature, "top_k": top_k, "top_p": top_p,
         "min_p": min_p, "seed": seed, "max_new_tokens": max_new, "stop": stop, "order": order,
-        "run_state": run_state, "chips": chips, "status": status, "scrub": scrub,
+        "run_state": run_state, "chips": chips, "status": status, "scrub": scrub, "stage_plot": stage_plot,
+        "draw_plot": draw_plot, "run_plot": run_plot,
         "watch": ([run_state, chips, scrub, status, stage_plot, draw_plot, run_plot], new_model),
     }

@@ -97,12 +97,12 @@ def test_scrub_over_the_api_reaches_every_step(client):
         client.predict(9, api_name="/scrub")
 
 
-def test_uploads_are_refused(app_url):
+def test_uploads_bigger_than_a_run_file_are_refused(app_url):
     import httpx
 
-    files = {"files": ("big.txt", b"x" * 10_000, "text/plain")}
-    r = httpx.post(app_url + "gradio_api/upload", files=files, timeout=30)
-    assert r.status_code >= 400  # max_file_size: the page has no file input
+    files = {"files": ("big.json", b"x" * (limits.MAX_RUN_FILE_BYTES + 1), "application/json")}
+    r = httpx.post(app_url + "gradio_api/upload", files=files, timeout=60)
+    assert r.status_code >= 400  # max_file_size: the one file input takes a run file, nothing bigger
 
 
 def test_the_lab_answers_in_vietnamese_when_asked_and_in_english_by_default(client):
