@@ -30,6 +30,8 @@ from .links import absolute
 from .page_state import PageState
 from .scene_bar import KEYS_JS, SceneBar, base_url
 from .scenes import SceneList, load, scene_paths
+from .presenter import build_toggles
+from .presenter import wire as wire_presenter
 from .softmax.tab import build_softmax_tab
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -49,6 +51,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
     with gr.Blocks(title=TITLE) as demo:
         with gr.Row(elem_id="header"):
             gr.Markdown(T("page.header"), elem_id="title")
+            view_toggles = build_toggles()
             # every server-built text reads this; the page's load event sets it (see common/i18n.py)
             language = gr.Radio([(name, code) for code, name in LANGUAGES.items()], value="en", show_label=False,
                                 label=T("page.language"), elem_id="language", scale=0, min_width=220)
@@ -76,6 +79,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                 api_visibility="private", show_progress="minimal", preprocess=False,  # trace_if_new checks the block
             )
         register_api(service)
+        wire_presenter(demo, view_toggles, lab, language)
 
         names = list(FIELDS)  # the lab controls its own link carries, by name
         controls = [lab[name] for name in names]

@@ -25,6 +25,7 @@ from ..common.text import Shown, pct, piece_hover, piece_label, prob_text, show_
 
 STAGE_TITLES = {"top_k": "lab.stage.top_k", "top_p": "lab.stage.top_p", "min_p": "lab.stage.min_p"}  # filters' panels
 FILTER_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "final": "argmax"}
+FOLD_NAMES = {"temperature": "temperature", "top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}
 
 
 # ---- one step: every stage side by side -----------------------------------------------------------
@@ -109,7 +110,23 @@ def _y_labels(record: StepRecord, chosen: int | None, shown: list[Shown]) -> lis
     return labels
 
 
-def stage_figure(record: StepRecord, height: int = 360, lang: str = "en") -> go.Figure:
+def folded(stages) -> tuple[list[Stage], list[str]]:
+    """(the stages worth a panel, the names of those that change nothing): a stage whose probabilities equal
+    the stage before's (a filter that is off, temperature 1) is one note instead of a copy of its neighbour.
+    Raw and final always keep their panels."""
+    kept, same = [], []
+    for i, stage in enumerate(stages):
+        before = stages[i - 1] if i else None
+        if before is not None and stage.name != "final" and (stage.probs, stage.kept_count) == (
+                before.probs, before.kept_count):
+            same.append(stage.name)
+        else:
+            kept.append(stage)
+    return kept, same
+
+
+def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: bool = False,
+                 log: bool = False) -> go.Figure:
     """One horizontal-bar panel per pipeline stage (raw … final), sharing one y axis of candidates.
 
     Rows are the raw top-N, most probable at the top, in the same order in every panel, so the eye
@@ -118,6 +135,9 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en") -> go.
 
     This figure streams during a run, so it is assembled from a cached, already validated layout and
     plain trace dicts: plotly's per-property validation of six subplots cost ~80 ms a step.
+
+    fold: panels equal to the one before become one note (the presenter view); log: a log x axis from
+    0.01 %, so that the tail a filter cuts is visible (bars under 1 % are hair-thin on a linear one).
     """
     if not record.stages or not record.candidates:
         return empty_figure(tr(lang, "lab.stage.empty"), height)
@@ -126,10 +146,19 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en") -> go.
     greedy = record.draw.u is None
     shown = _shown_rows(record, extra, lang)
     labels = _y_labels(record, chosen, shown)
-    rows, stages = len(labels), record.stages
-    layout = copy.deepcopy(_stage_layout(len(stages), rows, height, lang))
+    stages, same = folded(record.stages) if fold else (record.stages, [])
+    rows = len(labels)
+    layout = copy.deepcopy(_stage_layout(len(stages), rows, height, lang, log))
     for annotation, stage in zip(layout["annotations"], stages):  # the first annotations are the subplot titles
-        annotation["text"] = _stage_title(stage, greedy, lang)
+        # folded (presenter) titles take a line per fact: a wide line would run into its neighbour's
+        annotation["text"] = _stage_title(stage, greedy, lang).replace(" · ", "<br>") if fold else _stage_title(
+            stage, greedy, lang)
+    if same:
+        names = ", ".join(FOLD_NAMES.get(name, name) for name in same)
+        layout["annotations"].append(dict(
+            text=tr(lang, "lab.stage.folded", names=names), x=0, y=0, xref="paper", yref="paper", xanchor="left",
+            yanchor="top", yshift=-36, showarrow=False, font=dict(size=9, color="#555")))  # a line under the key
+        layout["margin"]["b"] += 18
     for col in range(1, len(stages) + 1):
         layout[f"yaxis{col if col > 1 else ''}"]["ticktext"] = labels
     # a fixed left margin sized to the labels: automargin would make the browser measure every redraw
@@ -149,13 +178,17 @@ def _plain(label: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _stage_layout(cols: int, rows: int, height: int, lang: str = "en") -> dict:
-    """The validated layout of a stage figure with `cols` panels and `rows` bars, titles blank, key in `lang`."""
+def _stage_layout(cols: int, rows: int, height: int, lang: str = "en", log: bool = False) -> dict:
+    """The validated layout of a stage figure with `cols` panels and `rows` bars, titles blank, key in `lang`;
+    `log`: the x axes on a log scale from 0.01 % to 100 %."""
     fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, horizontal_spacing=0.028, subplot_titles=[" "] * cols)
     fig.update_xaxes(
         range=[0, 1], tickvals=[0, 0.5, 1], ticktext=["0", "50%", "100%"], showgrid=True, gridcolor="#EEEEEE",
         zeroline=False, fixedrange=True, tickfont=dict(size=9), ticks="",
     )
+    if log:
+        # two labels a panel: the outer ones (0.01 %, 100 %) would run into the next panel's
+        fig.update_xaxes(type="log", range=[-4, 0.02], tickvals=[1e-3, 0.1], ticktext=["0.1%", "10%"])
     fig.update_yaxes(
         tickvals=list(range(rows)), range=[rows - 0.5, -0.5], fixedrange=True,
         showgrid=False, zeroline=False, ticks="", tickfont=dict(size=10),

@@ -19,7 +19,7 @@ from ..common.errors import in_language
 from ..common.i18n import language, tr
 from .request import DEFAULTS, SLIDERS
 
-IGNORED = ("__theme", "view", "lang")  # Gradio's and the page's own parameters (the page reads lang itself)
+IGNORED = ("__theme", "view", "lang", "present")  # Gradio's and the page's own (the page reads lang and present itself)
 
 
 def _ranged(name: str, integer: bool = False):

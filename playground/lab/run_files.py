@@ -17,10 +17,10 @@ import gradio as gr
 from ..common.errors import user_error
 from ..common.i18n import T, tr
 from ..common.text import escape_html
-from . import charts
 from .chips import token_chips_html
 from .export import SETTINGS, parse_run, run_json, token_table_csv
 from .tab import Run, scrub_update, status_markdown
+from .view import View, draw_chart, run_chart, stage_chart
 
 
 def _file_name(run: Run, suffix: str) -> str:
@@ -65,24 +65,25 @@ def build_run_files(lab: dict, language) -> dict:
         json_path, csv_path = export_files(state, lang)
         return {json_file: json_path, csv_file: csv_path}
 
-    def do_import(data, lang):
+    def do_import(data, lang, shown: View):
         if not data:  # the file was cleared
             return {lab["status"]: gr.skip()}
         try:
             run, saved = imported_run(data, lang)
         except ValueError as e:
             raise user_error(e, lang) from None
+        run.view = shown
         note = tr(lang, "lab.status.imported", model=escape_html(saved.model or "?"))
         return {
             lab["run_state"]: run, lab["chips"]: token_chips_html(run.records, lang=lang),
             lab["status"]: f"{status_markdown(run, lang=lang)} · {note}",
-            lab["stage_plot"]: charts.stage_figure(run.records[-1], lang=lang),
-            lab["draw_plot"]: charts.draw_figure(run.records[-1], lang=lang),
-            lab["run_plot"]: charts.run_figure(run.records, lang=lang), lab["scrub"]: scrub_update(run),
+            lab["stage_plot"]: stage_chart(run.records[-1], shown, lang),
+            lab["draw_plot"]: draw_chart(run.records[-1], shown, lang),
+            lab["run_plot"]: run_chart(run.records, None, shown, lang), lab["scrub"]: scrub_update(run),
             **{lab[k]: saved.controls[k] for k in SETTINGS},
         }
 
     export_btn.click(do_export, [lab["run_state"], language], [json_file, csv_file], api_name="export_run",
                      show_progress="hidden")
-    upload.upload(do_import, [upload, language], [*views, *controls], api_name="import_run", show_progress="hidden")
+    upload.upload(do_import, [upload, language, lab["view"]], [*views, *controls], api_name="import_run", show_progress="hidden")
     return {"export": export_btn, "json_file": json_file, "csv_file": csv_file, "upload": upload}
