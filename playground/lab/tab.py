@@ -182,10 +182,10 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         stream = open_stream(request, lang)
         started = last_chart = time.monotonic()
         chips_html, chips_lang, chipped = chips_prefix(lang), lang, 0  # chipped: chips sent (a split character waits)
-        # the run before this one leaves the page at once: its charts and scrubber would read as this run's
-        yield dict(zip((scrub, stage_plot, draw_plot, run_plot), cleared(lang, shown))) | {
-            chips: chips_html, run_state: run, status: tr(lang, "lab.status.starting")}
-        try:
+        try:  # (a page closed at any yield must still close the stream: every yield is inside)
+            # the run before this one leaves the page at once: its charts and scrubber would read as this run's
+            yield dict(zip((scrub, stage_plot, draw_plot, run_plot), cleared(lang, shown))) | {
+                chips: chips_html, run_state: run, status: tr(lang, "lab.status.starting")}
             for record in stream:
                 if run.stop_requested:  # Stop was pressed: this record is never shown
                     break

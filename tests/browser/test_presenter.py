@@ -75,6 +75,8 @@ def test_the_dark_theme_darkens_the_charts_and_the_log_zoom_shows_the_tail(brows
     assert stage.evaluate("e => getComputedStyle(e).backgroundColor") == "rgba(0, 0, 0, 0)"  # no white box
     ticks = [t for t in page.evaluate(CHART_TEXT) if t["id"] == "stage-plot" and t["text"] in ("0.1%", "10%")]
     assert ticks and all(t["fill"] == "rgb(229, 231, 235)" for t in ticks)  # light ink, log ticks
+    page.locator("#stage-plot").hover()  # a chart's PNG: Plotly's own toolbar has it
+    expect(page.locator('#stage-plot .modebar-btn[data-title="Download plot as a PNG"]')).to_be_attached()
     page.locator("#log-zoom input").uncheck()  # back to linear: the same run, redrawn without the model
     expect(page.locator("#stage-plot")).to_contain_text("50%")
     page.context.close()
