@@ -98,10 +98,6 @@ def scrub_update(run: Run):
     return gr.update(minimum=1, maximum=max(n, 2), value=n, step=1, interactive=n > 1, visible=n > 0)
 
 
-def cleared(lang: str = "en", view: View = View()) -> tuple:
-    """The views of a run about to start: no chart, scrubber or step of the run before it."""
-    return (gr.update(visible=False, value=1), *placeholder_figures(lang, view))
-
 
 def build_lab(service, language: gr.Radio | None = None) -> dict:
     """Create the tab's components inside the current Blocks context and wire their events.
@@ -182,10 +178,9 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         stream = open_stream(request, lang)
         started = last_chart = time.monotonic()
         chips_html, chips_lang, chipped = chips_prefix(lang), lang, 0  # chipped: chips sent (a split character waits)
-        try:  # (a page closed at any yield must still close the stream: every yield is inside)
-            # the run before this one leaves the page at once: its charts and scrubber would read as this run's
-            yield dict(zip((scrub, stage_plot, draw_plot, run_plot), cleared(lang, shown))) | {
-                chips: chips_html, run_state: run, status: tr(lang, "lab.status.starting")}
+        # Not done here: clearing the last run's charts and scrubber with a first yield (the views as placeholders) made the
+        # browser's main thread stall for the whole stream (measured: rAF 25-73 s, Stop unclickable).
+        try:
             for record in stream:
                 if run.stop_requested:  # Stop was pressed: this record is never shown
                     break
