@@ -28,10 +28,10 @@ from .lab.run_files import build_run_files
 from .lab.tab import build_lab
 from .links import absolute
 from .page_state import PageState
-from .scene_bar import KEYS_JS, SceneBar, base_url
-from .scenes import SceneList, load, scene_paths
 from .presenter import build_toggles
 from .presenter import wire as wire_presenter
+from .scene_bar import KEYS_JS, SceneBar, base_url
+from .scenes import SceneList, load, scene_paths
 from .softmax.tab import build_softmax_tab
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"

@@ -35,7 +35,8 @@ DRAW = {"u": ("p_or_null", True), "rank": ("int", True), "low": ("p", True), "hi
 RECORD = {"step": ("int", True), "token_id": ("int", True), "piece": ("str", True), "special": ("bool", True),
           "text": ("str", True), "candidates": ("tokens", True), "stages": ("stages", True),
           "chosen_rank": ("int", True), "draw": ("draw", True), "seed": ("int", True), "forward_ms": (_NUM, True),
-          "sampling_ms": (_NUM, True), "stop_reason": ("stop", False), "order": ("order", False),
+          "sampling_ms": (_NUM, True), "capture_ms": (_NUM, False),
+          "logits": ("numbers", False), "stop_reason": ("stop", False), "order": ("order", False),
           "batch_size": ("int", False), "bytes_hex": ("hex", False), "pending_hex": ("hex", False)}
 SETTINGS = ("prompt", "chat", "temperature", "top_k", "top_p", "min_p", "seed", "max_new_tokens", "stop", "order")
 
@@ -125,10 +126,10 @@ def _check(field: str, kind: str, value):
             _number(field, value, 0, 1)
     elif kind == _NUM:
         _number(field, value)
-    elif kind == "probs":
+    elif kind in ("probs", "numbers"):
         _items(field, value)
         for i, p in enumerate(value):
-            _number(f"{field}[{i}]", p, 0, 1)
+            _number(f"{field}[{i}]", p, *((0, 1) if kind == "probs" else ()))
     elif kind in ("tokens", "stages"):
         for i, item in enumerate(_items(field, value)):
             _fields(f"{field}[{i}]", item, TOKEN if kind == "tokens" else STAGE)
@@ -173,6 +174,8 @@ def _record(i: int, d) -> StepRecord:
     if names and names != list(stage_names(d.get("order", "hf"))):
         raise _bad(f"{field}.stages", "the stages of its order: " + ", ".join(stage_names(d.get("order", "hf"))),
                    ", ".join(names))
+    if len(d.get("logits", ())) not in (0, n):
+        raise _bad(f"{field}.logits", f"0 or {n} numbers (one per candidate)", len(d["logits"]))
     for j, stage in enumerate(d["stages"]):
         if len(stage["probs"]) != n:
             raise _bad(f"{field}.stages[{j}].probs", f"{n} probabilities (one per candidate)", len(stage["probs"]))

@@ -82,6 +82,7 @@ def broken(change) -> str:
     (lambda d: d["records"][0]["draw"].__setitem__("u", float("nan")), "records[0].draw.u must be a number"),
     (lambda d: d["records"][0].__setitem__("stop_reason", "eos"), "stop_reason is on its last step only"),
     (lambda d: d["records"][0].__setitem__("order", "mine"), "records[0].order must be one of hf, vllm, llama.cpp"),
+    (lambda d: d["records"][0].__setitem__("logits", [1.0, 2.0]), "records[0].logits must be 0 or 5 numbers"),
     (lambda d: d["settings"].__setitem__("temperature", 9), "temperature must be a number between 0 and"),
     (lambda d: d["settings"].pop("order"), "settings must be an object with prompt"),
     (lambda d: d.__setitem__("records", []), "records must be a list of 1 to 512 steps"),
