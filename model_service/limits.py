@@ -25,6 +25,7 @@ MAX_TOP_N = 100  # candidates a step record may carry
 MAX_TRACE_TOP_N = 20  # top logits per position in a forward-pass trace
 MAX_STOP_STRINGS = 8
 MAX_STOP_CHARS = 64  # per stop string
+MAX_RUN_FILE_BYTES = 8_000_000  # an imported run (JSON): a 512-step run is ~1.5 MB; the upload route allows this much
 MAX_BATCH_REQUESTS = 64  # one generate_batch call (the API)
 MAX_ENGINE_ROWS = 8  # the Engine tab's table
 # Sampling one frozen step many times (the lab's "Look inside this step"): the draws are one vectorised

@@ -53,6 +53,11 @@ MESSAGES = {
     "room_unknown": "there is no open room {code}: check the code with the host (rooms close after hours without the host)",
     "room_not_host": "only the host of room {code} may change what it shows",
     "rooms_full": "this server already has {limit} open rooms: close one, or try again later",
+    "run_json": "the run file is not JSON: {error}",
+    "run_size": "the run file has {size} bytes; the limit here is {limit}",
+    "run_field": "the run file's {field} must be {expected}, got {got}",
+    "run_missing": "the run file has no {field}",
+    "run_unknown": "the run file's {field} is not part of a run (expected: {known})",
     "model_choice": "{field} must be one of the host's models ({choices}), got {got}",
 }
 

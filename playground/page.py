@@ -27,16 +27,20 @@ from .header import build_header, default_policy, model_line, picker_note, wire_
 from .lab.branch_panel import build_branch_panel
 from .lab.deep_link import CONTROLS, make_query
 from .lab.greedy_loop import build_greedy_loop
+from .lab.run_files import build_run_files
 from .lab.tab import build_lab
 from .links import absolute
 from .page_state import PageState
+from .presenter import build_toggles
+from .presenter import wire as wire_presenter
 from .scene_bar import KEYS_JS, SceneBar, base_url
 from .scenes import SceneList, load, scene_paths
 from .softmax.tab import build_softmax_tab
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TITLE = "Next-Token Playground"
-MAX_UPLOAD = "1kb"  # the page has no file input: Gradio's upload route must not store visitors' files
+# the one file input is the lab's run import: Gradio's upload route takes nothing bigger than a run file
+MAX_UPLOAD = limits.MAX_RUN_FILE_BYTES
 
 
 def build_demo(service, default_language: str | None = None, policy: SwitchPolicy | None = None,
@@ -50,6 +54,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
     with gr.Blocks(title=TITLE) as demo:
         with gr.Row(elem_id="header"):
             gr.Markdown(T("page.header"), elem_id="title")
+            view_toggles = build_toggles()
             # every server-built text reads this; the page's load event sets it (see common/i18n.py)
             language = gr.Radio([(name, code) for code, name in LANGUAGES.items()], value="en", show_label=False,
                                 label=T("page.language"), elem_id="language", scale=0, min_width=220)
@@ -65,6 +70,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                     link_btn = gr.Button(T("page.link.button"), size="sm", scale=0, elem_id="make-link")
                     link = gr.Textbox(show_label=False, placeholder=T("page.link.placeholder"),
                                       buttons=["copy"], scale=4, elem_id="link")
+                build_run_files(lab, language)
                 with gr.Accordion(T("page.greedy_loop"), open=False, elem_id="greedy-loop-box"):
                     build_greedy_loop(service, language=language)
             with gr.Tab(T("page.tab.softmax"), id="softmax") as softmax_tab:
@@ -82,6 +88,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
         register_api(service)
         wire_follow(demo, room, lab, tabs, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab,
                                             "compare": compare_tab, "forward": forward_tab}, language)
+        wire_presenter(demo, view_toggles, lab, language)
 
         names = list(CONTROLS)  # the lab controls its own link carries, by name
         toy = softmax["toy"]

@@ -31,3 +31,58 @@ def empty_figure(message: str, height: int = 200) -> go.Figure:
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return base_layout(fig, height, dict(l=10, r=10, t=10, b=10))
+
+
+# ---- the presenter view and the dark theme ---------------------------------------------------------------
+
+BIG_TEXT = 14  # px: the smallest text of a chart in the presenter view, read from the back of a room
+BIG_HEIGHT = 1.45  # charts grow by this much in the presenter view
+DARK_INK, DARK_MUTED, DARK_GRID, DARK_GAP = "#E5E7EB", "#C0C4CC", "#374151", "#1F2937"
+_TO_DARK = {"#333333": DARK_INK, "black": DARK_INK, "#555": DARK_MUTED, "#777": DARK_MUTED, "#EEEEEE": DARK_GRID}
+
+
+def for_view(fig: go.Figure, big: bool = False, dark: bool = False) -> go.Figure:
+    """A chart as the page shows it: `big` (presenter view) raises every font to BIG_TEXT px and the chart's
+    height and label margin with it; `dark` (the page's dark theme) lets the page's background through and
+    turns ink and grid light, so no chart is a white box on a dark page. Walks the figure's JSON once, so any
+    chart builder's figure works, without re-validating it."""
+    if not big and not dark:
+        return fig
+    spec = fig.to_plotly_json()
+    _walk(spec, big, dark, "")
+    layout = spec["layout"]
+    if big:
+        layout["height"] = round(layout.get("height", 300) * BIG_HEIGHT)
+        margin = layout.setdefault("margin", {})
+        for side, grow in (("l", BIG_TEXT / 9), ("t", 1.6), ("b", 1.6), ("r", 1.2)):
+            if side in margin:
+                margin[side] = round(margin[side] * grow)
+    if dark:
+        layout["paper_bgcolor"] = layout["plot_bgcolor"] = "rgba(0,0,0,0)"
+    return go.Figure(data=spec["data"], layout=layout, _validate=False)
+
+
+def _walk(node, big: bool, dark: bool, key: str) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _walk(item, big, dark, key)
+        return
+    if not isinstance(node, dict):
+        return
+    for name, value in node.items():
+        if big and name == "size" and key.endswith("font"):  # font, tickfont, textfont, title font...
+            node[name] = [max(v, BIG_TEXT) for v in value] if isinstance(value, list) else max(value, BIG_TEXT)
+        elif big and name == "minsize":  # uniformtext: bar labels smaller than this are shown anyway
+            node[name] = max(value, BIG_TEXT)
+        elif dark and name in ("color", "gridcolor", "linecolor", "bordercolor"):
+            if key == "line" and value == "white":  # the gaps between a bar's segments
+                node[name] = DARK_GAP
+            elif key == "textfont":  # text inside a light bar stays black; text beside a bar (ink) turns light
+                node[name] = [DARK_INK if v == INK else v for v in value] if isinstance(value, list) else (
+                    DARK_INK if value == INK else value)
+            elif isinstance(value, list):
+                node[name] = [_TO_DARK.get(v, v) if isinstance(v, str) else v for v in value]
+            elif isinstance(value, str):
+                node[name] = _TO_DARK.get(value, value)
+        else:
+            _walk(value, big, dark, name)

@@ -181,6 +181,14 @@ def pct(p: float) -> str:
     return f"{p:.1%}" if p >= 0.001 else f"{p:.2g}"
 
 
+def prob_text(p: float) -> str:
+    """A probability in a sentence (a status line, a hover): 0.770, 0.004, <0.001 (never a drawn token at
+    "0.000"), 0 for a token a filter removed."""
+    if p <= 0:
+        return "0"
+    return f"{p:.3f}" if p >= 0.001 else "<0.001"
+
+
 def prob(p: float) -> str:
     """A probability as a decimal, for hover lines: 0.77, 0.0031."""
     return f"{p:.2f}" if p >= 0.01 else f"{p:.2g}"

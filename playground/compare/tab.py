@@ -19,6 +19,7 @@ from model_service.records import BatchStep
 from ..common.errors import unchanged, user_error
 from ..common.i18n import DEFAULT, LESSON_PROMPTS, T, swapped_default, tr
 from ..lab.request import field_labels
+from ..lab.scrubber import scrub_index, scrub_update
 from . import views
 from .columns import (
     COLUMNS,
@@ -36,9 +37,10 @@ TOP_N = 20
 
 
 def _scrub(run: CompareRun, at: int | None = None):
+    """The scrubber counts steps from 1, as the lab's does (playground/lab/scrubber.py); `at` is 0-based."""
     n = run.length
-    value = at if at is not None else (run.divergence if run.divergence is not None else max(n - 1, 0))
-    return gr.update(minimum=0, maximum=max(n - 1, 1), value=value, step=1, interactive=n > 1, visible=n > 0)
+    index = at if at is not None else (run.divergence if run.divergence is not None else max(n - 1, 0))
+    return scrub_update(range(n), index)
 
 
 def build_compare_tab(service, language: gr.Radio | None = None) -> dict:
@@ -63,7 +65,7 @@ def build_compare_tab(service, language: gr.Radio | None = None) -> dict:
         with gr.Column(scale=3):
             status = gr.Markdown(views.status_markdown(None), elem_id="compare-status")
             texts = gr.HTML(views.columns_html(None), elem_id="compare-texts")
-            scrub = gr.Slider(0, 1, 0, step=1, label=T("compare.scrub"), visible=False, elem_id="compare-scrub")
+            scrub = gr.Slider(1, 2, 1, step=1, label=T("compare.scrub"), visible=False, elem_id="compare-scrub")
             step_table = gr.HTML("", elem_id="compare-step-table")
             overlay = gr.Plot(views.overlay_figure(None, 0), show_label=False, elem_id="compare-overlay")
     state = gr.State(CompareRun())
@@ -106,7 +108,7 @@ def build_compare_tab(service, language: gr.Radio | None = None) -> dict:
         if current.comparison is None or current.length == 0:
             return unchanged(texts)
         try:
-            i = validation.number("scrub step", index, integer=True, low=0, high=current.length - 1)
+            i = validation.number("scrub step", index, integer=True, low=1, high=current.length) - 1
         except ValueError as e:
             raise user_error(e, lang, field_labels(lang)) from None
         return {texts: views.columns_html(current, lang, selected=i), step_table: views.step_table_html(current, i, lang),
@@ -127,10 +129,8 @@ def build_compare_tab(service, language: gr.Radio | None = None) -> dict:
         if current.comparison is None or current.length == 0:
             return out | {texts: views.columns_html(None, lang), status: views.status_markdown(None, lang),
                           overlay: views.overlay_figure(None, 0, lang)}
-        try:
-            i = min(max(int(index), 0), current.length - 1)
-        except (TypeError, ValueError):
-            i = current.length - 1
+        i = scrub_index(index, range(current.length))
+        i = current.length - 1 if i is None else i
         return out | {texts: views.columns_html(current, lang, selected=i), status: views.status_markdown(current, lang),
                       step_table: views.step_table_html(current, i, lang), overlay: views.overlay_figure(current, i, lang)}
 

@@ -23,6 +23,7 @@ from ..common.errors import unchanged, user_error
 from ..common.i18n import DEFAULT, T, tr
 from ..common.text import escape_html
 from ..lab.deep_link import CONTROLS
+from ..lab.scrubber import scrub_index, scrub_update
 from .state import page_state, parse_state
 from .views import ViewCache, shared_run
 
@@ -107,7 +108,10 @@ def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, tabs: gr.Tabs, tab_item
         run = run if run is not None and run.records else None
         if run is not None and not run.finished:
             return page_state(dict(zip(CONTROLS, values)), tab_id, None), ...  # streaming: the last run stays
-        return page_state(dict(zip(CONTROLS, values)), tab_id, step if run else None), (run.records if run else None)
+        step = scrub_index(step, run.records) if run else None  # the scrubber counts from 1, a room from 0
+        if run is not None and step is None:
+            step = len(run.records) - 1
+        return page_state(dict(zip(CONTROLS, values)), tab_id, step), (run.records if run else None)
 
     def open_room(s: Seat, prompt, chat, temperature, top_k, top_p, min_p, seed, max_new_tokens, stop, order, tab_id,
                   step, run, lang, request: gr.Request):
@@ -167,11 +171,10 @@ def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, tabs: gr.Tabs, tab_item
             step = len(snap.run) - 1 if step is None else min(step, len(snap.run) - 1)
             got = VIEWS.step_views(snap.code, snap.run_version, snap.run, step, lang)
             run_plot = VIEWS.run_figure(snap.code, snap.run_version, snap.run, lang)
-            scrub = step if not new_run else gr.update(minimum=0, maximum=max(len(snap.run) - 1, 1), value=step,
-                                                       step=1, interactive=len(snap.run) > 1, visible=True)
+            scrub = step + 1 if not new_run else scrub_update(snap.run, step)
         else:  # the host has no finished run: the follower's lab shows none either
             got, run_plot = VIEWS.empty(lang), VIEWS.empty(lang)["run"]
-            scrub = 0 if not new_run else gr.update(value=0, visible=False)
+            scrub = 1 if not new_run else gr.update(value=1, visible=False)
         shown.update(run_version=snap.run_version, lang=lang)
         return [s, bar_text(s, lang), *(values[name] for name in CONTROLS), tab_out, got["chips"], got["status"],
                 got["stage"], got["draw"], scrub, shown["run"], run_plot]

@@ -35,6 +35,7 @@ from .branches import (
 from .chips import token_chips_html
 from .deep_link import make_query
 from .request import field_labels, parse_request
+from .scrubber import scrub_index, scrub_update
 from .tab import Run, status_markdown
 
 
@@ -84,7 +85,7 @@ def build_branch_panel(service, lab: dict, language) -> dict:
         return {
             run_state: run, chips: token_chips_html(run.records, lang=lang), status: status_markdown(run, lang=lang),
             stage_plot: charts.stage_figure(r, lang=lang), draw_plot: charts.draw_figure(r, lang=lang),
-            scrub: gr.update(minimum=0, maximum=max(n - 1, 1), value=i, step=1, interactive=n > 1, visible=n > 0),
+            scrub: scrub_update(run.records, i),
             run_plot: charts.run_figure(run.records, lang=lang), tree_state: tree,
             tree_list: gr.Radio(choices=[(branch_label(tree, k, lang), k) for k in range(len(tree.branches))],
                                 value=tree.current),
@@ -103,7 +104,7 @@ def build_branch_panel(service, lab: dict, language) -> dict:
         if not current.records or current.request is None:
             raise user_error(tr(lang, "branch.error.no_run"))
         try:
-            i = validation.number("scrub step", index, integer=True, low=0, high=len(current.records) - 1)
+            i = validation.number("scrub step", index, integer=True, low=1, high=len(current.records)) - 1
             if validation.is_blank(token):
                 raise ValueError(tr(lang, "branch.error.no_candidate"))
             token = validation.number("branch token", token, integer=True, low=0)
@@ -139,10 +140,10 @@ def build_branch_panel(service, lab: dict, language) -> dict:
         return show(run_of(tree, tree.branches[k].records, lang), tree, lang)
 
     def candidates_of(index, current: Run, lang):
-        try:
-            r = current.records[int(index)]
-        except (TypeError, ValueError, IndexError):
+        i = scrub_index(index, current.records) if current is not None else None
+        if i is None:
             return {candidate: gr.Dropdown(choices=[], value=None)}
+        r = current.records[i]
         return {candidate: gr.Dropdown(choices=candidate_choices(r, lang), value=None)}
 
     def reset():

@@ -21,10 +21,11 @@ from model_service.records import Stage, StepRecord
 from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure
 from ..common.i18n import tr
-from ..common.text import Shown, pct, piece_hover, piece_label, show_steps, show_token, tick_count
+from ..common.text import Shown, pct, piece_hover, piece_label, prob_text, show_steps, show_token, tick_count
 
 STAGE_TITLES = {"top_k": "lab.stage.top_k", "top_p": "lab.stage.top_p", "min_p": "lab.stage.min_p"}  # filters' panels
 FILTER_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "final": "argmax"}
+FOLD_NAMES = {"temperature": "temperature", "top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}
 
 
 # ---- one step: every stage side by side -----------------------------------------------------------
@@ -109,7 +110,23 @@ def _y_labels(record: StepRecord, chosen: int | None, shown: list[Shown]) -> lis
     return labels
 
 
-def stage_figure(record: StepRecord, height: int = 360, lang: str = "en") -> go.Figure:
+def folded(stages) -> tuple[list[Stage], list[str]]:
+    """(the stages worth a panel, the names of those that change nothing): a stage whose probabilities equal
+    the stage before's (a filter that is off, temperature 1) is one note instead of a copy of its neighbour.
+    Raw and final always keep their panels."""
+    kept, same = [], []
+    for i, stage in enumerate(stages):
+        before = stages[i - 1] if i else None
+        if before is not None and stage.name != "final" and (stage.probs, stage.kept_count) == (
+                before.probs, before.kept_count):
+            same.append(stage.name)
+        else:
+            kept.append(stage)
+    return kept, same
+
+
+def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: bool = False,
+                 log: bool = False) -> go.Figure:
     """One horizontal-bar panel per pipeline stage (raw … final), sharing one y axis of candidates.
 
     Rows are the raw top-N, most probable at the top, in the same order in every panel, so the eye
@@ -118,6 +135,9 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en") -> go.
 
     This figure streams during a run, so it is assembled from a cached, already validated layout and
     plain trace dicts: plotly's per-property validation of six subplots cost ~80 ms a step.
+
+    fold: panels equal to the one before become one note (the presenter view); log: a log x axis from
+    0.01 %, so that the tail a filter cuts is visible (bars under 1 % are hair-thin on a linear one).
     """
     if not record.stages or not record.candidates:
         return empty_figure(tr(lang, "lab.stage.empty"), height)
@@ -126,10 +146,19 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en") -> go.
     greedy = record.draw.u is None
     shown = _shown_rows(record, extra, lang)
     labels = _y_labels(record, chosen, shown)
-    rows, stages = len(labels), record.stages
-    layout = copy.deepcopy(_stage_layout(len(stages), rows, height, lang))
+    stages, same = folded(record.stages) if fold else (record.stages, [])
+    rows = len(labels)
+    layout = copy.deepcopy(_stage_layout(len(stages), rows, height, lang, log))
     for annotation, stage in zip(layout["annotations"], stages):  # the first annotations are the subplot titles
-        annotation["text"] = _stage_title(stage, greedy, lang)
+        # folded (presenter) titles take a line per fact: a wide line would run into its neighbour's
+        annotation["text"] = _stage_title(stage, greedy, lang).replace(" · ", "<br>") if fold else _stage_title(
+            stage, greedy, lang)
+    if same:
+        names = ", ".join(FOLD_NAMES.get(name, name) for name in same)
+        layout["annotations"].append(dict(
+            text=tr(lang, "lab.stage.folded", names=names), x=0, y=0, xref="paper", yref="paper", xanchor="left",
+            yanchor="top", yshift=-36, showarrow=False, font=dict(size=9, color="#555")))  # a line under the key
+        layout["margin"]["b"] += 18
     for col in range(1, len(stages) + 1):
         layout[f"yaxis{col if col > 1 else ''}"]["ticktext"] = labels
     # a fixed left margin sized to the labels: automargin would make the browser measure every redraw
@@ -149,13 +178,17 @@ def _plain(label: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _stage_layout(cols: int, rows: int, height: int, lang: str = "en") -> dict:
-    """The validated layout of a stage figure with `cols` panels and `rows` bars, titles blank, key in `lang`."""
+def _stage_layout(cols: int, rows: int, height: int, lang: str = "en", log: bool = False) -> dict:
+    """The validated layout of a stage figure with `cols` panels and `rows` bars, titles blank, key in `lang`;
+    `log`: the x axes on a log scale from 0.01 % to 100 %."""
     fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, horizontal_spacing=0.028, subplot_titles=[" "] * cols)
     fig.update_xaxes(
         range=[0, 1], tickvals=[0, 0.5, 1], ticktext=["0", "50%", "100%"], showgrid=True, gridcolor="#EEEEEE",
         zeroline=False, fixedrange=True, tickfont=dict(size=9), ticks="",
     )
+    if log:
+        # two labels a panel: the outer ones (0.01 %, 100 %) would run into the next panel's
+        fig.update_xaxes(type="log", range=[-4, 0.02], tickvals=[1e-3, 0.1], ticktext=["0.1%", "10%"])
     fig.update_yaxes(
         tickvals=list(range(rows)), range=[rows - 0.5, -0.5], fixedrange=True,
         showgrid=False, zeroline=False, ticks="", tickfont=dict(size=10),
@@ -270,9 +303,9 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
     rows = [(r, raw, final, s) for r, raw, final, s in rows if raw is not None and final is not None]
     if not rows:
         return empty_figure(tr(lang, "lab.run.empty" if not records else "lab.run.no_data"), height)
-    who = [tr(lang, "lab.run.who", step=r.step, piece=piece_hover(s)) for r, _, _, s in rows]
+    who = [tr(lang, "lab.run.who", step=r.step + 1, piece=piece_hover(s)) for r, _, _, s in rows]
     rows = [(r, raw, final) for r, raw, final, _ in rows]
-    steps = [r.step for r, _, _ in rows]
+    steps = [r.step + 1 for r, _, _ in rows]  # counted from 1, as the status line and the scrubber count
     prob = [final.chosen_prob for _, _, final in rows]
     bits = [max(raw.entropy_bits, 0.0) for _, raw, _ in rows]
     kept = [max(final.kept_count, 1) for _, _, final in rows]
@@ -281,7 +314,7 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
                         specs=[[{}], [{"secondary_y": True}]])
     line = dict(mode="lines+markers", marker=dict(size=4), hovertemplate="%{hovertext}<extra></extra>")
     fig.add_trace(go.Scatter(x=steps, y=prob, name=tr(lang, "lab.run.p_trace"), line=dict(color=VERMILLION, width=1.5),
-                             hovertext=[f"{w}<br>p = {p:.3f}" for w, p in zip(who, prob)], **line), row=1, col=1)
+                             hovertext=[f"{w}<br>p = {prob_text(p)}" for w, p in zip(who, prob)], **line), row=1, col=1)
     fig.add_trace(go.Scatter(x=steps, y=bits, name=tr(lang, "lab.run.entropy_trace"), line=dict(color=BLUE, width=1.5),
                              hovertext=[f"{w}<br>{tr(lang, 'lab.run.entropy_hover', h=f'{h:.2f}')}"
                                         for w, h in zip(who, bits)], **line),
@@ -302,11 +335,11 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
                      tickvals=decades, ticktext=[tick_count(d) for d in decades])
     fig.update_yaxes(title_font=dict(size=9), zeroline=False, gridcolor="#EEEEEE", fixedrange=True)
     span = max(steps) - min(steps)
-    fig.update_xaxes(tick0=0, dtick=max(1, math.ceil((span + 1) / 12)), range=[min(steps) - 0.5, max(steps) + 0.5],
+    fig.update_xaxes(tick0=1, dtick=max(1, math.ceil((span + 1) / 12)), range=[min(steps) - 0.5, max(steps) + 0.5],
                      showgrid=False, zeroline=False)
     fig.update_xaxes(title_text=tr(lang, "lab.run.step_axis"), title_font=dict(size=9), row=2, col=1)
-    if selected is not None:
-        fig.add_vline(x=selected, line=dict(color=INK, width=1, dash="dash"))
+    if selected is not None and 0 <= selected < len(records):  # the step the page shows (an index into records)
+        fig.add_vline(x=records[selected].step + 1, line=dict(color=INK, width=1, dash="dash"))
     return base_layout(fig, height, dict(l=44, r=44, t=22, b=34), showlegend=True,
                         legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=dict(size=9)),
                         hovermode="closest")

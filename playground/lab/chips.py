@@ -24,7 +24,7 @@ from ..common.text import WHITESPACE_MARKS, Shown, piece_html, prob, show_steps,
 STYLE = """<style>
 .ntp-chips{font-size:15px;line-height:2;word-break:break-word}
 .ntp-chip{display:inline-block;padding:0 3px;margin:1px;border-radius:4px;white-space:pre;line-height:1.5}
-.ntp-ws{opacity:.6}
+.ntp-ws{opacity:.9;font-weight:700}  /* the ␣ mark must read on the darkest chip too */
 .ntp-chips .ntp-part{font-size:9px;vertical-align:baseline;position:relative;top:2px;margin-left:1px;color:inherit}
 .ntp-special{font-style:italic;box-shadow:inset 0 0 0 1px currentColor}
 .ntp-selected{outline:2px solid #D55E00;outline-offset:1px}

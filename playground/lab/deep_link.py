@@ -20,7 +20,7 @@ from ..common.i18n import language, tr
 from .branches import format_path, parse_path
 from .request import DEFAULTS, SLIDERS
 
-IGNORED = ("__theme", "view", "lang", "follow")  # Gradio's and the page's own (the page reads lang, the room follow)
+IGNORED = ("__theme", "view", "lang", "follow", "present")  # Gradio's and the page's own (the page reads lang and present, the room follow)
 
 
 def _ranged(name: str, integer: bool = False):

@@ -18,6 +18,7 @@ from model_service import limits, validation
 from ..common.errors import user_error
 from ..common.i18n import DEFAULT, T, tr
 from . import inspect_charts as views
+from .scrubber import scrub_index
 
 
 def _head_bytes(service) -> int:
@@ -31,11 +32,8 @@ def _step_index(run, index) -> int | None:
     """The step the scrubber shows, within the run (the last one when it shows nothing valid)."""
     if run is None or not run.records:
         return None
-    try:
-        i = int(index)
-    except (TypeError, ValueError):
-        return len(run.records) - 1
-    return i if 0 <= i < len(run.records) else len(run.records) - 1
+    i = scrub_index(index, run.records)
+    return len(run.records) - 1 if i is None else i
 
 
 def _key(run, i: int) -> tuple:

@@ -19,13 +19,13 @@ from model_service import limits, validation
 from model_service.records import StepRecord
 
 from ..common.errors import unchanged, user_error
-from ..common.figures import empty_figure
 from ..common.i18n import LESSON_PROMPTS, T, swapped_default, tr
-from ..common.text import escape_html, show_steps, stop_reason
-from . import charts
+from ..common.text import escape_html, prob_text, show_steps, stop_reason
 from .chips import chips_prefix, new_chips, token_chips_html
 from .inspect import build_inspect
 from .request import DEFAULTS, ORDER_LABELS, ORDER_NOTES, RunRequest, field_labels, parse_request
+from .scrubber import scrub_update
+from .view import View, draw_chart, placeholders, run_chart, stage_chart
 
 CHART_INTERVAL = 0.5  # seconds: a six-panel Plotly redraw costs the browser ~100+ ms; 2 a second stays live
 
@@ -42,6 +42,7 @@ class Run:
     lang: str = "en"
     rate: float | None = None  # tokens/s of a streamed run, as its status line said it
     model: str = ""  # the model that drew these tokens: Step continues a run only on that model
+    view: View = View()  # how the page draws it: a toggle reaches a streaming run between steps, as `lang` does
 
     @property
     def finished(self) -> bool:
@@ -60,8 +61,8 @@ def status_markdown(run: Run, index: int | None = None, rate: float | None = Non
         keys, token["part"] = ("lab.status.token_split", "lab.status.token_split_p"), escape_html(shown.words)
     parts = [
         tr(lang, "lab.status.step", step=r.step + 1, total=len(run.records)),
-        tr(lang, keys[0], **token) if final is None else tr(lang, keys[1], **token, p=f"{final:.3f}"),
-        tr(lang, "lab.status.greedy", seed=r.seed) if r.draw.u is None
+        tr(lang, keys[0], **token) if final is None else tr(lang, keys[1], **token, p=prob_text(final)),
+        tr(lang, "lab.status.greedy") if r.draw.u is None
         else tr(lang, "lab.status.drawn", u=f"{r.draw.u:.3f}", seed=r.seed),
         tr(lang, "lab.status.timing", forward=f"{r.forward_ms:.0f}", sampling=f"{r.sampling_ms:.1f}"),
     ]
@@ -74,7 +75,7 @@ def status_markdown(run: Run, index: int | None = None, rate: float | None = Non
     if last.stop_reason:
         parts.append(tr(lang, "lab.status.stopped", reason=stop_reason(last.stop_reason, lang)))
     elif run.stop_requested:
-        parts.append(tr(lang, "lab.status.stopped_by_you"))
+        parts.append(tr(lang, "lab.status.stopped_by_you", step=len(run.records)))
     return " · ".join(parts)
 
 
@@ -87,15 +88,9 @@ def order_note_text(order: str, lang: str = "en") -> str:
     return tr(lang, ORDER_NOTES[order]) if order in ORDER_NOTES else ""
 
 
-def placeholder_figures(lang: str = "en") -> tuple:
+def placeholder_figures(lang: str = "en", view: View = View()) -> tuple:
     """The stage, draw and run charts before there is a run: what each will show, in `lang`."""
-    return (empty_figure(tr(lang, "lab.stage_plot.empty")), empty_figure(tr(lang, "lab.draw_plot.empty"), height=120),
-            empty_figure(tr(lang, "lab.run_plot.empty"), height=220))
-
-
-def _scrub_update(run: Run):
-    n = len(run.records)
-    return gr.update(minimum=0, maximum=max(n - 1, 1), value=n - 1, step=1, interactive=n > 1, visible=n > 0)
+    return placeholders(view, lang)
 
 
 def build_lab(service, language: gr.Radio | None = None) -> dict:
@@ -103,9 +98,10 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
     `language`: the page's picker (None: English). Returns the components other tabs and the page read."""
     language = language if language is not None else gr.State("en")
     run_state = gr.State(Run())
+    view = gr.State(View())  # how this page draws the charts (playground/presenter.py sets it)
     stage_empty, draw_empty, run_empty = placeholder_figures()
     with gr.Row(equal_height=False):
-        with gr.Column(scale=1, min_width=320):
+        with gr.Column(scale=1, min_width=320, elem_id="lab-controls"):
             prompt = gr.Textbox(limits.LESSON_PROMPT, label=T("lab.prompt"), lines=3, elem_id="prompt")
             chat = gr.Checkbox(False, label=T("lab.chat"))
             temperature = gr.Slider(0, 2, DEFAULTS["temperature"], step=0.05, label=T("lab.temperature"),
@@ -123,7 +119,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
                                 elem_id="max-new")
             stop = gr.Textbox("", label=T("lab.stop"), placeholder=T("lab.stop.placeholder"), lines=1,
                               elem_id="stop-strings")
-            with gr.Row():
+            with gr.Row(elem_id="lab-buttons"):
                 generate_btn = gr.Button(T("lab.generate"), variant="primary", elem_id="generate")
                 step_btn = gr.Button(T("lab.step"), elem_id="step")
                 stop_btn = gr.Button(T("lab.stop_button"), variant="stop", elem_id="stop")
@@ -133,7 +129,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
             status = gr.Markdown(status_markdown(Run()), elem_id="run-status")
             stage_plot = gr.Plot(stage_empty, show_label=False, elem_id="stage-plot")
             draw_plot = gr.Plot(draw_empty, show_label=False, elem_id="draw-plot")
-            scrub = gr.Slider(0, 1, 0, step=1, label=T("lab.scrub"), visible=False, elem_id="scrub")
+            scrub = gr.Slider(1, 2, 1, step=1, label=T("lab.scrub"), visible=False, elem_id="scrub")
             run_plot = gr.Plot(run_empty, show_label=False, elem_id="run-plot")
             build_inspect(service, language, run_state, scrub, run_plot)  # "Look inside this step" (issue 14)
 
@@ -158,10 +154,10 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         except (ValueError, RuntimeError) as e:  # bad input, or the model still loading
             raise bad(e, lang) from None
 
-    def step_views(run: Run, index: int | None = None) -> dict:
-        """The stage and draw figures of one step of a run, in the run's language."""
+    def step_views(run: Run, index: int | None = None, shown: View = View()) -> dict:
+        """The stage and draw figures of one step of a run, in the run's language, drawn for the page's view."""
         r = run.records[-1 if index is None else index]
-        return {stage_plot: charts.stage_figure(r, lang=run.lang), draw_plot: charts.draw_figure(r, lang=run.lang)}
+        return {stage_plot: stage_chart(r, shown, run.lang), draw_plot: draw_chart(r, shown, run.lang)}
 
     def model_name(lang: str) -> str:
         try:
@@ -170,12 +166,14 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
             raise bad(e, lang) from None
 
     def generate(*values):
-        *values, lang = values
+        *values, lang, shown = values
         request = request_of(*values, lang=lang)
-        run = Run(request, lang=lang, model=model_name(lang))
+        run = Run(request, lang=lang, model=model_name(lang), view=shown)
         stream = open_stream(request, lang)
         started = last_chart = time.monotonic()
         chips_html, chips_lang, chipped = chips_prefix(lang), lang, 0  # chipped: chips sent (a split character waits)
+        # Not done here: clearing the last run's charts and scrubber with a first yield (the views as placeholders) made the
+        # browser's main thread stall for the whole stream (measured: rAF 25-73 s, Stop unclickable).
         try:
             for record in stream:
                 if run.stop_requested:  # Stop was pressed: this record is never shown
@@ -196,9 +194,9 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
                     # the status line re-renders as Markdown in the browser: it keeps the charts' pace
                     last_chart = now
                     run.rate = len(run.records) / max(now - started, 1e-6)
-                    out |= {status: status_markdown(run, rate=run.rate, lang=run.lang), **step_views(run)}
+                    out |= {status: status_markdown(run, rate=run.rate, lang=run.lang), **step_views(run, None, run.view)}
                 if record.stop_reason:  # here, not in a follow-up event, so API callers can scrub too
-                    out |= finish(run)
+                    out |= finish(run, run.view)
                 yield out
         finally:
             close = getattr(stream, "close", None)
@@ -206,7 +204,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
                 close()  # frees this run's row in the model's batch at the next step boundary
 
     def step(state: Run, *values):
-        *values, lang = values
+        *values, lang, shown = values
         request = request_of(*values, lang=lang)
         model = model_name(lang)
         same_run = state.request is not None and not state.finished and state.model == model and (
@@ -220,20 +218,20 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
             record = next(r for r in stream if isinstance(r, StepRecord))  # past any Waiting
         finally:
             getattr(stream, "close", lambda: None)()
-        run = Run(request, (state.records if same_run else []) + [record], lang=lang, model=model)
+        run = Run(request, (state.records if same_run else []) + [record], lang=lang, model=model, view=shown)
         return {
             chips: token_chips_html(run.records, lang=lang), status: status_markdown(run, lang=lang),
-            **step_views(run), run_state: run, scrub: _scrub_update(run),
-            run_plot: charts.run_figure(run.records, lang=lang),
+            **step_views(run, None, shown), run_state: run, scrub: scrub_update(run.records),
+            run_plot: run_chart(run.records, None, shown, lang),
         }
 
-    def finish(state: Run):
+    def finish(state: Run, shown: View = View()):
         """After a run: the scrub slider and the over-the-run chart, from the records."""
         if not state.records:
             return unchanged(scrub, run_plot)
-        return {scrub: _scrub_update(state), run_plot: charts.run_figure(state.records, lang=state.lang)}
+        return {scrub: scrub_update(state.records), run_plot: run_chart(state.records, None, shown, state.lang)}
 
-    def stop_run(state: Run, lang):
+    def stop_run(state: Run, lang, shown: View = View()):
         """Stop: the streaming handler sees the flag before its next record; the page freezes on the
         records it has shown, and the scrubber and run chart appear for them."""
         state.stop_requested, state.lang = True, lang
@@ -241,23 +239,24 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
             return unchanged(chips)
         return {
             chips: token_chips_html(state.records, lang=lang), status: status_markdown(state, lang=lang),
-            **step_views(state), **finish(state),
+            **step_views(state, None, shown), **finish(state, shown),
         }
 
-    def scrub_to(index, state: Run, lang):
+    def scrub_to(index, state: Run, lang, shown: View = View()):
         if not state.records:
             return unchanged(chips)
         try:
-            i = validation.number("scrub step", index, integer=True, low=0, high=len(state.records) - 1)
+            i = validation.number("scrub step", index, integer=True, low=1, high=len(state.records)) - 1
         except ValueError as e:
             raise bad(e, lang) from None
         state.lang = lang
         return {
             chips: token_chips_html(state.records, selected=i, lang=lang),
-            status: status_markdown(state, index=i, lang=lang), **step_views(state, i),
+            status: status_markdown(state, index=i, lang=lang), **step_views(state, i, shown),
+            run_plot: run_chart(state.records, i, shown, lang),
         }
 
-    def rerender(lang, state: Run, index, order_key, current_prompt, request: gr.Request = None):
+    def rerender(lang, state: Run, index, order_key, current_prompt, shown: View = View(), request: gr.Request = None):
         """The page's language changed: every server-built view again, from the records the page keeps
         (no model work), and the lesson prompt in the new language unless the learner or a link set it."""
         out = {order_note: order_note_text(order_key, lang)}
@@ -269,15 +268,15 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         if not state.records:
             return out | dict(zip((chips, status, stage_plot, draw_plot, run_plot),
                                   (token_chips_html([], lang=lang), status_markdown(state, lang=lang),
-                                   *placeholder_figures(lang))))
+                                   *placeholder_figures(lang, shown))))
         try:  # the step the scrubber shows, if the learner moved it back from the last one
-            i = int(index) if state.finished and 0 <= int(index) < len(state.records) - 1 else None
+            i = int(index) - 1 if state.finished and 1 <= int(index) < len(state.records) else None
         except (TypeError, ValueError):
             i = None
         return out | {
             chips: token_chips_html(state.records, selected=i, lang=lang),
             status: status_markdown(state, index=i, rate=state.rate if i is None else None, lang=lang),
-            **step_views(state, i), run_plot: charts.run_figure(state.records, lang=lang),
+            **step_views(state, i, shown), run_plot: run_chart(state.records, i, shown, lang),
         }
 
     live = [chips, status, stage_plot, draw_plot, run_state, scrub, run_plot]
@@ -288,7 +287,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
             return {}
         stage_empty, draw_empty, run_empty = placeholder_figures(lang)
         return {
-            run_state: Run(lang=lang), chips: token_chips_html([], lang=lang), scrub: gr.update(visible=False, value=0),
+            run_state: Run(lang=lang), chips: token_chips_html([], lang=lang), scrub: gr.update(visible=False, value=1),
             status: tr(lang, "lab.status.new_model", model=escape_html(info.name)),
             stage_plot: stage_empty, draw_plot: draw_empty, run_plot: run_empty,
         }
@@ -296,25 +295,25 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
     # preprocess=False: the raw values reach parse_request, whose messages name the control, before
     # Gradio's own component checks ("Value 3.0 is greater than maximum value 2.") can answer for us.
     # The language comes last: API callers that leave it out get English.
-    gen_event = generate_btn.click(generate, [*controls, language], live, api_name="generate", show_progress="hidden",
+    gen_event = generate_btn.click(generate, [*controls, language, view], live, api_name="generate", show_progress="hidden",
                                    preprocess=False)
-    step_btn.click(step, [run_state, *controls, language], live, api_name="step", show_progress="hidden",
+    step_btn.click(step, [run_state, *controls, language, view], live, api_name="step", show_progress="hidden",
                    preprocess=False)
-    stop_btn.click(stop_run, [run_state, language], [chips, status, stage_plot, draw_plot, scrub, run_plot],
+    stop_btn.click(stop_run, [run_state, language, view], [chips, status, stage_plot, draw_plot, scrub, run_plot],
                    cancels=[gen_event], api_name="stop", queue=False)
     # release (mouse), and change from the keyboard: arrow keys and Enter move the step at once
-    gr.on([scrub.release, scrub.input], scrub_to, [scrub, run_state, language], [chips, status, stage_plot, draw_plot],
+    gr.on([scrub.release, scrub.input], scrub_to, [scrub, run_state, language, view], [chips, status, stage_plot, draw_plot, run_plot],
           api_name="scrub", show_progress="hidden", trigger_mode="always_last", preprocess=False)
     order.change(order_note_text, [order, language], order_note, api_visibility="private", show_progress="hidden")
     if isinstance(language, gr.Radio):
-        language.change(rerender, [language, run_state, scrub, order, prompt],
+        language.change(rerender, [language, run_state, scrub, order, prompt, view],
                         [chips, status, stage_plot, draw_plot, run_plot, order_note, prompt],
                         api_visibility="private", show_progress="hidden", preprocess=False)
 
     return {
         "prompt": prompt, "chat": chat, "temperature": temperature, "top_k": top_k, "top_p": top_p,
         "min_p": min_p, "seed": seed, "max_new_tokens": max_new, "stop": stop, "order": order,
-        "run_state": run_state, "chips": chips, "status": status, "scrub": scrub,
+        "run_state": run_state, "chips": chips, "status": status, "scrub": scrub, "view": view, "rerender": rerender,
         "generate": generate_btn, "step": step_btn,  # the branch panel starts a new tree on each
         "stage_plot": stage_plot, "draw_plot": draw_plot, "run_plot": run_plot,
         "watch": ([run_state, chips, scrub, status, stage_plot, draw_plot, run_plot], new_model),

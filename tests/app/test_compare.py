@@ -35,7 +35,7 @@ def test_the_example_agrees_until_a_step_and_each_column_is_its_solo_run(client,
     a, b = tokens(texts)
     step = int(re.search(r"part at \*\*step (\d+)", status).group(1))
     assert a[: step - 1] == b[: step - 1] and a[step - 1] != b[step - 1] and step > 1
-    assert scrub["value"] == step - 1  # the scrubber opens on the divergent step
+    assert scrub["value"] == step  # the scrubber opens on the divergent step (it counts from 1)
     for row, column in zip(EXAMPLE_ROWS, (a, b)):
         settings = SamplingSettings(temperature=row[0], seed=int(EXAMPLE_SEED))
         alone = [str(r.token_id) for r in embedded.generate(LESSON, settings, 12)]
@@ -51,7 +51,7 @@ def test_identical_columns_are_identical_and_scrubbing_needs_no_model(client):
     texts, status, *_ = client.predict(LESSON, table(rows), "", 8, "en", api_name="/compare_run")
     a, b, c = tokens(texts)
     assert a == b == c and len(a) == 8 and "every column chose the same tokens" in status
-    texts, step_table, overlay = client.predict(2, "en", api_name="/compare_scrub")
+    texts, step_table, overlay = client.predict(3, "en", api_name="/compare_scrub")  # step 3
     assert 'ntp-sel" data-step="2"' in texts and "Step 3" in step_table
 
 
@@ -68,7 +68,7 @@ def test_force_a_candidate_then_the_branch_is_the_solo_run_with_that_prefix_and_
     run = list(embedded.generate(LESSON, settings, 8))
     rank, token = next((i, c.id) for i, c in enumerate(run[2].candidates)
                        if i >= 2 and c.id not in embedded.eos_token_ids)  # end-of-text would end the branch
-    out = client.predict(2, token, "en", api_name="/branch_force")
+    out = client.predict(3, token, "en", api_name="/branch_force")  # the scrubber on step 3
     path, note = out[-3], out[-2]
     assert path == f"3:{token}" and f"rank {rank + 1}" in note and "step 3" in note
     prefix = [r.token_id for r in run[:2]] + [token]

@@ -67,10 +67,10 @@ def test_a_follower_gets_the_hosts_settings_then_its_run_without_running_it(host
 
     # the host runs the model once; the follower shows that run (chips and status), at the host's step
     host.predict(*LAB, "en", api_name="/generate")
-    host.predict(*LAB, "lab", 1, "en", api_name="/host_publish")
+    host.predict(*LAB, "lab", 2, "en", api_name="/host_publish")  # the host's scrubber on step 2 (it counts from 1)
     shown = wait_for(follower, lambda o: lab_status(o).startswith("**Step 2**"))
     assert "Paris" in chips(shown)
-    host.predict(*LAB, "lab", 3, "en", api_name="/host_publish")
+    host.predict(*LAB, "lab", 4, "en", api_name="/host_publish")
     wait_for(follower, lambda o: lab_status(o).startswith("**Step 4**"))
 
     host.predict("en", api_name="/close_room")

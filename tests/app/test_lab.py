@@ -87,18 +87,22 @@ def test_make_link_encodes_the_controls(client):
 
 def test_scrub_over_the_api_reaches_every_step(client):
     client.predict(LESSON, *{**UI_ARGS, "temperature": 0.0, "max_new": 6}.values(), api_name="/generate")
-    chips, status, *_ = client.predict(5, api_name="/scrub")
-    assert "Step 6" in status
-    with pytest.raises(AppError, match="scrub step must be a whole number between 0 and 5, got 9"):
+    chips, status, *_ = client.predict(6, api_name="/scrub")  # steps count from 1, as the status line says
+    assert status.startswith("**Step 6** of 6")
+    chips, status, *_ = client.predict(1, api_name="/scrub")
+    assert status.startswith("**Step 1** of 6") and "no draw" in status  # greedy: no seed to speak of
+    with pytest.raises(AppError, match="scrub step must be a whole number between 1 and 6, got 0"):
+        client.predict(0, api_name="/scrub")
+    with pytest.raises(AppError, match="scrub step must be a whole number between 1 and 6, got 9"):
         client.predict(9, api_name="/scrub")
 
 
-def test_uploads_are_refused(app_url):
+def test_uploads_bigger_than_a_run_file_are_refused(app_url):
     import httpx
 
-    files = {"files": ("big.txt", b"x" * 10_000, "text/plain")}
-    r = httpx.post(app_url + "gradio_api/upload", files=files, timeout=30)
-    assert r.status_code >= 400  # max_file_size: the page has no file input
+    files = {"files": ("big.json", b"x" * (limits.MAX_RUN_FILE_BYTES + 1), "application/json")}
+    r = httpx.post(app_url + "gradio_api/upload", files=files, timeout=60)
+    assert r.status_code >= 400  # max_file_size: the one file input takes a run file, nothing bigger
 
 
 def test_the_lab_answers_in_vietnamese_when_asked_and_in_english_by_default(client):
@@ -129,7 +133,7 @@ def test_a_bad_value_is_refused_in_the_pages_language_naming_the_control(client)
     with pytest.raises(AppError, match="max new tokens must be a whole number between 1 and 512, got 0"):
         client.predict(LESSON, *{**UI_ARGS, "max_new": 0}.values(), api_name="/generate")
     client.predict(LESSON, *{**UI_ARGS, "temperature": 0.0, "max_new": 3}.values(), api_name="/generate")
-    with pytest.raises(AppError, match="Bước tua tới phải là một số nguyên từ 0 đến 2, nhận được 9"):
+    with pytest.raises(AppError, match="Bước tua tới phải là một số nguyên từ 1 đến 3, nhận được 9"):
         client.predict(9, "vi", api_name="/scrub")
 
 

@@ -49,7 +49,7 @@ def test_sample_many_logits_and_cost_views_follow_the_scrubber(page):
 
     # the scrubber moves the views to another step; the draws of step 6 are not shown for it
     box = page.locator("#scrub input[type=number]")
-    box.fill("2")
+    box.fill("3")
     box.press("Enter")
     expect(page.locator("#inspect-logits-text")).to_contain_text("Step 3:", timeout=20_000)
     page.get_by_role("tab", name="Cost of a step").click()

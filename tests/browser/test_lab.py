@@ -74,7 +74,8 @@ def test_the_scrubber_follows_the_keyboard(page):
     page.locator("#generate").click()
     expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
     box = page.locator("#scrub input[type=number]")
-    box.fill("2")
+    expect(page.locator("#scrub input[type=number]")).to_have_value("6")  # counted from 1, as the status line
+    box.fill("3")
     box.press("Enter")  # focus stays in the box: the step must change now, not when focus leaves
     expect(page.locator("#run-status")).to_contain_text("Step 3 of", timeout=15_000)
     page.locator("#scrub input[type=range]").press("ArrowLeft")

@@ -14,6 +14,7 @@ from playground.common.text import (
     piece_html,
     piece_label,
     piece_markdown,
+    prob_text,
     show_steps,
     show_token,
     show_tokens,
@@ -87,3 +88,8 @@ def test_which_bytes_a_piece_holds_in_vietnamese():
     unfinished = show_token(E1BB, lang="vi")  # nothing known after it: the character it may become
     assert unfinished.words == "byte thứ 1–2 trong 3 byte của một ký tự trong khoảng U+1EC0–U+1EFF"
     assert show_token(E1BB).words == "bytes 1–2 of 3 of a character in U+1EC0–U+1EFF"
+
+
+def test_a_probability_in_a_sentence_is_never_a_false_zero():
+    assert [prob_text(p) for p in (0.77, 0.0042, 0.001, 0.00099, 2e-9, 0.0)] == ["0.770", "0.004", "0.001", "<0.001",
+                                                                                "<0.001", "0"]

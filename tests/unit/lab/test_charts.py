@@ -242,7 +242,7 @@ def test_run_figure_has_three_series_one_point_per_captured_step():
     assert len(fig.data) == 3
     p, h, kept = fig.data
     assert all(len(t.x) == len(t.y) == 4 for t in fig.data)
-    assert list(p.x) == [0, 1, 2, 3]
+    assert list(p.x) == [1, 2, 3, 4]  # steps counted from 1, as the status line and the scrubber count them
     assert list(p.y) == [0.75, 0.25, 0.75, 0.25]  # chosen prob under "final"
     assert list(h.y) == [1.5, 2.5, 3.5, 4.5]  # raw entropy
     assert list(kept.y) == [2, 2, 2, 2] and kept.yaxis == "y3"
@@ -274,7 +274,16 @@ def test_run_figure_reads_each_step_in_the_run():
     records[1] = replace(records[1], piece="\\xe1\\xbb", bytes_hex="e1bb")
     records[2] = replace(records[2], piece="\\xa7", bytes_hex="a7", pending_hex="e1bb")
     hover = run_figure(records).data[0].hovertext
-    assert "step 1 · 'ủ' · bytes 1–2 of 3 of ủ" in hover[1] and "step 2 · 'ủ' · byte 3 of 3 of ủ" in hover[2]
+    assert "step 2 · 'ủ' · bytes 1–2 of 3 of ủ" in hover[1] and "step 3 · 'ủ' · byte 3 of 3 of ủ" in hover[2]
+
+
+def test_run_figure_marks_the_step_shown_and_never_says_p_0():
+    records = [make_record(step=i, u=0.1) for i in range(3)]
+    records[1] = replace(records[1], stages=tuple(replace(s, chosen_prob=0.0004) for s in records[1].stages))
+    fig = run_figure(records, selected=1)
+    assert fig.layout.shapes and all(m.x0 == m.x1 == 2 for m in fig.layout.shapes)  # step 2, as the scrubber says
+    assert fig.data[0].hovertext[1].endswith("p = <0.001")
+    assert not run_figure(records).layout.shapes
 
 
 def test_run_figure_placeholders():
@@ -356,7 +365,7 @@ def test_run_figure_in_vietnamese_axes_legend_and_hover():
     assert (fig.layout.yaxis.title.text, fig.layout.yaxis2.title.text, fig.layout.yaxis3.title.text) == (
         "p được chọn", "bit", "được giữ")
     assert fig.layout.xaxis2.title.text == "bước"
-    assert fig.data[1].hovertext[0] == "bước 0 · ' Paris'<br>H = 1.50 bit"
+    assert fig.data[1].hovertext[0] == "bước 1 · ' Paris'<br>H = 1.50 bit"
     assert fig.data[2].hovertext[0].endswith("<br>giữ 2")
     assert not any(word in figure_text(fig) for word in ENGLISH_WORDS)
     assert run_figure([], lang="vi").layout.annotations[0].text == "Chạy thử một lượt để xem các bước."

@@ -31,13 +31,26 @@ def test_the_status_line_in_vietnamese():
     line = status_markdown(run_of(greedy, stop_requested=True), lang="vi")
     assert line == (
         "**Bước 1** / 1 · token <code>␣Paris</code> (ID 100) · hạng 1, p = 0.750 sau pipeline"
-        " · greedy: lấy argmax · seed 1 · forward pass 1 ms · lấy mẫu 0.1 ms · **bạn đã dừng**"
+        " · greedy: lấy argmax · không rút ngẫu nhiên · forward pass 1 ms · lấy mẫu 0.1 ms · **bạn đã dừng ở bước 1**"
     )
     stopped = replace(greedy, stop_reason="eos", batch_size=3)
     assert status_markdown(run_of(stopped), lang="vi").endswith(
         "batch gồm 3 request ở bước này · **đã dừng: token kết thúc văn bản**")
     assert status_markdown(Run(), lang="vi").startswith("Bấm **Sinh văn bản**")
     assert status_markdown(Run()) == "Press **Generate** to stream a run, or **Step** to take one token at a time."
+
+
+def test_a_greedy_stopped_run_says_no_draw_and_where_it_stopped():
+    greedy = [make_record(u=None, step=i) for i in range(3)]
+    line = status_markdown(run_of(*greedy, stop_requested=True))
+    assert line.startswith("**Step 3** of 3") and "greedy: argmax · no draw" in line and "seed" not in line
+    assert line.endswith("**stopped by you at step 3**")
+    assert "**stopped by you at step 3**" in status_markdown(run_of(*greedy, stop_requested=True), index=0)
+
+
+def test_a_tiny_probability_is_never_zero_in_the_status_line():
+    tiny = make_record(probs={"raw": [0.9, 0.0004], "final": [0.9, 0.0004]}, chosen=1, pieces=[" a", " b"])
+    assert "p = <0.001 after the pipeline" in status_markdown(run_of(tiny))
 
 
 def test_the_piece_in_the_status_line_stays_escaped_in_both_languages():
