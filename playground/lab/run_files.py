@@ -19,7 +19,8 @@ from ..common.i18n import T, tr
 from ..common.text import escape_html
 from .chips import token_chips_html
 from .export import SETTINGS, parse_run, run_json, token_table_csv
-from .tab import Run, scrub_update, status_markdown
+from .scrubber import scrub_update
+from .tab import Run, status_markdown
 from .view import View, draw_chart, run_chart, stage_chart
 
 
@@ -79,7 +80,7 @@ def build_run_files(lab: dict, language) -> dict:
             lab["status"]: f"{status_markdown(run, lang=lang)} · {note}",
             lab["stage_plot"]: stage_chart(run.records[-1], shown, lang),
             lab["draw_plot"]: draw_chart(run.records[-1], shown, lang),
-            lab["run_plot"]: run_chart(run.records, None, shown, lang), lab["scrub"]: scrub_update(run),
+            lab["run_plot"]: run_chart(run.records, None, shown, lang), lab["scrub"]: scrub_update(run.records),
             **{lab[k]: saved.controls[k] for k in SETTINGS},
         }
 

@@ -54,15 +54,15 @@ def host(app_url):
 
 
 def test_a_follower_gets_the_hosts_settings_then_its_run_without_running_it(host, app_url):
-    bar = host.predict(*LAB, "softmax", 0, "en", api_name="/open_room")[0]
+    bar = host.predict(*LAB, "softmax", 1, "en", api_name="/open_room")[0]
     code = code_of(bar)
     assert "?follow=" + code in bar
     follower = follow(app_url, code.lower())
     first = wait_for(follower, lambda o: o[PROMPT] == LAB[0])
     assert first[TEMPERATURE] == 0.0 and "Following room" in first[0]
-    assert "· 1 following" in host.predict(*LAB, "softmax", 0, "en", api_name="/host_publish")[0]  # the host's count
+    assert "· 1 following" in host.predict(*LAB, "softmax", 1, "en", api_name="/host_publish")[0]  # the host's count
 
-    host.predict(*LAB[:2], 1.5, *LAB[3:], "lab", 0, "en", api_name="/host_publish")
+    host.predict(*LAB[:2], 1.5, *LAB[3:], "lab", 1, "en", api_name="/host_publish")
     wait_for(follower, lambda o: o[TEMPERATURE] == 1.5)
 
     # the host runs the model once; the follower shows that run (chips and status), at the host's step
@@ -79,11 +79,11 @@ def test_a_follower_gets_the_hosts_settings_then_its_run_without_running_it(host
 
 
 def test_only_the_hosts_session_publishes(host, app_url):
-    code = code_of(host.predict(*LAB, "lab", 0, "en", api_name="/open_room")[0])
+    code = code_of(host.predict(*LAB, "lab", 1, "en", api_name="/open_room")[0])
     follower = follow(app_url, code)
     wait_for(follower, lambda o: o[PROMPT] == LAB[0])
     stranger = Client(app_url, verbose=False)
-    stranger.predict("hijacked", *LAB[1:], "lab", 0, "en", api_name="/host_publish")  # no room in its session
+    stranger.predict("hijacked", *LAB[1:], "lab", 1, "en", api_name="/host_publish")  # no room in its session
     time.sleep(1.0)
     assert all(o[PROMPT] != "hijacked" for o in follower.outputs())
     follower.cancel()
