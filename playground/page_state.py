@@ -44,13 +44,16 @@ class PageState:
         """Every component apply_state may set."""
         return [self.tabs, self.tab, *self.fields.values()]
 
-    def apply_state(self, query: Mapping[str, str], lang=None) -> tuple[dict, list[str]]:
+    def apply_state(self, query: Mapping[str, str], lang=None, lesson_follows_language: bool = False
+                    ) -> tuple[dict, list[str]]:
         """A query's fields as updates of their components; problems (each names its field, in the query's
-        language, not yet escaped) for what was left as it was. The lessons' prompt follows `lang`."""
+        language, not yet escaped) for what was left as it was. lesson_follows_language: a lesson's prompt
+        becomes `lang`'s version (a scene's, written once for both languages); a link's prompt stays as the
+        host wrote it."""
         values, problems = parse_query(query)
-        return self.updates(values, lang), problems
+        return self.updates(values, lang, lesson_follows_language), problems
 
-    def updates(self, values: Mapping, lang=None) -> dict:
+    def updates(self, values: Mapping, lang=None, lesson_follows_language: bool = False) -> dict:
         """Parsed field values (links.parse_query) -> {component: value}."""
         out = {}
         for name, value in values.items():
@@ -59,7 +62,7 @@ class PageState:
                 continue
             if name not in self.fields:
                 continue
-            if name in ("prompt", "fw_prompt") and value in LESSON_PROMPTS.values():
+            if lesson_follows_language and name in ("prompt", "fw_prompt") and value in LESSON_PROMPTS.values():
                 value = LESSON_PROMPTS[language(lang)]
             elif name == "toy_logits":
                 value = toy_rows_of(value)

@@ -100,7 +100,11 @@ class SceneBar:
 
     def open_scene(self, state: PageState, scene: Scene, lang, extra: dict | None = None) -> dict:
         """Every update that opens `scene` (and then a link's other fields, `extra`), in `lang`."""
-        updates, problems = state.apply_state({**scene.query, "tab": scene.tab, **(extra or {})}, lang)
+        # a scene's lesson prompt follows the page's language; a link's own fields (extra) are as written
+        updates, problems = state.apply_state({**scene.query, "tab": scene.tab}, lang, lesson_follows_language=True)
+        if extra:
+            more, more_problems = state.apply_state(extra, lang)
+            updates, problems = updates | more, problems + more_problems
         for problem in problems:
             warn(tr(lang, "page.link.problem", problem=problem))
         return updates | {self.picker: gr.Dropdown(value=scene.id), self.caption: caption_markdown(scene, self.scenes, lang),

@@ -29,13 +29,20 @@ def test_a_query_becomes_updates_of_the_components_it_names():
     assert len(problems) == 1 and "'colour'" in problems[0]
 
 
-def test_the_lessons_prompt_follows_the_pages_language_and_the_engine_table_gets_its_headers():
+def test_a_scenes_lesson_prompt_follows_the_pages_language_and_the_engine_table_gets_its_headers():
     state, f = a_page()
-    updates, _ = state.apply_state({"prompt": limits.LESSON_PROMPT, "engine": '[["Hi", 1]]'}, "vi")
+    query = {"prompt": limits.LESSON_PROMPT, "engine": '[["Hi", 1]]'}
+    updates, _ = state.apply_state(query, "vi", lesson_follows_language=True)  # a scene
     assert updates[f["prompt"]] == limits.LESSON_PROMPT_VI
     assert updates[f["engine"]]["data"][0][:2] == ["Hi", 1] and updates[f["engine"]]["headers"][5] == "thứ tự"
-    updates, _ = state.apply_state({"prompt": "Once upon a time"}, "vi")
+    updates, _ = state.apply_state({"prompt": "Once upon a time"}, "vi", lesson_follows_language=True)
     assert updates[f["prompt"]] == "Once upon a time"
+
+
+def test_a_links_prompt_stays_as_the_host_wrote_it():
+    state, f = a_page()
+    updates, _ = state.apply_state({"prompt": limits.LESSON_PROMPT}, "vi")  # a Vietnamese link naming the English
+    assert updates[f["prompt"]] == limits.LESSON_PROMPT
 
 
 def test_current_state_reads_raw_values_back_into_link_fields():
