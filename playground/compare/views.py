@@ -9,10 +9,11 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from ..common.colours import BLUE, GREY, SKY, VERMILLION, prob_colour, text_colour
+from ..common.colours import GREY, VERMILLION, prob_colour, text_colour
 from ..common.figures import base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import escape_html, pct, piece_hover, piece_html, piece_label, show_steps, show_token, stop_reason
+from ..lab.charts import candidate_segments
 from .columns import LETTERS, CompareRun
 
 COLOURS = qualitative.Safe  # one colour per column, readable with colour-vision deficiencies
@@ -172,20 +173,13 @@ def overlay_figure(run: CompareRun | None, step: int, lang: str = "en", height: 
 
 def _strip(fig: go.Figure, n: int, r, lang: str) -> None:
     """Column n's final distribution as one cumulative bar over [0, 1): its chosen token in vermilion."""
-    cum, shade = 0.0, 0
     before = bytes.fromhex(r.pending_hex)
     base, width, colour, hover = [], [], [], []
-    for token, p in zip(r.candidates, r.stages[-1].probs):
-        w = min(p, 1.0 - cum)
-        if w <= 0:
-            continue
-        if token.id == r.token_id:
-            c = VERMILLION
-        else:
-            c, shade = (BLUE, SKY)[shade % 2], shade + 1
-        base.append(cum), width.append(w), colour.append(c)
+    cum = 0.0
+    for token, p, start, w, c in candidate_segments(r, r.stages[-1].probs):
+        base.append(start), width.append(w), colour.append(c)
         hover.append(f"{piece_hover(show_token(token, before, lang=lang))} · {pct(p)}")
-        cum += w
+        cum = start + w
     if cum < 1 - 1e-6:
         base.append(cum), width.append(1 - cum), colour.append(GREY)
         hover.append(tr(lang, "lab.draw.all_other", p=pct(1 - cum)))

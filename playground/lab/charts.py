@@ -226,12 +226,11 @@ def _segment(segs: dict, start: float, width: float, colour: str, label: str, ho
     segs["hover"].append(hover)
 
 
-def _draw_segments(record: StepRecord, final: Stage, lang: str) -> dict:
-    """Candidates in rank order (prob > 0), then the rest: the same layout as the sampler's bar."""
-    segs = {k: [] for k in ("base", "x", "colour", "text_colour", "text", "hover")}
+def candidate_segments(record: StepRecord, probs):
+    """The sampler's cumulative bar over the candidates, in rank order: (token, p, start, width, colour) for each
+    with room left on [0, 1); the chosen token vermilion, the others alternating blue and sky."""
     cum, shade = 0.0, 0
-    before = bytes.fromhex(record.pending_hex)
-    for token, p in zip(record.candidates, final.probs):
+    for token, p in zip(record.candidates, probs):
         width = min(p, 1.0 - cum)
         if width <= 0:
             continue
@@ -239,6 +238,16 @@ def _draw_segments(record: StepRecord, final: Stage, lang: str) -> dict:
             colour = VERMILLION
         else:
             colour, shade = (BLUE, SKY)[shade % 2], shade + 1
+        yield token, p, cum, width, colour
+        cum += width
+
+
+def _draw_segments(record: StepRecord, final: Stage, lang: str) -> dict:
+    """Candidates in rank order (prob > 0), then the rest: the same layout as the sampler's bar."""
+    segs = {k: [] for k in ("base", "x", "colour", "text_colour", "text", "hover")}
+    before = bytes.fromhex(record.pending_hex)
+    cum = 0.0
+    for token, p, cum, width, colour in candidate_segments(record, final.probs):
         span = f"[{cum:.3f}, {cum + width:.3f})"
         shown = show_token(token, before, lang=lang)
         _segment(segs, cum, width, colour, piece_label(shown, 10), f"{piece_hover(shown)} · {pct(p)} · {span}")
