@@ -72,7 +72,7 @@ def sample_step(stages: Stages, n: int, seed: int, top_n: int, pieces, step: int
                 forward_ms: float, pending_hex: str = "") -> ManyDraws:
     """n draws from row 0 of stages (capture off is enough: only "final" is read), as a ManyDraws record."""
     started = time.perf_counter()
-    final, window = stages.probs["final"][0], stages.window[0]
+    final, window = stages.probs["final"][0], stages.bar[0]
     generator = make_generator(seed, final.device)
     u = torch.rand(n, generator=generator, device=final.device, dtype=torch.float64)
     tokens = draw_many(final, window, u)

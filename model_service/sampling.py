@@ -118,6 +118,14 @@ class Stages:
     probs: dict[str, torch.Tensor]
     kept: dict[str, torch.Tensor]
 
+    @property
+    def bar(self) -> torch.Tensor:
+        """(B, <= WINDOW) the ids the draw's cumulative bar lays out first, most probable first; the rest
+        follow in id order. Never wider than WINDOW: a group is redone with the full ranking when one
+        row's cut falls beyond the window, and reading further would move its batch-mates' tails, so a
+        seeded row would draw other tokens next to such a row than alone."""
+        return self.window[:, :WINDOW]
+
 
 def _run_order(x: torch.Tensor, window: torch.Tensor, params: BatchParams, order: str, capture: bool) -> Stages:
     """Apply one order's chain to rows that all use it. capture=False keeps only "final"."""
@@ -232,7 +240,7 @@ def draw(stages: Stages, greedy: Sequence[bool], generators: Sequence[torch.Gene
     Returns (token_ids (B,) int64, [DrawInfo per row]).
     """
     final = stages.probs["final"]  # (B, V) float32
-    window = stages.window
+    window = stages.bar
     # Every row consumes one draw per step, greedy or not, so the generator's state after k steps is
     # the same whatever the settings were: a run continued step by step replays a full run.
     us = [float(torch.rand((), generator=gen, device=gen.device)) for gen in generators]

@@ -283,6 +283,19 @@ def test_seeded_row_draws_the_same_token_alone_and_in_any_batch():
     assert sample(x, others)[0][1].item() == alone[0]
 
 
+def test_seeded_row_draws_alike_next_to_a_row_whose_cut_needs_the_full_ranking():
+    # Row 0 samples with no filter from a flat row: most of its mass lies beyond the window. Row 1's top-p
+    # cut falls beyond the window too, so their group is redone with the full ranking. Row 0's bar must
+    # still be laid out as alone (window first, then id order), or its tail draws land on other tokens.
+    flat, cut = random_logits(6000, seed=3, scale=0.5), random_logits(6000, seed=4, scale=0.5)
+    plain, nucleus = SamplingSettings(), SamplingSettings(top_p=0.95)
+    together = torch.stack([flat, cut])
+    for seed in range(40):
+        alone, _ = draw(run_stages(flat.unsqueeze(0), [plain]), [False], [make_generator(seed)])
+        mixed, _ = draw(run_stages(together, [plain, nucleus]), [False, False], [make_generator(seed), make_generator(0)])
+        assert mixed[0].item() == alone.item(), f"seed {seed}"
+
+
 def test_different_seeds_draw_differently():
     x = random_logits(2000, seed=5, scale=0.5)
     tokens = {sample(x, SamplingSettings(seed=s))[0].item() for s in range(20)}
