@@ -51,12 +51,10 @@ class LoadingService:
                  max_rows: int | None = None, queue_size: int | None = None, models: tuple[str, ...] | None = None):
         """model: the key (catalog.py) or name to start with; models: the allowlist a switch may pick from
         (default: only the start model)."""
-        import torch
-
         from .catalog import canonical
-        from .loading import DEFAULT_MODEL, serving_threads
+        from .loading import DEFAULT_MODEL, serve_beside_web_server
 
-        torch.set_num_threads(threads or serving_threads())  # leave a core to the web server
+        serve_beside_web_server(threads)  # leave a core to the web server
         self.current = canonical(model) if model else DEFAULT_MODEL
         self.models = tuple(dict.fromkeys([self.current, *(models or ())]))
         self._device = device

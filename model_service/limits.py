@@ -63,6 +63,12 @@ GRADIO_QUEUE_SIZE = 512
 SERVE_MAX_ONGOING = MAX_ROWS_GPU + QUEUE_SIZE
 SERVE_TARGET_ONGOING = MAX_ROWS_CPU
 GRADIO_THREADS = 256  # handler threads: a streaming learner's handler mostly waits on the scheduler
+# How long another Python thread may keep the GIL once the scheduler asks for it back (Python's default: 5 ms).
+# A forward pass is hundreds of torch ops dispatched from Python; between two ops the scheduler thread must
+# take the GIL again, while the web server's event loop holds it for every record it streams (Gradio's
+# diff, JSON, SSE: ~9 ms of Python per record). With 16 learners streaming, a 16-row forward pass took
+# 270-340 ms in the app against ~170 ms alone; at 0.5 ms it took 207-240 ms (room 36-42 -> 47-56 tok/s).
+GIL_SWITCH_INTERVAL_S = 0.0005
 
 # ---- ranges of the sampling knobs (beyond the sliders, for the API and links) ---------------------------
 MAX_TEMPERATURE = 100.0  # T = 100 already flattens any real distribution to near-uniform

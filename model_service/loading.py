@@ -11,6 +11,7 @@ import importlib.metadata
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+from . import limits
 
 Progress = Callable[[float, str], None]
 
@@ -98,6 +101,14 @@ def pick_device(device: str | None = None) -> tuple[torch.device, torch.dtype]:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ModelLoadError(f"device {name!r} asked for, but this machine has no CUDA GPU")
     return dev, (torch.bfloat16 if dev.type == "cuda" else torch.float32)
+
+
+def serve_beside_web_server(threads: int | None = None) -> None:
+    """Set up this process to run the model next to a web server: torch's threads (serving_threads) and
+    how soon the scheduler thread gets the GIL back between the ops of a forward pass
+    (limits.GIL_SWITCH_INTERVAL_S says why and what it measured)."""
+    torch.set_num_threads(threads or serving_threads())
+    sys.setswitchinterval(limits.GIL_SWITCH_INTERVAL_S)
 
 
 def serving_threads() -> int:

@@ -89,12 +89,10 @@ class ModelDeployment:
     tiny model); otherwise the replica loads `model` (a catalog key, None = the embedded default)."""
 
     def __init__(self, model: str | None = None, factory: Callable | None = None, threads: int | None = None):
-        import torch
-
-        from .loading import serving_threads
+        from .loading import serve_beside_web_server
         from .service import ModelService
 
-        torch.set_num_threads(threads or serving_threads())
+        serve_beside_web_server(threads)  # the replica's HTTP server streams records beside the scheduler
         self.started = time.time()
         self.service = factory() if factory else ModelService.load(model)
 
