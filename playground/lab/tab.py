@@ -172,9 +172,10 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
         stream = open_stream(request, lang)
         started = last_chart = time.monotonic()
         chips_html, chips_lang, chipped = chips_prefix(lang), lang, 0  # chipped: chips sent (a split character waits)
-        # Not done here: clearing the last run's charts and scrubber with a first yield (the views as placeholders) made the
-        # browser's main thread stall for the whole stream (measured: rAF 25-73 s, Stop unclickable).
-        try:
+        try:  # (a page closed at any yield must still close the stream: every yield is inside)
+            # the run before this one leaves the page at once: its charts and scrubber would read as this run's
+            yield {scrub: gr.update(visible=False, value=1), status: tr(lang, "lab.status.starting"), chips: chips_html,
+                   run_state: run, **dict(zip((stage_plot, draw_plot, run_plot), placeholder_figures(lang, shown)))}
             for record in stream:
                 if run.stop_requested:  # Stop was pressed: this record is never shown
                     break

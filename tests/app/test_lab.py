@@ -13,6 +13,7 @@ from model_service import limits
 LESSON = "The capital of France is"
 # /generate takes the lab's controls in order: prompt, chat, temperature, top-k, top-p, min-p, seed,
 # max new tokens, stop strings, order, then the page's language ("en" when left out).
+RUN_PLACEHOLDER = "Entropy, chosen-token probability and kept count over the run."  # the run chart before a run ends
 UI_ARGS = dict(chat=False, temperature=0.8, top_k=0, top_p=0.95, min_p=0.0, seed="3", max_new=6, stop="", order="hf")
 
 
@@ -52,7 +53,9 @@ def test_invalid_settings_come_back_as_a_clear_error_and_the_app_keeps_serving(c
 def test_the_lab_streams_text_and_ends_with_the_stop_reason(client):
     job = client.submit(LESSON, *UI_ARGS.values(), api_name="/generate")
     outputs = list(job)
-    assert len(outputs) == 6  # one update per token
+    assert len(outputs) == 7  # the last run's views cleared at once, then one update per token
+    assert outputs[0][1] == "Starting a new run…" and outputs[0][4]["visible"] is False  # no old scrubber
+    assert RUN_PLACEHOLDER in outputs[0][5]["plot"] and RUN_PLACEHOLDER not in outputs[-1][5]["plot"]  # no old run chart
     chips, status = outputs[-1][0], outputs[-1][1]
     assert "stopped: reached max new tokens" in status and "seed 3" in status
     assert chips.count("title=") >= 6
