@@ -296,6 +296,34 @@ def test_seeded_row_draws_alike_next_to_a_row_whose_cut_needs_the_full_ranking()
         assert mixed[0].item() == alone.item(), f"seed {seed}"
 
 
+def test_only_the_rows_whose_cut_falls_beyond_the_window_sort_the_whole_vocabulary(monkeypatch):
+    # 6 rows, one of them flat with top-p 0.9 (its cut needs the full ranking), one with top-k 2000 > WINDOW; a
+    # mixed batch of orders too. Each row's stages equal its own alone; only those two rows are sorted fully.
+    vocab = 6000
+    peaked = [random_logits(vocab, seed=i, scale=3.0) for i in range(6)]
+    for row in peaked[1:]:
+        row[:5] += 12  # most of the mass on five tokens: every cut falls inside the window
+    peaked[3] = random_logits(vocab, seed=30, scale=0.5)  # flat
+    settings = [SamplingSettings(top_p=0.9), SamplingSettings(temperature=0.7, top_p=0.9),
+                SamplingSettings(top_k=2000, order="vllm"), SamplingSettings(top_p=0.9),
+                SamplingSettings(min_p=0.05, order="llama.cpp"), SamplingSettings(top_k=40, top_p=0.8)]
+    x = torch.stack(peaked)
+    full_sorts = []
+    ranked = sampling._ranked_window
+    monkeypatch.setattr(sampling, "_ranked_window", lambda z, width: (
+        full_sorts.append(z.shape[0]) if width >= vocab else None) or ranked(z, width))
+    batched = run_stages(x, settings)
+    assert sum(full_sorts) == 2  # row 3 (flat, top-p) and row 2 (top-k beyond the window), not the batch
+    for i, s in enumerate(settings):
+        alone = dict(pipeline(x[i], s))
+        for name in stage_names(s.order):
+            torch.testing.assert_close(batched.probs[name][i], alone[name], atol=1e-7, rtol=0)
+    seeded = [make_generator(7 + i) for i in range(6)]
+    tokens, _ = draw(batched, [False] * 6, seeded)
+    for i, s in enumerate(settings):
+        assert tokens[i].item() == draw(run_stages(x[i: i + 1], [s]), [False], [make_generator(7 + i)])[0].item()
+
+
 def test_different_seeds_draw_differently():
     x = random_logits(2000, seed=5, scale=0.5)
     tokens = {sample(x, SamplingSettings(seed=s))[0].item() for s in range(20)}
