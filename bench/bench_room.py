@@ -55,9 +55,9 @@ class Direct:
         import torch
 
         from model_service import ModelService
-        from model_service.loading import serving_threads
+        from model_service.loading import serve_beside_web_server
 
-        torch.set_num_threads(serving_threads())  # the app's setting: all cores but one
+        serve_beside_web_server()  # the app's setting: all cores but one, the GIL back to the scheduler quickly
         self.service = ModelService.load()
         self.label = f"direct: {self.service.description}; torch threads {torch.get_num_threads()}; rows per step {self.service.max_rows}"
 

@@ -79,11 +79,11 @@ def main():
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: what the app serves with)")
     args = ap.parse_args()
 
-    from model_service.loading import serving_threads
+    from model_service.loading import serve_beside_web_server
 
-    # The app's setting (all cores but one): on 2 cores, two threads spin-wait on each other whenever
-    # anything else runs, which turns a 1% difference into noise of 10-20%.
-    torch.set_num_threads(args.threads or serving_threads())
+    # The app's setting (all cores but one; the GIL back to the scheduler thread quickly): on 2 cores, two
+    # torch threads spin-wait on each other whenever anything else runs, which turns a 1% difference into noise.
+    serve_beside_web_server(args.threads)
 
     service = ModelService.load()
     print(f"model: {service.description}; torch threads: {torch.get_num_threads()}")
