@@ -33,6 +33,7 @@ TABS = ("lab", "softmax", "engine", "compare", "forward")  # the page's tab ids,
 PAGE_PARAMS = ("lang", "scene", "view")  # read by the page itself, not by a control
 MAX_BLOCK = 1000  # a link's block must be a whole number; the model's own depth is checked when it traces
 MAX_ENGINE_JSON = 8000  # characters: the table's JSON in a link
+WHOLE = ("fw_block", "fw_head", "top_k", "max_new_tokens", "compare_max_new")  # a slider's 3.0 is written 3
 
 
 class LinkError(ValueError):
@@ -109,6 +110,11 @@ def _column_row(name: str, cells) -> list:
         raise LinkError("link.error.compare_column", cause=e, name=name) from None
 
 
+def _compare_seed(raw) -> str:
+    seed = validation.seed("compare_seed", raw)
+    return "" if seed is None else str(seed)  # blank: every Run draws a fresh one, as the box says
+
+
 def _compare_column(name: str):
     def parse(raw) -> list:
         cells = str(raw).split(",")
@@ -183,7 +189,7 @@ FIELDS = {
     "fw_block": lambda v: validation.number("fw_block", v, integer=True, low=1, high=MAX_BLOCK),
     "fw_head": lambda v: validation.number("fw_head", v, integer=True, low=-1, high=MAX_BLOCK),
     "compare_prompt": lambda v: validation.text("compare_prompt", v),
-    "compare_seed": lambda v: "" if validation.seed("compare_seed", v) is None else str(validation.seed("compare_seed", v)),
+    "compare_seed": _compare_seed,
     "compare_max_new": lambda v: validation.number("compare_max_new", v, integer=True, low=1, high=limits.MAX_NEW_TOKENS),
     "compare_columns": lambda v: validation.number("compare_columns", v, integer=True, low=compare.MIN_COLUMNS,
                                                    high=compare.MAX_COLUMNS),
@@ -235,8 +241,7 @@ def _text(name: str, value) -> str | None:
     if name == "engine":
         rows = table_rows(value)
         return None if rows == table_rows(DEFAULTS[name]) else json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
-    if isinstance(value, float) and value.is_integer() and name in ("fw_block", "fw_head", "top_k", "max_new_tokens",
-                                                                            "compare_max_new"):
+    if isinstance(value, float) and value.is_integer() and name in WHOLE:
         value = int(value)
     if value == DEFAULTS.get(name, object()):
         return None
