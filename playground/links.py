@@ -2,6 +2,7 @@
 the room can open from slides or chat.
 
     https://huggingface.co/spaces/owner/name?tab=softmax&toy_temperature=0.5&lang=vi
+    http://host:7860/?tab=compare&compare_seed=42&compare_b=1.5,0,0.9,0,hf
 
 Pure functions (no gradio). The lab's own fields and their checks stay in lab/deep_link.py; this module
 adds the other tabs' (prefixed by tab) and `tab`. Every field is validated as its control would be; a bad
@@ -17,11 +18,13 @@ from collections.abc import Mapping
 from functools import cache
 from urllib.parse import urlencode, urlsplit
 
-from model_service import validation
+from model_service import limits, validation
 from model_service.hosting import Host
+from model_service.settings import SamplingSettings, parse_settings
 
 from .common.errors import in_language
 from .common.i18n import DEFAULT, LESSON_PROMPTS, language, tr
+from .compare import columns as compare
 from .engine.table import EXAMPLE_ROWS, parse_table, table_rows
 from .lab import deep_link
 from .softmax.toy import load_toy, parse_logits, show_piece
@@ -30,15 +33,23 @@ TABS = ("lab", "softmax", "engine", "compare", "forward")  # the page's tab ids,
 PAGE_PARAMS = ("lang", "scene", "view")  # read by the page itself, not by a control
 MAX_BLOCK = 1000  # a link's block must be a whole number; the model's own depth is checked when it traces
 MAX_ENGINE_JSON = 8000  # characters: the table's JSON in a link
+WHOLE = ("fw_block", "fw_head", "top_k", "max_new_tokens", "compare_max_new")  # a slider's 3.0 is written 3
 
 
 class LinkError(ValueError):
     """A link's field that no validator covers: `key` (a catalogue key) and its values, said in the page's
-    language by parse_query (English as str())."""
+    language by parse_query (English as str()). `cause`: a validator's error, its {error} (said again in the
+    page's language by parse_query)."""
 
-    def __init__(self, key: str, **values):
-        self.key, self.values = key, {k: str(v) for k, v in values.items()}
+    def __init__(self, key: str, cause: Exception | None = None, **values):
+        self.key, self.cause, self.values = key, cause, {k: str(v) for k, v in values.items()}
+        if cause is not None:
+            self.values.setdefault("error", str(cause))
         super().__init__(tr(DEFAULT, key, **self.values))
+
+    def said(self, lang) -> str:
+        values = self.values if self.cause is None else {**self.values, "error": in_language(self.cause, lang)}
+        return tr(lang, self.key, **values)
 
 
 @cache
@@ -79,6 +90,92 @@ def _tab(raw) -> str:
     return validation.choice("tab", raw, TABS)
 
 
+# ----------------------------------------------------------------------------- the Compare tab
+# Its table travels as compare_columns (how many, 2-4; 2 is left out) and one parameter per column,
+# compare_a .. compare_d = "temperature,top-k,top-p,min-p,order", the table's columns in order, a blank cell
+# being the default as in the table. parse_query hands them on as one field, compare_table (the rows).
+COMPARE_COLUMNS = tuple(f"compare_{letter.lower()}" for letter in compare.LETTERS)
+
+
+def settings_row(settings: SamplingSettings) -> list:
+    """A column's settings as the Compare table's cells (and a link's compare_a..d)."""
+    return [settings.temperature, settings.top_k, settings.top_p, settings.min_p, settings.order]
+
+
+def _column_row(name: str, cells) -> list:
+    """One column's cells -> its settings as cells, checked as Run checks them (columns.parse_comparison)."""
+    try:
+        return settings_row(parse_settings(*cells[:4], None, cells[4], labels=compare.NAMES, blank_is_default=True))
+    except ValueError as e:
+        raise LinkError("link.error.compare_column", cause=e, name=name) from None
+
+
+def _compare_seed(raw) -> str:
+    seed = validation.seed("compare_seed", raw)
+    return "" if seed is None else str(seed)  # blank: every Run draws a fresh one, as the box says
+
+
+def _compare_column(name: str):
+    def parse(raw) -> list:
+        cells = str(raw).split(",")
+        if len(cells) != len(compare.COLUMNS):
+            raise LinkError("link.error.compare_cells", name=name, count=len(compare.COLUMNS), got=len(cells))
+        return _column_row(name, cells)
+    return parse
+
+
+COMPARE_ROWS = [_column_row("compare", row) for row in compare.EXAMPLE_ROWS]  # the tab's own
+NEW_COLUMN = settings_row(SamplingSettings())  # a third or fourth column a link leaves out: every filter off
+
+
+def compare_default(index: int) -> list:
+    return COMPARE_ROWS[index] if index < len(COMPARE_ROWS) else NEW_COLUMN
+
+
+def compare_rows(table) -> list[list] | None:
+    """The Compare table's raw value (what gr.Dataframe sends) as a link's rows; None when Run would refuse
+    it (a bad cell, too few or too many columns): a link does not carry what the tab cannot run."""
+    try:
+        rows = compare.table_rows(table)
+        if not compare.MIN_COLUMNS <= len(rows) <= compare.MAX_COLUMNS:
+            return None
+        return [_column_row(name, cells) for name, cells in zip(COMPARE_COLUMNS, rows)]
+    except ValueError:
+        return None
+
+
+def _compare_table(values: dict, refused: set[str], lang) -> list[str]:
+    """Folds compare_columns and compare_a..d of parsed `values` into compare_table; the problems (a column
+    beyond the count). One refused part (`refused`: the parameters that had a problem) leaves the whole table
+    as it is: half a link's columns over the host's would be a comparison nobody asked for."""
+    given = {name: values.pop(name) for name in COMPARE_COLUMNS if name in values}
+    count = values.pop("compare_columns", None)
+    if (count is None and not given) or refused & {"compare_columns", *COMPARE_COLUMNS}:
+        return []
+    if count is None:
+        count = max(compare.MIN_COLUMNS, *(COMPARE_COLUMNS.index(name) + 1 for name in given))
+    values["compare_table"] = [given.get(name, compare_default(i)) for i, name in enumerate(COMPARE_COLUMNS[:count])]
+    return [tr(lang, "link.error.compare_beyond", name=name, count=count)
+            for name in given if COMPARE_COLUMNS.index(name) >= count]
+
+
+def _compare_query(rows) -> dict[str, str]:
+    """compare_table's rows as compare_columns and compare_a..d, defaults left out."""
+    if rows is None:
+        return {}
+    rows = [list(row) for row in rows]
+    out = {} if len(rows) == compare.MIN_COLUMNS else {"compare_columns": str(len(rows))}
+    for i, (name, row) in enumerate(zip(COMPARE_COLUMNS, rows)):
+        if row != compare_default(i):
+            out[name] = ",".join(_number(cell) if isinstance(cell, (int, float)) else str(cell) for cell in row)
+    return out
+
+
+def _number(value) -> str:
+    """A number as short as it is exact: 1, 0.5, 0.123456789 (repr round-trips a float)."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
 # query name -> parser of the raw text (raises ValueError naming the parameter); the lab's first
 FIELDS = {
     "tab": _tab,
@@ -91,10 +188,17 @@ FIELDS = {
     "fw_chat": lambda v: validation.boolean("fw_chat", v),
     "fw_block": lambda v: validation.number("fw_block", v, integer=True, low=1, high=MAX_BLOCK),
     "fw_head": lambda v: validation.number("fw_head", v, integer=True, low=-1, high=MAX_BLOCK),
+    "compare_prompt": lambda v: validation.text("compare_prompt", v),
+    "compare_seed": _compare_seed,
+    "compare_max_new": lambda v: validation.number("compare_max_new", v, integer=True, low=1, high=limits.MAX_NEW_TOKENS),
+    "compare_columns": lambda v: validation.number("compare_columns", v, integer=True, low=compare.MIN_COLUMNS,
+                                                   high=compare.MAX_COLUMNS),
+    **{name: _compare_column(name) for name in COMPARE_COLUMNS},
 }
 DEFAULTS = {
     **deep_link.LINK_DEFAULTS, "tab": "lab", "toy_logits": toy_defaults()[1], "toy_shift": 0.0,
     "toy_temperature": 1.0, "engine": [list(r) for r in EXAMPLE_ROWS], "fw_chat": False, "fw_head": -1,
+    "compare_seed": compare.EXAMPLE_SEED, "compare_max_new": compare.DEFAULT_MAX_NEW_TOKENS, "compare_table": COMPARE_ROWS,
 }
 
 
@@ -106,7 +210,7 @@ def ignored(name: str) -> bool:
 def parse_query(params: Mapping[str, str]) -> tuple[dict, list[str]]:
     """(field -> value, problems). Each problem names the parameter and says why, in the link's language."""
     lang = params.get("lang")
-    values, problems = {}, []
+    values, problems, refused = {}, [], set()
     for name, raw in params.items():
         if name not in FIELDS:
             if not ignored(name):
@@ -115,17 +219,19 @@ def parse_query(params: Mapping[str, str]) -> tuple[dict, list[str]]:
         try:
             values[name] = FIELDS[name](raw)
         except LinkError as e:
-            problems.append(tr(lang, "lab.link.kept", error=tr(lang, e.key, **e.values)))
+            problems.append(tr(lang, "lab.link.kept", error=e.said(lang)))
+            refused.add(name)
         except ValueError as e:
             problems.append(tr(lang, "lab.link.kept", error=in_language(e, lang)))
-    return values, problems
+            refused.add(name)
+    return values, problems + _compare_table(values, refused, lang)
 
 
 def _text(name: str, value) -> str | None:
     """A field's value as query text, or None where it is the default (or no value)."""
     if value is None:
         return None
-    if name == "fw_prompt":
+    if name in ("fw_prompt", "compare_prompt"):
         return None if value in LESSON_PROMPTS.values() else str(value)  # the page's language picks the lesson's
     if name == "prompt":
         return str(value)
@@ -135,7 +241,7 @@ def _text(name: str, value) -> str | None:
     if name == "engine":
         rows = table_rows(value)
         return None if rows == table_rows(DEFAULTS[name]) else json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
-    if isinstance(value, float) and value.is_integer() and name in ("fw_block", "fw_head", "top_k", "max_new_tokens"):
+    if isinstance(value, float) and value.is_integer() and name in WHOLE:
         value = int(value)
     if value == DEFAULTS.get(name, object()):
         return None
@@ -147,12 +253,14 @@ def make_query(values: Mapping, lang: str | None = None, host_lang: str | None =
     being shown, and the page's language (left out for English unless the host's pages open in another)."""
     out = {"scene": scene} if scene else {}
     for name in FIELDS:
+        if name == "compare_columns":
+            out |= _compare_query(values.get("compare_table"))
         text = _text(name, values.get(name))
         if text is not None:
             out[name] = text
     if lang is not None and not language(lang) == language(host_lang) == "en":
         out["lang"] = language(lang)
-    return urlencode(out)
+    return urlencode(out, safe=",")  # commas stay readable: toy_logits=5,3.2,... compare_b=1.5,0,0.9,0,hf
 
 
 def toy_rows_of(logits) -> list[list]:
@@ -214,5 +322,5 @@ def absolute(base: str, query: str) -> str:
     return f"{base}?{query}" if query else base
 
 
-__all__ = ["DEFAULTS", "FIELDS", "LinkError", "TABS", "absolute", "make_query", "page_url", "parse_query", "space_direct_url",
-           "toy_rows_of"]
+__all__ = ["DEFAULTS", "FIELDS", "LinkError", "TABS", "absolute", "compare_rows", "make_query", "page_url", "parse_query",
+           "space_direct_url", "toy_rows_of"]

@@ -81,7 +81,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
             with gr.Tab(T("page.tab.engine"), id="engine") as engine_tab:
                 engine = build_engine_tab(service, language=language)
             with gr.Tab(T("page.tab.compare"), id="compare") as compare_tab:
-                build_compare_tab(service, language=language)
+                compare = build_compare_tab(service, language=language)
             with gr.Tab(T("page.tab.forward"), id="forward") as forward_tab:
                 forward = build_forward_tab(service, lab, tabs=tabs, language=language)
             forward_tab.select(
@@ -98,8 +98,10 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
         state = PageState({**{name: lab[name] for name in names}, "toy_logits": toy.logits, "toy_shift": toy.shift,
                            "toy_temperature": toy.temperature, "engine": engine["table"],
                            "fw_prompt": forward["prompt"], "fw_chat": forward["chat"], "fw_block": forward["block"],
-                           "fw_head": forward["head"]},
-                          tabs, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab, "forward": forward_tab})
+                           "fw_head": forward["head"], "compare_prompt": compare["prompt"], "compare_seed": compare["seed"],
+                           "compare_max_new": compare["max_new_tokens"], "compare_table": compare["table"]},
+                          tabs, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab, "compare": compare_tab,
+                                 "forward": forward_tab})
 
         def follow_forward(tab, *inputs):
             """After a link or scene: the forward tab traces its prompt, as selecting it does."""

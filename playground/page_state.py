@@ -17,10 +17,13 @@ from collections.abc import Mapping
 import gradio as gr
 
 from .common.i18n import LESSON_PROMPTS, language
+from .compare import columns as compare
 from .engine.table import table_rows, table_value
-from .links import TABS, parse_query, toy_defaults, toy_rows_of
+from .links import FIELDS, TABS, compare_rows, parse_query, toy_defaults, toy_rows_of
 from .softmax.toy import parse_rows
 from .softmax.toy_panel import SPACE_MARK
+
+LESSON_FIELDS = ("prompt", "fw_prompt", "compare_prompt")  # a scene's lesson prompt follows the page's language
 
 
 class PageState:
@@ -62,18 +65,21 @@ class PageState:
                 continue
             if name not in self.fields:
                 continue
-            if lesson_follows_language and name in ("prompt", "fw_prompt") and value in LESSON_PROMPTS.values():
+            if lesson_follows_language and name in LESSON_FIELDS and value in LESSON_PROMPTS.values():
                 value = LESSON_PROMPTS[language(lang)]
             elif name == "toy_logits":
                 value = toy_rows_of(value)
             elif name == "engine":
                 value = table_value(value, language(lang))
+            elif name == "compare_table":
+                value = compare.table_value(value, language(lang))
             out[self.fields[name]] = value
         return out
 
     def current_state(self, tab, *values) -> dict:
         """The raw values of `inputs` -> {field: value} for links.make_query. The forward tab's block is
-        kept only while that tab is shown (its default, the middle block, depends on the model)."""
+        kept only while that tab is shown (its default, the middle block, depends on the model); the Compare tab's
+        seed, length and table only as Run would take them."""
         out = {"tab": tab if tab in TABS else "lab"}
         for name, value in zip(self.fields, values):
             if name == "toy_logits":
@@ -85,8 +91,20 @@ class PageState:
                     value = None
             elif name == "fw_block" and out["tab"] != "forward":
                 value = None
+            elif name == "compare_table":
+                value = compare_rows(value)
+            elif name in ("compare_seed", "compare_max_new"):
+                value = _checked(name, value)
             out[name] = value
         return out
+
+
+def _checked(name: str, value):
+    """A control's value as its link field (links.FIELDS); None (left out of the link) where Run would refuse it."""
+    try:
+        return FIELDS[name](value)
+    except ValueError:
+        return None
 
 
 def _toy_logits(table) -> list[float] | None:

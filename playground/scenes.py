@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .common.i18n import LANGUAGES, language
-from .links import TABS, parse_query
+from .links import COMPARE_COLUMNS, TABS, parse_query
 
 SCENES_DIR = Path(__file__).resolve().parents[1] / "assets" / "scenes"
 BUILT_IN = ("lesson10.json", "lesson13.json")
@@ -32,7 +32,8 @@ ENV_SCENES = "NTP_SCENES"  # the host's scene files, separated by commas
 ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")  # safe in a link, an element id and a dropdown value
 KEYS = {"id", "tab", "settings", "focus", "run", "title", "caption"}
 MAX_SCENES = 200
-RUN_BUTTONS = {"lab": "generate", "softmax": "lm-head-show", "engine": "engine-run", "forward": "fw-trace"}  # run: true
+RUN_BUTTONS = {"lab": "generate", "softmax": "lm-head-show", "engine": "engine-run", "compare": "compare-run",
+               "forward": "fw-trace"}  # run: true
 
 
 class SceneError(ValueError):
@@ -96,8 +97,8 @@ def _query_text(name: str, value) -> str:
         return "true" if value else "false"
     if name == "engine" and isinstance(value, list):
         return json.dumps(value, ensure_ascii=False)
-    if name == "toy_logits" and isinstance(value, list):
-        return ",".join(str(x) for x in value)
+    if (name == "toy_logits" or name in COMPARE_COLUMNS) and isinstance(value, list):
+        return ",".join("" if x is None else str(x) for x in value)  # a Compare column: [0.5, 0, 1, 0, "hf"]
     if isinstance(value, (int, float, str)):
         return str(value)
     raise SceneError(f"{name} must be text, a number or true/false, got {type(value).__name__}")

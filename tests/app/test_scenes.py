@@ -12,10 +12,12 @@ from playground.links import parse_query
 TOY = {"headers": ["token", "logit"], "data": [["␣Paris", 4], ["␣the", 3.2], ["␣a", 2.7], ["␣Lyon", 2.2], ["␣France", 1.4]]}
 ENGINE = {"headers": ["prompt"], "data": [["Hi", 0.5, 0, 1, 0, "hf", "", 8, ""]]}
 LAB = [limits.LESSON_PROMPT, False, 0.5, 40, 1.0, 0.0, "", 48, "", "hf"]
+COMPARE = [limits.LESSON_PROMPT, "3", 24, {"headers": ["temperature"], "data": [[0.5, 0, 1, 0, "hf"], [1, 0, 1, 0, "hf"]]}]
 
 
-def page_link(client, lang="en", toy=TOY, shift=1.5, fw_block=4):
-    return client.predict(*LAB, toy, shift, 1.0, ENGINE, "A cat sat", True, fw_block, -1, lang, api_name="/page_link")
+def page_link(client, lang="en", toy=TOY, shift=1.5, fw_block=4, compare=COMPARE):
+    return client.predict(*LAB, toy, shift, 1.0, ENGINE, "A cat sat", True, fw_block, -1, *compare, lang,
+                          api_name="/page_link")
 
 
 def test_a_scene_link_is_absolute_and_in_the_pages_language(client, app_url):
@@ -65,3 +67,23 @@ def test_opening_a_scene_sets_its_tab_settings_and_caption(client):
 def test_opening_an_unknown_scene_names_the_field(client):
     with pytest.raises(AppError, match="scene must be one of l10-tokens, .*, got 'nope'"):
         client.predict("nope", "en", api_name="/open_scene")
+
+
+def test_on_the_compare_tab_the_page_link_carries_its_inputs_and_a_fresh_page_reads_them_back(app_url):
+    client = Client(app_url, verbose=False)  # its own session: opening the scene puts it on the Compare tab
+    out = client.predict("l13-compare-temperatures", "en", api_name="/open_scene")
+    assert "compare-run" in next(v for v in out if isinstance(v, str) and v.startswith('{"id"'))  # the browser runs it
+    table = {"headers": ["temperature"], "data": [[0.5, 0, 1, 0, "hf"], [1.5, 0, 0.9, None, "vllm"], [0, 0, 1, 0, "hf"]]}
+    link = page_link(client, compare=["Once upon a time", "", 16, table])
+    parts = urlsplit(link)
+    assert f"{parts.scheme}://{parts.netloc}/" == app_url
+    assert "compare_b=1.5,0,0.9,0,vllm" in parts.query  # readable: commas are not escaped
+    values, problems = parse_query(dict(parse_qsl(parts.query, keep_blank_values=True)))
+    assert problems == []
+    assert {k: v for k, v in values.items() if k == "tab" or k.startswith("compare")} == {
+        "tab": "compare", "compare_prompt": "Once upon a time", "compare_seed": "", "compare_max_new": 16,
+        "compare_table": [[0.5, 0, 1.0, 0.0, "hf"], [1.5, 0, 0.9, 0.0, "vllm"], [0.0, 0, 1.0, 0.0, "hf"]]}
+    # a table Run would refuse (a bad cell) stays out of the link; the tab keeps it to show its own message
+    bad = {"headers": ["temperature"], "data": [[0.5, 0, 1, 0, "hf"], [1, 0, 7, 0, "hf"]]}
+    link = page_link(client, compare=[limits.LESSON_PROMPT, "3", 24, bad])
+    assert "tab=compare" in link and "compare_" not in link

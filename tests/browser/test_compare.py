@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import urlencode
 
 import pytest
 from playwright.sync_api import expect
 
 from model_service import SamplingSettings
+from playground.links import absolute, make_query
 
 from .conftest import ARTIFACTS
+from .test_safe_sharing import PAYLOADS, rendered_payloads
 
 pytestmark = pytest.mark.browser
 LESSON = "The capital of France is"
@@ -77,4 +80,48 @@ def test_a_branch_link_replays_the_branch(browser, app_url, embedded):
     expect(page.locator("#branch-path textarea, #branch-path input").first).to_have_value(f"3:{token}")
     expect(page.locator('#chips [data-step="2"]')).to_have_attribute("title", re.compile(rf"^id {token} "))
     page.screenshot(path=str(ARTIFACTS / "lab_branch_link_390.png"), full_page=True)
+    context.close()
+
+
+def test_a_fresh_page_opened_from_an_absolute_compare_link_shows_the_tab_and_its_inputs(browser, app_url):
+    values = {"tab": "compare", "compare_prompt": "Once upon a time", "compare_seed": "42", "compare_max_new": 8,
+              "compare_table": [[0.5, 0, 1, 0, "hf"], [1.5, 0, 0.9, 0, "vllm"], [0, 0, 1, 0, "llama.cpp"]]}
+    link = absolute(app_url.rstrip("/"), make_query(values))
+    assert link.startswith("http://127.0.0.1:") and "compare_b=1.5,0,0.9,0,vllm" in link
+    for width, height in ((1440, 1000), (390, 844)):
+        context = browser.new_context(viewport={"width": width, "height": height})
+        page = context.new_page()
+        try:
+            page.goto(link, wait_until="domcontentloaded")
+            expect(page.locator("#tabs [role=tab][aria-selected=true]")).to_have_text("Compare", timeout=60_000)
+            expect(page.locator("#compare-prompt textarea")).to_have_value("Once upon a time")
+            expect(page.locator("#compare-seed textarea, #compare-seed input").first).to_have_value("42")
+            expect(page.locator("#compare-max-new input[type=number]")).to_have_value("8")
+            table = page.locator("#compare-table")
+            expect(table).to_contain_text("llama.cpp")
+            expect(table).to_contain_text("vllm")
+            if width == 1440:  # Run reads what the link set: three columns, seed 42
+                page.locator("#compare-run").click()
+                status = page.locator("#compare-status")
+                expect(status).to_contain_text("done", timeout=120_000)
+                expect(status).to_contain_text("3 columns · seed 42")
+                expect(page.locator("#compare-texts .ntp-col")).to_have_count(3)
+            page.screenshot(path=str(ARTIFACTS / f"compare_link_{width}.png"), full_page=True)
+        finally:
+            context.close()
+
+
+def test_payloads_in_the_compare_links_fields_render_as_inert_text(browser, app_url):
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    query = {"tab": "compare", "compare_seed": PAYLOADS[0], "compare_max_new": PAYLOADS[2],
+             "compare_b": f"1,0,1,0,{PAYLOADS[1]}", "compare_prompt": PAYLOADS[3]}
+    page.goto(f"{app_url}?{urlencode(query)}", wait_until="domcontentloaded")
+    expect(page.get_by_text("Link: compare_b: order must be one of hf, vllm, llama.cpp, got '<img", exact=False)
+           ).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Link: compare_seed must be a whole number", exact=False)).to_be_visible()
+    expect(page.locator("#compare-prompt textarea")).to_have_value(PAYLOADS[3])  # a prompt is text: kept, as text
+    expect(page.locator("#compare-seed textarea, #compare-seed input").first).to_have_value("3")  # the tab's own
+    page.wait_for_timeout(1500)
+    assert rendered_payloads(page) == 0
     context.close()

@@ -15,10 +15,13 @@ from .conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 
-TAB_LABELS = {"lab": "Sampling lab", "softmax": "Softmax & LM head", "engine": "Engine", "forward": "Forward pass"}
+TAB_LABELS = {"lab": "Sampling lab", "softmax": "Softmax & LM head", "engine": "Engine", "compare": "Compare",
+              "forward": "Forward pass"}
 NUMBER = {"temperature": "#temperature", "top_k": "#top-k", "top_p": "#top-p", "min_p": "#min-p",
-          "max_new_tokens": "#max-new", "toy_shift": "#toy-shift", "toy_temperature": "#toy-temperature"}
-TEXT = {"prompt": "#prompt textarea", "fw_prompt": "#fw-prompt textarea", "seed": "#seed textarea, #seed input"}
+          "max_new_tokens": "#max-new", "toy_shift": "#toy-shift", "toy_temperature": "#toy-temperature",
+          "compare_max_new": "#compare-max-new"}
+TEXT = {"prompt": "#prompt textarea", "fw_prompt": "#fw-prompt textarea", "seed": "#seed textarea, #seed input",
+        "compare_prompt": "#compare-prompt textarea"}
 SCENES = load(scene_paths(""))
 
 
@@ -52,7 +55,8 @@ def open_fresh(browser, link: str, width=1440, height=1000):
 
 def test_every_scene_opens_from_its_absolute_link(browser, app_url):
     client = Client(app_url, verbose=False)
-    shots = {"l13-top-p-unsure": (1440, 1000), "l10-attention": (1280, 720), "l13-temperature-05": (390, 844)}
+    shots = {"l13-top-p-unsure": (1440, 1000), "l10-attention": (1280, 720), "l13-temperature-05": (390, 844),
+             "l13-compare-temperatures": (1440, 1000)}
     for scene in SCENES.scenes:
         link = client.predict(scene.id, "en", api_name="/scene_link")
         assert link == f"{app_url}?scene={scene.id}"
@@ -76,13 +80,13 @@ def test_keys_and_buttons_walk_the_scenes_and_a_vietnamese_link_captions_in_viet
     try:
         expect(page.locator("#scene-caption")).to_contain_text("Các cảnh dẫn cả lớp", timeout=60_000)
         page.locator("body").press("PageDown")
-        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/23 · Bài 10 · Tokenizer")
+        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/24 · Bài 10 · Tokenizer")
         expect(page.locator("#tabs [role=tab][aria-selected=true]")).to_have_text("Forward pass", timeout=30_000)
         page.locator("body").press("Alt+ArrowRight")
-        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 2/23")
+        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 2/24")
         page.locator("#scene-prev").click()
-        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/23")
+        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/24")
         page.locator("body").press("PageUp")  # the first scene stays the first
-        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/23")
+        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/24")
     finally:
         context.close()

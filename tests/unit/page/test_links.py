@@ -12,6 +12,8 @@ EVERY_TAB = {  # one non-default value per field of every tab
     "softmax": {"toy_logits": [4.0, 3.0, 2.0, 1.0, 0.5], "toy_shift": 2.5, "toy_temperature": 0.5},
     "engine": {"engine": [["Hi there", 0.5, 10, 0.9, 0.0, "vllm", "3", 8, "."], ["1, 2, 3,", 0, 0, 1, 0, "hf", "", 4, ""]]},
     "forward": {"fw_prompt": "A cat sat", "fw_chat": True, "fw_block": 3, "fw_head": 2},
+    "compare": {"compare_prompt": "Once upon a time", "compare_seed": "42", "compare_max_new": 16,
+                "compare_table": [[0.5, 0, 1.0, 0.0, "hf"], [1.5, 40, 0.9, 0.05, "vllm"], [0.123456789, 0, 1.0, 0.0, "llama.cpp"]]},
 }
 
 
@@ -30,8 +32,81 @@ def test_the_whole_page_in_one_link_and_defaults_left_out():
     assert problems == [] and parsed == values
     # the lab is the default tab; the toy's, the engine's and the lessons' prompts are left out
     defaults = {"tab": "lab", "prompt": "hi", "toy_logits": DEFAULTS["toy_logits"], "toy_shift": 0.0,
-                "engine": [list(r) for r in EXAMPLE_ROWS], "fw_prompt": "Thủ đô của Pháp là", "fw_head": -1}
+                "engine": [list(r) for r in EXAMPLE_ROWS], "fw_prompt": "Thủ đô của Pháp là", "fw_head": -1,
+                "compare_prompt": "The capital of France is", "compare_seed": "3", "compare_max_new": 24,
+                "compare_table": DEFAULTS["compare_table"]}
     assert make_query(defaults) == "prompt=hi"
+
+
+def test_the_compare_tabs_link_is_short_readable_and_exact():
+    values = {"tab": "compare", **EVERY_TAB["compare"]}
+    query = make_query(values)
+    assert query == ("tab=compare&compare_prompt=Once+upon+a+time&compare_seed=42&compare_max_new=16&compare_columns=3"
+                     "&compare_b=1.5,40,0.9,0.05,vllm&compare_c=0.123456789,0,1,0,llama.cpp")  # column A is the default
+    assert parse_query(dict(parse_qsl(query))) == (values, [])
+    # the tab's own prompt (in either language), seed, length and two columns are left out
+    defaults = {"tab": "compare", "compare_prompt": "Thủ đô của Pháp là", "compare_seed": "3", "compare_max_new": 24,
+                "compare_table": [[0.5, 0, 1, 0, "hf"], [1, 0, 1, 0, "hf"]]}
+    assert make_query(defaults) == "tab=compare"
+    # a blank seed (a fresh one for every run) is not the tab's 3: the link says so, and it parses back
+    query = make_query({"compare_seed": ""})
+    assert query == "compare_seed=" and parse_query(dict(parse_qsl(query, keep_blank_values=True))) == ({"compare_seed": ""}, [])
+
+
+def test_a_compare_columns_blank_cells_and_count_fill_in_as_the_table_does():
+    values, problems = parse_query({"compare_d": "0.7,,,, VLLM "})
+    assert problems == [] and values == {"compare_table": [[0.5, 0, 1.0, 0.0, "hf"], [1.0, 0, 1.0, 0.0, "hf"],
+                                                           [1.0, 0, 1.0, 0.0, "hf"], [0.7, 0, 1.0, 0.0, "vllm"]]}
+    values, _ = parse_query({"compare_columns": "3"})
+    assert values["compare_table"][2] == [1.0, 0, 1.0, 0.0, "hf"]  # a third column with every filter off
+
+
+@pytest.mark.parametrize("query, why", [
+    ({"compare_prompt": "  "}, "compare_prompt is empty"),
+    ({"compare_seed": "-1"}, "compare_seed must be a whole number between 0 and"),
+    ({"compare_seed": "abc"}, "compare_seed must be a whole number"),
+    ({"compare_max_new": "0"}, "compare_max_new must be a whole number between 1 and 512"),
+    ({"compare_max_new": "2.5"}, "compare_max_new must be a whole number"),
+    ({"compare_columns": "5"}, "compare_columns must be a whole number between 2 and 4"),
+    ({"compare_a": "1,0,1"}, "compare_a must be 5 settings separated by commas (temperature, top-k, top-p, min-p, order"),
+    ({"compare_b": "999,0,1,0,hf"}, "compare_b: temperature must be a number between 0 and 100, got '999'"),
+    ({"compare_c": "1,x,1,0,hf"}, "compare_c: top-k must be a whole number"),
+    ({"compare_d": "1,0,0,0,hf"}, "compare_d: top-p must be a number between 0 and 1 (0 excluded)"),
+    ({"compare_b": "1,0,1,2,hf"}, "compare_b: min-p must be a number between 0 and 1"),
+    ({"compare_b": "1,0,1,0,openai"}, "compare_b: order must be one of hf, vllm, llama.cpp, got 'openai'"),
+])
+def test_each_bad_compare_field_is_named_and_the_control_keeps_its_value(query, why):
+    values, problems = parse_query({**query, "compare_a": query.get("compare_a", "0.2,0,1,0,hf"), "temperature": "0.5"})
+    assert values.get("temperature") == 0.5
+    assert len(problems) == 1 and why in problems[0] and problems[0].endswith("the default is kept")
+    bad = next(iter(query))
+    assert bad not in values
+    if bad.startswith(("compare_columns", "compare_a", "compare_b", "compare_c", "compare_d")):
+        assert "compare_table" not in values  # one bad part: the table keeps all its columns
+    else:
+        assert values["compare_table"][0] == [0.2, 0, 1.0, 0.0, "hf"]
+
+
+def test_a_column_beyond_the_count_is_named_and_a_vietnamese_link_says_so_in_vietnamese():
+    values, problems = parse_query({"compare_columns": "2", "compare_c": "1,0,1,0,hf", "lang": "vi"})
+    assert values == {"compare_table": [[0.5, 0, 1.0, 0.0, "hf"], [1.0, 0, 1.0, 0.0, "hf"]]}
+    assert problems == ["compare_c bị bỏ qua: compare_columns chỉ có 2 cột"]
+    _, problems = parse_query({"compare_b": "1,0,1,0,openai", "lang": "vi"})
+    assert problems == ["compare_b: order phải là một trong hf, vllm, llama.cpp, nhận được 'openai'; giữ giá trị mặc định"]
+
+
+def test_an_injection_in_a_compare_field_is_only_quoted_and_the_page_escapes_it():
+    from playground.common.errors import toast_text
+
+    payload = '<img src=x onerror="alert(1)">'
+    for name, raw in (("compare_seed", payload), ("compare_max_new", payload), ("compare_columns", payload),
+                      ("compare_b", f"1,0,1,0,{payload}"), ("compare_c", f"{payload},0,1,0,hf")):
+        _, problems = parse_query({name: raw})
+        assert len(problems) == 1 and name in problems[0] and payload in problems[0]  # quoted, as typed
+        shown = toast_text(problems[0])
+        assert "<img" not in shown and "&lt;img" in shown
+    values, problems = parse_query({"compare_prompt": payload})  # a prompt is any text: the tab shows it escaped
+    assert values == {"compare_prompt": payload} and problems == []
 
 
 def test_a_scene_link_is_short():

@@ -55,3 +55,42 @@ def test_current_state_reads_raw_values_back_into_link_fields():
     renamed = {**toy, "data": [["␣Rome", 4]] + toy["data"][1:]}  # a link carries logits only: renamed tokens drop it
     assert state.current_state("nowhere", "hi", 1, renamed, None)["toy_logits"] is None
     assert state.current_state("nowhere", "hi", 1, toy, None)["tab"] == "lab"
+
+
+def a_compare_page():
+    with gr.Blocks():
+        with gr.Tabs() as tabs:
+            with gr.Tab("Lab", id="lab") as lab_tab:
+                prompt = gr.Textbox()
+            with gr.Tab("Compare", id="compare") as compare_tab:
+                c_prompt, seed, max_new, table = gr.Textbox(), gr.Textbox(), gr.Slider(1, 512), gr.Dataframe()
+        fields = {"prompt": prompt, "compare_prompt": c_prompt, "compare_seed": seed, "compare_max_new": max_new,
+                  "compare_table": table}
+        state = PageState(fields, tabs, {"lab": lab_tab, "compare": compare_tab})
+    return state, fields
+
+
+def test_a_compare_link_sets_the_tab_its_prompt_seed_length_and_table_with_headers_in_the_pages_language():
+    state, f = a_compare_page()
+    query = {"tab": "compare", "compare_prompt": limits.LESSON_PROMPT, "compare_seed": "42", "compare_max_new": "16",
+             "compare_c": "1.5,0,0.9,0,vllm"}
+    updates, problems = state.apply_state(query, "vi", lesson_follows_language=True)  # a scene
+    assert problems == [] and updates[state.tab] == "compare"
+    assert updates[f["compare_prompt"]] == limits.LESSON_PROMPT_VI
+    assert (updates[f["compare_seed"]], updates[f["compare_max_new"]]) == ("42", 16)
+    table = updates[f["compare_table"]]
+    assert table["data"] == [[0.5, 0, 1.0, 0.0, "hf"], [1.0, 0, 1.0, 0.0, "hf"], [1.5, 0, 0.9, 0.0, "vllm"]]
+    assert table["headers"] == ["temperature", "top-k", "top-p", "min-p", "thứ tự"]
+
+
+def test_current_state_reads_the_compare_tab_as_run_would_take_it():
+    state, _ = a_compare_page()
+    table = {"headers": ["temperature"], "data": [[0.5, 0, 1, 0, "hf"], [None, "", 0.9, None, " VLLM "], [None] * 5]}
+    values = state.current_state("compare", "hi", "A cat", " 7 ", 16.0, table)
+    assert values == {"tab": "compare", "prompt": "hi", "compare_prompt": "A cat", "compare_seed": "7",
+                      "compare_max_new": 16, "compare_table": [[0.5, 0, 1.0, 0.0, "hf"], [1.0, 0, 0.9, 0.0, "vllm"]]}
+    # what Run would refuse stays out of the link (the tab's own message says why when Run is pressed)
+    bad = {"data": [[0.5, 0, 1, 0, "hf"], [1, 0, 7, 0, "hf"]]}
+    values = state.current_state("compare", "hi", "A cat", "x", 0, bad)
+    assert values["compare_seed"] is values["compare_max_new"] is values["compare_table"] is None
+    assert state.current_state("compare", "hi", "A cat", "", 24, {"data": [[1, 0, 1, 0, "hf"]]})["compare_table"] is None

@@ -25,7 +25,8 @@ def test_the_lessons_scenes_load_in_the_issues_order(lessons):
                        "l10-lens"]
     assert ids[7:] == ["l13-lm-head", "l13-softmax", "l13-shift", "l13-temperature-05", "l13-temperature-15",
                        "l13-temperature-0", "l13-greedy-loop", "l13-top-k", "l13-top-p-confident", "l13-top-p-unsure",
-                       "l13-min-p", "l13-order-hf", "l13-order-llamacpp", "l13-engine", "l13-stops", "l13-seed"]
+                       "l13-min-p", "l13-order-hf", "l13-order-llamacpp", "l13-engine", "l13-stops", "l13-seed",
+                       "l13-compare-temperatures"]
 
 
 def test_every_scene_has_a_tab_valid_settings_and_text_in_every_language(lessons):
@@ -55,13 +56,14 @@ def test_stepping_through_scenes_clamps_at_the_ends(lessons):
     assert lessons.step(None, 1).id == "l10-tokens"
     assert lessons.step("l10-tokens", -1).id == "l10-tokens"
     assert lessons.step("l10-tokens", 1).id == "l10-embedding"
-    assert lessons.step("l13-seed", 1).id == "l13-seed"
+    assert lessons.step("l13-compare-temperatures", 1).id == "l13-compare-temperatures"
     assert lessons.get("nope") is None
 
 
 def test_a_run_true_is_the_tabs_button(lessons):
     assert lessons.get("l13-temperature-0").run == "generate"
     assert lessons.get("l13-engine").run == "engine-run"
+    assert lessons.get("l13-compare-temperatures").run == "compare-run"
     assert lessons.get("l13-greedy-loop").run == "greedy-loop"
     assert lessons.get("l10-tokens").run is None
 
@@ -77,6 +79,13 @@ def test_a_run_true_is_the_tabs_button(lessons):
     ({"title": "Mine"}, "field 'title' must give non-empty text"),
     ({"run": "yes please"}, "field 'run' must be true, false or a button's element id"),
     ({"focus": "<b>"}, "field 'focus' must be an element id"),
+    ({"tab": "compare", "settings": {"compare_b": [1, 0, 7, 0, "hf"]}},
+     "field 'settings': compare_b: top-p must be a number between 0 and 1 (0 excluded), got '7'"),
+    ({"tab": "compare", "settings": {"compare_c": [1, 0]}}, "field 'settings': compare_c must be 5 settings"),
+    ({"tab": "compare", "settings": {"compare_columns": 2, "compare_c": [1, 0, 1, 0, "hf"]}},
+     "field 'settings': compare_c is ignored: compare_columns gives 2 columns"),
+    ({"tab": "compare", "settings": {"compare_seed": "x"}}, "field 'settings': compare_seed must be a whole number"),
+    ({"tab": "compare", "settings": {"compare_max_new": 0}}, "field 'settings': compare_max_new must be a whole number"),
     ({"colour": "red"}, "unknown field 'colour'"),
 ])
 def test_a_bad_scene_is_named_with_its_field(change, message):
@@ -133,3 +142,15 @@ def test_a_bad_host_file_stops_app_start_with_the_scene_named(tmp_path, monkeypa
     args = app.parse_args([])
     with pytest.raises(SystemExit, match=r"error: .*bad.json: scene 1 \('my-scene'\): field 'settings': top_p"):
         app.build(args)
+
+
+def test_a_compare_scene_sets_the_tabs_inputs_as_a_link_would(lessons):
+    scene = lessons.get("l13-compare-temperatures")
+    values, problems = parse_query(dict(scene.query))
+    assert problems == [] and scene.tab == "compare"
+    assert values == {"compare_prompt": "The capital of France is", "compare_seed": "3", "compare_max_new": 16,
+                      "compare_table": [[0.5, 0, 1.0, 0.0, "hf"], [1.0, 0, 1.0, 0.0, "hf"]]}
+    assert "T 0.5" in scene.text("caption", "en") and "T 0,5" in scene.text("caption", "vi")
+    blank_cells = parse_file(a_file({**GOOD, "tab": "compare", "settings": {"compare_c": [0.7, None, "", None, "vllm"]}}),
+                             "mine.json")[0]
+    assert blank_cells.query == {"compare_c": "0.7,,,,vllm"} and parse_query(dict(blank_cells.query))[1] == []
