@@ -78,7 +78,10 @@ def build_compare_tab(service, language: gr.Radio | None = None) -> dict:
             raise user_error(e, lang, field_labels(lang)) from None
         current = CompareRun(comparison, [[] for _ in comparison.requests])
         last_chart = 0.0
-        try:
+        try:  # (every yield inside: a page closed at once still closes the batch)
+            # the last comparison leaves the page at once: its scrubber, step table and overlay would read as this one's
+            yield {scrub: gr.update(visible=False, value=1), step_table: "", overlay: views.overlay_figure(None, 0, lang),
+                   texts: views.columns_html(current, lang), status: tr(lang, "lab.status.starting"), state: current}
             for step in steps:
                 if not isinstance(step, BatchStep):
                     continue

@@ -29,6 +29,15 @@ def test_compare_has_named_endpoints(client):
     assert {"/compare_run", "/compare_scrub", "/branch_force", "/branch_select", "/branch_link"} <= names
 
 
+def test_a_new_comparison_clears_the_last_ones_scrubber_table_and_overlay_at_once(client):
+    client.predict(LESSON, table(EXAMPLE_ROWS), EXAMPLE_SEED, 6, "en", api_name="/compare_run")  # a comparison shown
+    outputs = list(client.submit(LESSON, table(EXAMPLE_ROWS), EXAMPLE_SEED, 6, "en", api_name="/compare_run"))
+    texts, status, scrub, step_table, overlay = outputs[0]
+    assert status == "Starting a new run…" and scrub["visible"] is False and step_table == ""
+    assert "ntp-chip" not in texts  # no chips of the last comparison
+    assert outputs[-1][2]["visible"] is True and outputs[-1][3] != ""  # then this one's, when it ends
+
+
 def test_the_example_agrees_until_a_step_and_each_column_is_its_solo_run(client, embedded):
     texts, status, scrub, step_table, overlay = client.predict(LESSON, table(EXAMPLE_ROWS), EXAMPLE_SEED, 12, "en",
                                                                api_name="/compare_run")
