@@ -41,6 +41,9 @@ def test_a_follower_follows_the_host_breaks_away_and_comes_back(page, browser, a
         follower.goto(link, wait_until="domcontentloaded")
         expect(follower.locator("#follow-status")).to_contain_text("Following room", timeout=60_000)
         expect(follower.locator("#follow-break")).to_be_visible()
+        # the room's first update sets every tab's inputs, and the follower's tabs redraw from them (the toy's
+        # chart): let that settle, so the figure below is the delay of one change
+        time.sleep(1.0)
 
         set_number(host, "temperature", "0.35")
         start = time.monotonic()
