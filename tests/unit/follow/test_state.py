@@ -17,13 +17,16 @@ EVERY_TAB = {  # a value other than the default for every tab's inputs
     **LAB, "prompt": "Hello <b>", "temperature": 0.5, "top_k": 7, "seed": "3", "order": "vllm",
     "toy_logits": [1.0, 2.0, 3.5, -1.0, 0.25], "toy_shift": 2.5, "toy_temperature": 0.4, "engine": ENGINE,
     "fw_prompt": "Ngày xửa ngày xưa <i>", "fw_chat": True, "fw_block": 7, "fw_head": 2,
+    "compare_prompt": "So sánh <b>", "compare_seed": "9", "compare_max_new": 7,
+    "compare_table": [[0.5, 0, 1.0, 0.0, "hf"], [1.0, 0, 1.0, 0.0, "hf"], [0.3, 0, 1.0, 0.0, "vllm"]],
 }
 
 
 def test_every_tabs_inputs_round_trip_with_the_tab_and_step():
     state = page_state({**EVERY_TAB, "tab": "engine"}, 4)
     assert state["tab"] == "engine" and state["step"] == "4" and "top_p" not in state  # defaults left out
-    assert {"toy_logits", "toy_shift", "toy_temperature", "engine", "fw_prompt", "fw_chat", "fw_block"} <= set(state)
+    assert {"toy_logits", "toy_shift", "toy_temperature", "engine", "fw_prompt", "fw_chat", "fw_block", "compare_prompt",
+            "compare_seed", "compare_columns", "compare_c"} <= set(state)
     parsed, tab, step, problems = parse_state(state)
     assert (tab, step, problems) == ("engine", 4, [])
     assert {name: parsed[name] for name in EVERY_TAB} == EVERY_TAB
@@ -34,7 +37,8 @@ def test_fields_the_host_left_at_their_defaults_reset_the_followers_controls():
     assert (tab, step, problems) == ("softmax", None, [])
     assert parsed == defaults("vi") | {"prompt": "x"}
     assert parsed["toy_logits"] == DEFAULTS["toy_logits"] and parsed["engine"] == DEFAULTS["engine"]
-    assert parsed["fw_prompt"] == limits.LESSON_PROMPT_VI  # the lesson's prompt, in the follower's language
+    assert parsed["fw_prompt"] == parsed["compare_prompt"] == limits.LESSON_PROMPT_VI  # the lesson's, in the follower's
+    assert parsed["compare_table"] == DEFAULTS["compare_table"]
 
 
 def test_bad_fields_are_named_in_the_followers_language_and_keep_their_defaults():
