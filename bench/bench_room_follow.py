@@ -7,7 +7,7 @@ Gradio's HTTP stream (plain HTTP, `/gradio_api/call/join` then `/gradio_api/call
   - server CPU % (of one core; the server's pid from /proc via psutil) while N followers wait, and while the
     host changes things;
   - the delay from the host's change to each follower seeing it, p50 / p95 / max, for a change of settings
-    (the lab's controls), of step (the host's scrubber: charts of the host's run) and of run (a new run);
+    (the lab's controls), of another tab's input (the softmax toy's logits), of step (the host's scrubber: charts of the host's run) and of run (a new run);
 and, for comparison, the design not taken: N pages polling with a gr.Timer tick (the header's model watcher,
 the same queue-free one-comparison handler a polling follower would call) at --poll seconds, idle CPU %.
 
@@ -119,31 +119,41 @@ class Follower:
 
 
 class Host:
-    """The host's page: its session, and its timer sending what the page shows every HOST_PUBLISH_SECONDS."""
+    """The host's page: its session, and its timer sending what the page shows every HOST_PUBLISH_SECONDS: every
+    tab's inputs at the page's defaults but the lab's controls (LAB) and the toy's logits, which the host changes."""
 
     def __init__(self, url: str):
         from gradio_client import Client
 
         self.client, self.url, self.http, self.round_trips = Client(url, verbose=False), url, None, []
-        self.values, self.tab, self.step = list(LAB), "lab", 0
-        self.code = re.search(r"\*\*(\w{5})\*\*", self.client.predict(*LAB, "lab", 0, "en",
-                                                                      api_name="/open_room")[0]).group(1)
+        self.values, self.tab, self.step, self.toy = list(LAB), "lab", 0, None
+        config = httpx.get(url + "config").json()
+        self.fn, dep = next((d.get("id", i), d) for i, d in enumerate(config["dependencies"])
+                            if d.get("api_name") == "host_publish")
+        # [seat, key, tab, *every field, scrub, run, lang]: the page's initial values (states travel as null)
+        props = {c["id"]: c.get("props", {}) for c in config["components"]}
+        self.inputs = [None if props[i].get("value") is None else props[i]["value"] for i in dep["inputs"]]
+        self.toy_at = next(k for k, v in enumerate(self.inputs) if isinstance(v, dict) and "logit" in v.get("headers", []))
+        bar = self.client.predict(*self.data()[1:-2], self.data()[-1], api_name="/open_room")[0]
+        self.code = re.search(r"\*\*(\w{5})\*\*", bar).group(1)
+
+    def data(self) -> list:
+        data = [None, "", self.tab, *self.values, *self.inputs[3 + len(LAB):-3], self.step, None, "en"]
+        if self.toy is not None:
+            data[self.toy_at] = {**data[self.toy_at], "data": self.toy}
+        return data
 
     def generate(self):
         self.client.predict(*self.values, "en", api_name="/generate")
 
     def publish(self):
-        """As the host page's timer sends it: one queue-free POST in the host's session (its seat holds the token;
-        states travel as null). gradio_client's predict costs ~0.5-2 s a call here, the page's POST ~50 ms."""
+        """As the host page's timer sends it: one queue-free POST in the host's session (its seat holds the token).
+        gradio_client's predict costs ~0.5-2 s a call here, the page's POST ~50 ms."""
         if self.http is None:
-            config = httpx.get(self.url + "config").json()
-            self.fn = next(d.get("id", i) for i, d in enumerate(config["dependencies"])
-                           if d.get("api_name") == "host_publish")
             self.http = httpx.Client(timeout=30)
         t0 = time.monotonic()
         r = self.http.post(self.url + "gradio_api/run/predict", json={
-            "data": [None, *self.values, self.tab, self.step, None, "en"], "fn_index": self.fn,
-            "session_hash": self.client.session_hash})
+            "data": self.data(), "fn_index": self.fn, "session_hash": self.client.session_hash})
         r.raise_for_status()
         self.round_trips.append(time.monotonic() - t0)
 
@@ -170,16 +180,20 @@ async def follow_round(url: str, pid: int, n: int, changes: int) -> dict:
         with CPU(pid) as idle:
             await asyncio.sleep(10)
         out["idle_cpu"] = idle.percent
-        delays = {"settings": [], "step": [], "run": []}
+        delays = {"settings": [], "toy": [], "step": [], "run": []}
         with CPU(pid) as busy:
             for k in range(changes):
-                for kind in ("settings", "step") + (("run",) if k < 3 else ()):
+                for kind in ("settings", "toy", "step") + (("run",) if k < 3 else ()):
                     await asyncio.sleep(random.uniform(0, limits.HOST_PUBLISH_SECONDS))  # a change at any moment
                     if kind == "settings":  # a stop string the host types (a unique text to look for)
                         host.values[8] = marker = f"zz#{k}"
+                    elif kind == "toy":  # another tab's input: the softmax toy's first logit
+                        rows = [list(r) for r in host.inputs[host.toy_at]["data"]]
+                        rows[0][1] = float(marker := f"4.{k + 101}")
+                        host.toy = rows
                     elif kind == "step":
                         host.step = 1 + k % 3  # never the step shown before: the host's scrubber moves
-                        marker = f"**Step {host.step + 1}** of"
+                        marker = f"**Step {host.step}** of"  # the scrubber counts from 1, as the status line
                     else:  # a new run on the host's page (a new seed); the change is its end, shared at a tick
                         host.values[6] = str(100 + k)
                         marker = f"seed {100 + k}"

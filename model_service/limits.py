@@ -103,4 +103,8 @@ ROOM_IDLE_SECONDS = 3 * 3600  # a room no one published to for this long is clos
 # loop; the measured cost and delay are in BENCHMARKS.md ("Following the host").
 FOLLOW_POLL_SECONDS = 0.2
 HOST_PUBLISH_SECONDS = 0.5  # how often the host's page sends its tab, settings and step while a room is open
-MAX_ROOM_STATE_CHARS = 4096  # a published state (query fields) longer than this is refused
+# A published state (every tab's link fields, rooms.state_chars) longer than this is refused, naming the size. A
+# room carries the whole page as a link would: the engine table's JSON (a link's limit, links.MAX_ENGINE_JSON, 8000)
+# and up to three prompts (lab, forward, compare; MAX_PROMPT_TOKENS of ~4-6 characters each) plus a few hundred
+# characters of settings: ~27,000 at most, so 4096 (the lab alone) became 32 KiB. MAX_ROOMS of them is 2 MiB.
+MAX_ROOM_STATE_CHARS = 32_768

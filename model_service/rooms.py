@@ -1,7 +1,8 @@
 """Rooms that follow a host: a short code, the host's page state, and the host's last run, in server memory.
 
-The host opens a room and gets its code and a secret token (kept in the host's page session); only a caller
-with the token may publish to it or close it. Followers read a room by its code: a Snapshot of the state (a
+The host opens a room and gets its code and a secret token (kept in the host's page session, and in the host
+tab's sessionStorage so a reloaded page can present it again: `resume`); only a caller with the token may publish
+to it, close it or resume hosting it. Followers read a room by its code: a Snapshot of the state (a
 dict of link fields plus the tab and the step, see playground/follow/state.py) and the host's finished run (the
 StepRecords the host's page already holds: followers show them without running the model). Every publish
 that changes something bumps the room's version; a follower redraws when the version it saw is older.
@@ -54,6 +55,21 @@ def _same_run(a: tuple | None, b: tuple | None) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
+def state_chars(state: dict) -> int:
+    """A state's size as the room bounds it: the characters of its fields' names and values."""
+    return sum(len(k) + len(v) for k, v in state.items())
+
+
+def checked_state(state) -> dict:
+    """A copy of a published state: a dict of text fields of at most limits.MAX_ROOM_STATE_CHARS characters.
+    Raises InputError naming what is wrong (the room keeps the host's previous state)."""
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in state.items()):
+        raise InputError("room_state", got=type(state).__name__)
+    if state_chars(state) > limits.MAX_ROOM_STATE_CHARS:
+        raise InputError("room_state_long", count=state_chars(state), limit=limits.MAX_ROOM_STATE_CHARS)
+    return dict(state)
+
+
 def normalise_code(raw) -> str:
     """A typed or linked code as the registry keys it: upper case, spaces and dashes dropped. Raises
     InputError naming the field when it cannot be a code (wrong length or a letter not in the alphabet)."""
@@ -96,8 +112,9 @@ class RoomRegistry:
             self._expire()
             if len(self._rooms) >= self.max_rooms:
                 raise Unavailable("rooms_full", limit=self.max_rooms)
+            state = checked_state(state or {})
             code, token = self._new_code(), secrets.token_urlsafe(16)
-            self._rooms[code] = _Room(code, token, self.clock(), state=dict(state or {}))
+            self._rooms[code] = _Room(code, token, self.clock(), state=state)
             return code, token
 
     def _room(self, code) -> _Room:
@@ -118,10 +135,11 @@ class RoomRegistry:
         with self._lock:
             self._expire()
             room = self._hosted(code, token)
+            state = None if state is None else checked_state(state)
             room.touched = self.clock()
             changed = False
             if state is not None and state != room.state:
-                room.state, changed = dict(state), True
+                room.state, changed = state, True
             if run is not ...:
                 run = None if run is None else tuple(run)
                 if not _same_run(run, room.run):
@@ -129,6 +147,16 @@ class RoomRegistry:
             if changed:
                 room.version += 1
             return room.version
+
+    def resume(self, code, token) -> Snapshot:
+        """The host's page came back (a reload, a laptop waking) with the token it kept: what the room shows
+        now, for the page to show it again before it publishes. Raises InputError for an unknown or expired
+        room, or a token that is not the room's; touches the room like a publish."""
+        with self._lock:
+            self._expire()
+            room = self._hosted(code, token)
+            room.touched = self.clock()
+            return Snapshot(room.code, room.version, dict(room.state), room.run, room.run_version)
 
     def close(self, code, token) -> None:
         with self._lock:

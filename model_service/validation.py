@@ -52,6 +52,8 @@ MESSAGES = {
     "room_code": "room code must be {length} letters and digits from the host's screen, got {got}",
     "room_unknown": "there is no open room {code}: check the code with the host (rooms close after hours without the host)",
     "room_not_host": "only the host of room {code} may change what it shows",
+    "room_state": "a room's state must be a dict of text fields, got {got}",
+    "room_state_long": "the page's state has {count} characters, more than a room carries ({limit}): shorten a prompt or the engine table",
     "rooms_full": "this server already has {limit} open rooms: close one, or try again later",
     "run_json": "the run file is not JSON: {error}",
     "run_size": "the run file has {size} bytes; the limit here is {limit}",

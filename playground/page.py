@@ -89,8 +89,6 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                 api_visibility="private", show_progress="minimal", preprocess=False,  # trace_if_new checks the block
             )
         register_api(service)
-        wire_follow(demo, room, lab, tabs, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab,
-                                            "compare": compare_tab, "forward": forward_tab}, language)
         wire_presenter(demo, view_toggles, lab, language)
 
         names = list(CONTROLS)  # the lab controls its own link carries, by name
@@ -102,6 +100,9 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                            "compare_max_new": compare["max_new_tokens"], "compare_table": compare["table"]},
                           tabs, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab, "compare": compare_tab,
                                  "forward": forward_tab})
+        # the room carries the page as its link would (every tab's fields), through the same PageState
+        resume_room = wire_follow(demo, room, lab, state, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab,
+                                                           "compare": compare_tab, "forward": forward_tab}, language)
 
         def follow_forward(tab, *inputs):
             """After a link or scene: the forward tab traces its prompt, as selecting it does."""
@@ -142,6 +143,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
         loaded = demo.load(None, None, language, js=html_lang_script(default_language), api_visibility="private")
         applied = loaded.then(apply_link, language, opened, api_visibility="private", show_progress="hidden")
         bar.then(applied)
+        resume_room(applied)  # a reloaded host page hosts its room again, after its own link (the room's is newer)
         branch["wire_replay"](applied)  # a link with branch=: the Branches panel runs it
         wire_header(loaded, service, header, [lab["watch"], softmax["watch"], forward["watch"]], policy, host_key,
                     language)

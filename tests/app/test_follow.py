@@ -1,5 +1,6 @@
-"""Following the host through the API, as the pages do it: the host's session opens a room and publishes; a
-follower's streaming `follow` event receives the host's settings, step and finished run."""
+"""Following the host through the API, as the pages do it: the host's session opens a room and publishes the whole
+page; a follower's streaming `follow` event receives the host's tab, every tab's inputs, the step and the finished
+run. A reloaded host page (a new session) resumes its room with the key its tab kept; a wrong key is refused."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 LAB = ["The capital of France is", False, 0.0, 0, 1.0, 0.0, "", 4, "", "hf"]  # the lab's controls, in order
-# indices in the follow stream's outputs: the bar's line, then the lab's 10 controls (then the tabs, the lab's chips,
-# status line and charts: gradio_client leaves out states, and the tabs at times)
+# indices in the follow stream's outputs: the bar's line, then the lab's 10 controls, then the other tabs' fields
+# (gradio_client leaves out states, and the tabs)
 PROMPT, TEMPERATURE = 1, 3
+ENGINE = [["Bonjour <b>", 0.5, 3, 0.9, 0.0, "vllm", "7", 12, ""], ["Hi", 1.0, 0, 1.0, 0.05, "hf", "", 8, "."]]
 
 
 def lab_status(out) -> str:
@@ -23,6 +25,14 @@ def lab_status(out) -> str:
 
 def chips(out) -> str:
     return next((o for o in out[11:] if isinstance(o, str) and "ntp-chip" in o), "")
+
+
+def table(out, header: str):
+    """The rows of the table (toy: 'logit'; engine: 'max tokens') among a stream's outputs, or None."""
+    for o in out:
+        if isinstance(o, dict) and header in (o.get("headers") or []):
+            return o["data"]
+    return None
 
 
 def code_of(bar_line: str) -> str:
@@ -37,6 +47,32 @@ def wait_for(job, check, timeout=20.0):
                 return out
         time.sleep(0.1)
     raise AssertionError(f"no update passed the check in {timeout} s; last: {job.outputs()[-1:]!r}"[:2000])
+
+
+class Page:
+    """A host page's inputs as /open_room and /host_publish take them: [key, tab, *every field, scrub, lang], each
+    at the page's default (from the API's description), set by what a test changes."""
+
+    def __init__(self, client: Client):
+        info = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/host_publish"]
+        self.client, self.args = client, [p.get("parameter_default") for p in info["parameters"]]
+        self.args[2:12] = LAB
+
+    def set(self, tab=None, lab=None, step=None, toy=None, engine=None) -> Page:
+        if tab is not None:
+            self.args[1] = tab
+        if lab is not None:
+            self.args[2:12] = lab
+        if step is not None:
+            self.args[-2] = step
+        for rows, header in ((toy, "logit"), (engine, "max tokens")):
+            if rows is not None:
+                i = next(i for i, a in enumerate(self.args) if isinstance(a, dict) and header in a.get("headers", []))
+                self.args[i] = {**self.args[i], "data": rows}
+        return self
+
+    def call(self, api_name: str, key: str = "") -> list:
+        return self.client.predict(key, *self.args[1:], api_name=api_name)
 
 
 def follow(app_url, code):
@@ -54,23 +90,25 @@ def host(app_url):
 
 
 def test_a_follower_gets_the_hosts_settings_then_its_run_without_running_it(host, app_url):
-    bar = host.predict(*LAB, "softmax", 1, "en", api_name="/open_room")[0]
+    page = Page(host).set(tab="softmax", step=1)
+    bar, _, key, _ = page.call("/open_room")
     code = code_of(bar)
-    assert "?follow=" + code in bar
+    assert "?follow=" + code in bar and key.startswith(code + ":") and key[6:] not in bar  # the token: never shown
     follower = follow(app_url, code.lower())
     first = wait_for(follower, lambda o: o[PROMPT] == LAB[0])
     assert first[TEMPERATURE] == 0.0 and "Following room" in first[0]
-    assert "· 1 following" in host.predict(*LAB, "softmax", 1, "en", api_name="/host_publish")[0]  # the host's count
+    assert "· 1 following" in page.call("/host_publish")[0]  # the host's count
 
-    host.predict(*LAB[:2], 1.5, *LAB[3:], "lab", 1, "en", api_name="/host_publish")
+    page.set(lab=[*LAB[:2], 1.5, *LAB[3:]], tab="lab").call("/host_publish")
     wait_for(follower, lambda o: o[TEMPERATURE] == 1.5)
 
     # the host runs the model once; the follower shows that run (chips and status), at the host's step
+    page.set(lab=LAB)
     host.predict(*LAB, "en", api_name="/generate")
-    host.predict(*LAB, "lab", 2, "en", api_name="/host_publish")  # the host's scrubber on step 2 (it counts from 1)
+    page.set(step=2).call("/host_publish")  # the host's scrubber on step 2 (it counts from 1)
     shown = wait_for(follower, lambda o: lab_status(o).startswith("**Step 2**"))
     assert "Paris" in chips(shown)
-    host.predict(*LAB, "lab", 4, "en", api_name="/host_publish")
+    page.set(step=4).call("/host_publish")
     wait_for(follower, lambda o: lab_status(o).startswith("**Step 4**"))
 
     host.predict("en", api_name="/close_room")
@@ -78,15 +116,54 @@ def test_a_follower_gets_the_hosts_settings_then_its_run_without_running_it(host
     assert follower.done() or wait_for(follower, lambda o: True)
 
 
-def test_only_the_hosts_session_publishes(host, app_url):
-    code = code_of(host.predict(*LAB, "lab", 1, "en", api_name="/open_room")[0])
+def test_a_follower_gets_the_hosts_engine_table_and_toy_logits(host, app_url):
+    page = Page(host).set(tab="engine")
+    code = code_of(page.call("/open_room")[0])
     follower = follow(app_url, code)
     wait_for(follower, lambda o: o[PROMPT] == LAB[0])
-    stranger = Client(app_url, verbose=False)
-    stranger.predict("hijacked", *LAB[1:], "lab", 1, "en", api_name="/host_publish")  # no room in its session
+    toy = [["␣Paris", 1.0], ["␣the", 2.5], ["␣a", 3.0], ["␣Lyon", -4.0], ["␣France", 0.5]]
+    page.set(toy=toy, engine=ENGINE).call("/host_publish")
+    shown = wait_for(follower, lambda o: table(o, "max tokens") is not None and table(o, "max tokens")[0][0] == "Bonjour <b>")
+    assert [r[:9] for r in table(shown, "max tokens")] == ENGINE  # as typed: the table shows text, not HTML
+    assert [[t, float(x)] for t, x in table(shown, "logit")] == toy
+    follower.cancel()
+
+
+def test_only_the_hosts_session_publishes(host, app_url):
+    page = Page(host)
+    code = code_of(page.call("/open_room")[0])
+    follower = follow(app_url, code)
+    wait_for(follower, lambda o: o[PROMPT] == LAB[0])
+    stranger = Page(Client(app_url, verbose=False)).set(lab=["hijacked", *LAB[1:]])
+    stranger.call("/host_publish")  # no room in its session
+    stranger.call("/host_publish", key=f"{code}:guessed-token")  # nor with a made-up key
     time.sleep(1.0)
     assert all(o[PROMPT] != "hijacked" for o in follower.outputs())
     follower.cancel()
+
+
+def test_a_reloaded_host_page_resumes_its_room_with_its_key_and_a_wrong_key_is_refused(host, app_url):
+    page = Page(host).set(tab="softmax", lab=["Resume me", *LAB[1:]])
+    bar, _, key, _ = page.call("/open_room")
+    code = code_of(bar)
+    follower = follow(app_url, code)
+    wait_for(follower, lambda o: o[PROMPT] == "Resume me")
+
+    reloaded = Client(app_url, verbose=False)  # the host's reloaded page: a new session, the key its tab kept
+    refused = reloaded.predict(f"{code}:not-the-token", "en", api_name="/resume_room")
+    assert "Could not host room" in refused[0] and f"only the host of room {code}" in refused[0]
+    assert refused[2] == ""  # the tab forgets the key
+    assert "no open room" in reloaded.predict("XXXXX:token", "en", api_name="/resume_room")[0]
+    assert "room code must be" in reloaded.predict("<b>:x", "en", api_name="/resume_room")[0]
+
+    out = reloaded.predict(key, "en", api_name="/resume_room")
+    assert f"You host room **{code}**" in out[0] and out[2] == key
+    assert out[4] == "Resume me"  # the page shows the room's state again (the lab's prompt), before it publishes
+    resumed = Page(reloaded).set(lab=["After the reload", *LAB[1:]])
+    assert "You host room" in resumed.call("/host_publish")[0]
+    wait_for(follower, lambda o: o[PROMPT] == "After the reload")
+    reloaded.predict("en", api_name="/close_room")
+    wait_for(follower, lambda o: "is closed" in str(o[0]))
 
 
 @pytest.mark.parametrize("code, message", [("0000", "room code must be 5 letters"), ("XXXXX", "no open room XXXXX")])

@@ -41,6 +41,9 @@ def test_a_follower_follows_the_host_breaks_away_and_comes_back(page, browser, a
         follower.goto(link, wait_until="domcontentloaded")
         expect(follower.locator("#follow-status")).to_contain_text("Following room", timeout=60_000)
         expect(follower.locator("#follow-break")).to_be_visible()
+        # the room's first update sets every tab's inputs, and the follower's tabs redraw from them (the toy's
+        # chart): let that settle, so the figure below is the delay of one change
+        time.sleep(1.0)
 
         set_number(host, "temperature", "0.35")
         start = time.monotonic()
@@ -72,3 +75,72 @@ def test_a_follower_follows_the_host_breaks_away_and_comes_back(page, browser, a
     finally:
         context.close()
         host.locator("#room-close").click()
+
+
+def value_of(page, elem_id: str, kind: str = "input[type=number]"):
+    return page.locator(f"#{elem_id} {kind}").first
+
+
+def select_tab(host, follower, name: str) -> None:
+    host.get_by_role("tab", name=name).click()
+    expect(follower.get_by_role("tab", name=name)).to_have_attribute("aria-selected", "true", timeout=WAIT_MS)
+
+
+def timed(check) -> float:
+    start = time.monotonic()
+    check()
+    return time.monotonic() - start
+
+
+def test_a_follower_follows_every_tab_and_a_reloaded_host_page_keeps_its_room(page, browser, app_url):
+    host = page
+    host.locator("#follow").get_by_text("Follow the host").click()
+    host.locator("#room-open").click()
+    expect(host.locator("#follow-status")).to_contain_text("You host room")
+    link = host.locator("#room-link textarea, #room-link input").first.input_value()
+    code = link.rsplit("=", 1)[1]
+    assert "room-key" not in link and ":" not in link.split("://", 1)[1].split("/", 1)[1]  # no token in the link
+
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    follower = context.new_page()
+    try:
+        follower.goto(link, wait_until="domcontentloaded")
+        expect(follower.locator("#follow-status")).to_contain_text("Following room", timeout=60_000)
+
+        # the softmax toy, then the forward tab's prompt (text shown as text: the host's input reaches strangers)
+        select_tab(host, follower, "Softmax & LM head")
+        set_number(host, "toy-temperature", "0.35")
+        toy_in = timed(lambda: expect(value_of(follower, "toy-temperature")).to_have_value("0.35", timeout=WAIT_MS))
+        select_tab(host, follower, "Forward pass")
+        for shown in (host, follower):  # both pages trace the lesson's prompt on the tab's select: let them finish
+            expect(shown.locator("#fw-status")).to_contain_text("Traced", timeout=60_000)
+        words = "Ngày xửa ngày xưa <b>bold</b>"
+        host.locator("#fw-prompt textarea").fill(words)
+        prompt_in = timed(lambda: expect(follower.locator("#fw-prompt textarea")).to_have_value(words, timeout=WAIT_MS))
+        assert follower.locator("#fw-prompt b").count() == 0
+
+        # the host's page reloads: it hosts the same room again and shows the room's state, not its defaults
+        host.reload(wait_until="domcontentloaded")
+        expect(host.locator("#follow-status")).to_contain_text(f"You host room {code}", timeout=60_000)
+        expect(host.get_by_role("tab", name="Forward pass")).to_have_attribute("aria-selected", "true")
+        expect(host.locator("#fw-prompt textarea")).to_have_value(words)
+        time.sleep(1.5)  # three of the host's publishes: the follower still shows the host's page, not defaults
+        expect(follower.locator("#fw-prompt textarea")).to_have_value(words)
+        expect(follower.locator("#follow-status")).to_contain_text("Following room")
+
+        select_tab(host, follower, "Softmax & LM head")
+        expect(value_of(host, "toy-temperature")).to_have_value("0.35")
+        set_number(host, "toy-temperature", "1.2")
+        after_reload = timed(lambda: expect(value_of(follower, "toy-temperature")).to_have_value("1.2", timeout=WAIT_MS))
+        host.screenshot(path=str(ARTIFACTS / "follow_host_reloaded.png"))
+        follower.screenshot(path=str(ARTIFACTS / "follow_follower_toy.png"))
+        for what, took in (("toy", toy_in), ("forward prompt", prompt_in), ("toy after the reload", after_reload)):
+            assert took < FOLLOW_WITHIN_MS / 1000, f"the follower followed the {what} in {took:.2f} s"
+    finally:
+        context.close()
+        host.locator("#room-close").click()
+    # a closed room leaves nothing to resume: the next reload is an ordinary page
+    host.reload(wait_until="domcontentloaded")
+    expect(host.locator("#model-status")).to_contain_text("Model:", timeout=60_000)
+    time.sleep(1.0)
+    expect(host.locator("#follow-bar")).to_be_hidden()

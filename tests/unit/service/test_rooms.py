@@ -115,3 +115,39 @@ def test_the_host_sees_how_many_pages_follow():
     registry.close(code, token)
     registry.leave(code)  # a stream ending after its room closed
     assert registry.followers(code) == 0
+
+
+def test_a_reloaded_hosts_page_resumes_with_its_token_only():
+    clock = Clock()
+    registry = RoomRegistry(idle_seconds=60, clock=clock)
+    code, token = registry.open({"tab": "engine"})
+    registry.publish(code, token, run=[object()])
+    clock.now += 50
+    snap = registry.resume(code.lower(), token)  # the key as the tab kept it
+    assert (snap.code, snap.state, snap.run_version) == (code, {"tab": "engine"}, 1)
+    clock.now += 50  # resuming touched the room: it is still open 100 s after the last publish
+    assert registry.version(code) is not None
+    for wrong in ("", token[:-1], None, "x" * 5000, registry.open()[1]):
+        with pytest.raises(InputError, match=f"only the host of room {code}"):
+            registry.resume(code, wrong)
+    with pytest.raises(InputError, match="room code must be"):
+        registry.resume("<b>", token)
+    clock.now += 61
+    with pytest.raises(InputError, match=f"there is no open room {code}"):
+        registry.resume(code, token)
+
+
+def test_a_state_too_long_or_not_text_is_refused_naming_its_size_and_the_room_keeps_the_last():
+    registry = RoomRegistry()
+    code, token = registry.open({"tab": "lab"})
+    big = {"prompt": "x" * limits.MAX_ROOM_STATE_CHARS}
+    with pytest.raises(InputError, match=f"has {limits.MAX_ROOM_STATE_CHARS + 6} characters, more than a room carries"):
+        registry.publish(code, token, big)
+    with pytest.raises(InputError, match="more than a room carries"):
+        registry.open(big)
+    with pytest.raises(InputError, match="must be a dict of text fields, got list"):
+        registry.publish(code, token, ["tab", "lab"])
+    with pytest.raises(InputError, match="must be a dict of text fields, got dict"):
+        registry.publish(code, token, {"step": 3})
+    assert registry.snapshot(code).state == {"tab": "lab"}
+    registry.publish(code, token, {"prompt": "x" * (limits.MAX_ROOM_STATE_CHARS - 6)})  # exactly the limit
