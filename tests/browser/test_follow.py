@@ -27,12 +27,17 @@ def temperature(page):
     return page.locator("#temperature input[type=number]")
 
 
-def test_a_follower_follows_the_host_breaks_away_and_comes_back(page, browser, app_url):
-    host = page
+def open_room(host) -> str:
+    """The host's page opens a room; its link."""
     host.locator("#follow").get_by_text("Follow the host").click()
     host.locator("#room-open").click()
     expect(host.locator("#follow-status")).to_contain_text("You host room")
-    link = host.locator("#room-link textarea, #room-link input").first.input_value()
+    return host.locator("#room-link textarea, #room-link input").first.input_value()
+
+
+def test_a_follower_follows_the_host_breaks_away_and_comes_back(page, browser, app_url):
+    host = page
+    link = open_room(host)
     assert re.search(r"^http://127\.0\.0\.1:\d+/\?follow=[A-Z0-9]{5}$", link), link
 
     context = browser.new_context(viewport={"width": 1280, "height": 720})
@@ -94,10 +99,7 @@ def timed(check) -> float:
 
 def test_a_follower_follows_every_tab_and_a_reloaded_host_page_keeps_its_room(page, browser, app_url):
     host = page
-    host.locator("#follow").get_by_text("Follow the host").click()
-    host.locator("#room-open").click()
-    expect(host.locator("#follow-status")).to_contain_text("You host room")
-    link = host.locator("#room-link textarea, #room-link input").first.input_value()
+    link = open_room(host)
     code = link.rsplit("=", 1)[1]
     assert "room-key" not in link and ":" not in link.split("://", 1)[1].split("/", 1)[1]  # no token in the link
 
