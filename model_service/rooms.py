@@ -46,6 +46,9 @@ class _Room:
     run_version: int = 0
     followers: int = 0  # pages following now (their streams join and leave)
 
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self.code, self.version, dict(self.state), self.run, self.run_version)
+
 
 def _same_run(a: tuple | None, b: tuple | None) -> bool:
     """The same records, object by object (the host's page keeps its run's record objects; comparing them by
@@ -65,8 +68,9 @@ def checked_state(state) -> dict:
     Raises InputError naming what is wrong (the room keeps the host's previous state)."""
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in state.items()):
         raise InputError("room_state", got=type(state).__name__)
-    if state_chars(state) > limits.MAX_ROOM_STATE_CHARS:
-        raise InputError("room_state_long", count=state_chars(state), limit=limits.MAX_ROOM_STATE_CHARS)
+    chars = state_chars(state)
+    if chars > limits.MAX_ROOM_STATE_CHARS:
+        raise InputError("room_state_long", count=chars, limit=limits.MAX_ROOM_STATE_CHARS)
     return dict(state)
 
 
@@ -156,7 +160,7 @@ class RoomRegistry:
             self._expire()
             room = self._hosted(code, token)
             room.touched = self.clock()
-            return Snapshot(room.code, room.version, dict(room.state), room.run, room.run_version)
+            return room.snapshot()
 
     def close(self, code, token) -> None:
         with self._lock:
@@ -168,7 +172,7 @@ class RoomRegistry:
         with self._lock:
             self._expire()
             room = self._room(code)
-            return Snapshot(room.code, room.version, dict(room.state), room.run, room.run_version)
+            return room.snapshot()
 
     def join(self, code: str) -> None:
         """A follower's stream started (`code` as a snapshot names it); the host's bar counts them."""
