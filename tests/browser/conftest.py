@@ -41,3 +41,12 @@ def page(browser, app_url):
     ARTIFACTS.mkdir(exist_ok=True)
     yield page
     context.close()
+
+
+def settled_text(page, selector: str) -> str:
+    """A component's text once no event is pending on it: while one is, Gradio's status tracker writes its
+    timer ("0.4s") into the same box, and a scrub or a language switch can still be under way after a run."""
+    from playwright.sync_api import expect
+
+    expect(page.locator(f"{selector} .progress-text")).to_have_count(0)
+    return page.locator(selector).inner_text()

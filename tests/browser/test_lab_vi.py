@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from model_service import limits
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, settled_text
 
 pytestmark = pytest.mark.browser
 
@@ -39,7 +39,7 @@ def open_page(browser, app_url):
 def lab_text(page) -> str:
     """What the lab says in its own words: the status line without the token's piece, the charts' titles,
     axis titles, legends and notes, and the controls' labels (the model's tokens are left out: any text)."""
-    status = page.locator("#run-status").inner_text()
+    status = settled_text(page, "#run-status")
     for piece in page.locator("#run-status code").all_inner_texts():
         status = status.replace(piece, "")
     charts = page.locator(
@@ -72,11 +72,11 @@ def test_a_vietnamese_browser_runs_the_lab_in_vietnamese_then_switches_to_englis
     assert not [w for w in ENGLISH_ON_THE_LAB if w in text], text
     page.screenshot(path=str(ARTIFACTS / "sampling_lab_vi.png"), full_page=True)
 
-    vietnamese = page.locator("#run-status").inner_text()
+    vietnamese = settled_text(page, "#run-status")
     page.locator("#language").get_by_text("English").click()
     expect(page.locator("#run-status")).to_contain_text("stopped: reached max new tokens", timeout=60_000)
     page.wait_for_function("document.documentElement.lang === 'en'", timeout=30_000)
-    english = page.locator("#run-status").inner_text()
+    english = settled_text(page, "#run-status")
     # the same run, re-drawn: its random seed, timings and token ids are all the same numbers
     assert re.findall(r"\d+(?:\.\d+)?", english) == re.findall(r"\d+(?:\.\d+)?", vietnamese)
     for title in ("raw softmax", "after temperature", "after top-k", "final (sampled from)"):

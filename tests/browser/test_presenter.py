@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from ..conftest import free_port
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, settled_text
 
 pytestmark = pytest.mark.browser
 
@@ -100,7 +100,7 @@ def no_model_url():
 def scene(page) -> dict:
     """What a learner sees of a step: the status line, the chips and the three charts' texts."""
     texts = page.evaluate(CHART_TEXT)
-    return {"status": page.locator("#run-status").inner_text(), "chips": page.locator("#chips .ntp-chips").inner_html(),
+    return {"status": settled_text(page, "#run-status"), "chips": page.locator("#chips .ntp-chips").inner_html(),
             **{k: sorted(t["text"] for t in texts if t["id"] == k) for k in ("stage-plot", "draw-plot", "run-plot")}}
 
 
