@@ -52,6 +52,10 @@ QUEUE_SIZE = 256
 # prompt is read the same way whoever else is waiting (seeded runs stay reproducible).
 PREFILL_CHUNK_TOKENS = 128
 PREFILL_TOKENS_PER_STEP = 256
+# Newcomers' first chunks share padded passes grouped by length: a pass costs about this many padded token
+# slots more than its slots (the weights are read once per pass). Measured on 2 CPU cores: a one-token pass
+# 64 ms, a slot ~3.4 ms; 16 prompts of 3-13 tokens in one pass 699 ms, in two by length 527 ms.
+PREFILL_PASS_COST_TOKENS = 24
 # A request with more new tokens than this is "long": long ones may hold at most half the rows, and a
 # shorter request behind a long one that would exceed that share goes first.
 LONG_REQUEST_TOKENS = 128
@@ -69,6 +73,11 @@ GRADIO_THREADS = 256  # handler threads: a streaming learner's handler mostly wa
 # diff, JSON, SSE: ~9 ms of Python per record). With 16 learners streaming, a 16-row forward pass took
 # 270-340 ms in the app against ~170 ms alone; at 0.5 ms it took 207-240 ms (room 36-42 -> 47-56 tok/s).
 GIL_SWITCH_INTERVAL_S = 0.0005
+# glibc hands every block above 128 KiB back to the kernel on free and maps it anew on the next malloc: each
+# step's logits and every torch.cat of the KV cache (about 1 MiB per layer at 16 rows) then page-faults in
+# fresh pages. Blocks up to this size stay in the heap and are reused (the process keeps its high-water mark).
+# A 16-row step at 80 tokens of context: torch.cat 31 -> 13 ms, the step 193 -> 173 ms (bench/bench_room.py).
+MALLOC_MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024  # glibc's largest allowed value on 64-bit
 
 # ---- ranges of the sampling knobs (beyond the sliders, for the API and links) ---------------------------
 MAX_TEMPERATURE = 100.0  # T = 100 already flattens any real distribution to near-uniform

@@ -109,6 +109,26 @@ def serve_beside_web_server(threads: int | None = None) -> None:
     (limits.GIL_SWITCH_INTERVAL_S says why and what it measured)."""
     torch.set_num_threads(threads or serving_threads())
     sys.setswitchinterval(limits.GIL_SWITCH_INTERVAL_S)
+    keep_freed_memory()
+
+
+def keep_freed_memory() -> bool:
+    """Have glibc keep freed blocks up to limits.MALLOC_MMAP_THRESHOLD_BYTES for reuse instead of unmapping them
+    (the limit says what it saves). False where the C library is not glibc (macOS, musl): nothing to do."""
+    import ctypes
+    import ctypes.util
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's <malloc.h>
+    size = limits.MALLOC_MMAP_THRESHOLD_BYTES
+    # trim only what exceeds twice the largest reused block, so a step's frees do not shrink the heap either
+    return bool(mallopt(m_mmap_threshold, size)) and bool(mallopt(m_trim_threshold, 2 * size))
 
 
 def serving_threads() -> int:
