@@ -221,9 +221,10 @@ class Scheduler:
 
     def _prefill_some(self) -> float:
         """Read prompt chunks within this step's token budget (pads included). Newcomers' first chunks
-        are read together, left-padded, in one forward pass (most prompts are one chunk: it costs about
-        what one of them costs alone); later chunks of long prompts one per newcomer in turn. Chunks
-        start at fixed offsets (multiples of the chunk size), whoever else is waiting."""
+        are read together, left-padded, in as few passes as pays (`_buckets`: prompts of similar length
+        share a pass; most prompts are one chunk, and a pass of many costs about what one of them costs
+        alone); later chunks of long prompts one per newcomer in turn. Chunks start at fixed offsets
+        (multiples of the chunk size), whoever else is waiting."""
         budget, chunk = limits.PREFILL_TOKENS_PER_STEP, limits.PREFILL_CHUNK_TOKENS
         reading = [job for job in self._prefilling if job.logits is None and job.live]
         together, width = [], 0
@@ -233,8 +234,11 @@ class Scheduler:
                 if not together or (len(together) + 1) * w <= budget:
                     together.append(job)
                     width = w
-        spent_ms = self._read_together(together) if len(together) > 1 else 0.0
-        budget -= len(together) * width if len(together) > 1 else 0
+        spent_ms = 0.0
+        if len(together) > 1:
+            for bucket in _buckets(together, chunk):
+                spent_ms += self._read_together(bucket) if len(bucket) > 1 else self._read_alone(bucket[0])
+                budget -= len(bucket) * min(chunk, max(len(job.ids) for job in bucket))
         rest = [job for job in reading if job.live and (len(together) < 2 or job not in together)]
         while budget > 0 and rest:
             for job in list(rest):
@@ -304,6 +308,27 @@ class Scheduler:
         if job.live:
             job.done = True
             job.sink.fail(job, error)
+
+
+def _buckets(jobs: list[Job], chunk: int) -> list[list[Job]]:
+    """Newcomers' first chunks grouped into padded passes at the least cost: a pass costs its rows x its
+    widest chunk in token slots, plus limits.PREFILL_PASS_COST_TOKENS for reading the weights once. Groups
+    are runs of the chunks sorted by length (an exact minimum over those runs, n <= max_rows)."""
+    ordered = sorted(jobs, key=lambda job: min(len(job.ids), chunk))
+    sizes = [min(len(job.ids), chunk) for job in ordered]
+    fixed = limits.PREFILL_PASS_COST_TOKENS
+    best = [0.0] + [float("inf")] * len(ordered)  # best[i]: least cost of reading the i shortest
+    cut = [0] * (len(ordered) + 1)
+    for i in range(1, len(ordered) + 1):
+        for j in range(i):
+            cost = best[j] + fixed + (i - j) * sizes[i - 1]
+            if cost < best[i]:
+                best[i], cut[i] = cost, j
+    groups, i = [], len(ordered)
+    while i > 0:
+        groups.append(ordered[cut[i]: i])
+        i = cut[i]
+    return groups[::-1]
 
 
 def _room_row(job: Job) -> RoomRow:

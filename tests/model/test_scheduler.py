@@ -228,6 +228,30 @@ def test_long_prompts_are_read_in_chunks_and_give_the_same_tokens_joined(tiny_se
     busy.close()
 
 
+def test_newcomers_of_very_different_lengths_are_read_in_one_pass_per_length(tiny_service):
+    """Four short prompts and two long ones at one boundary: padding the short ones to the long ones' width
+    would cost 6 x 40 token slots; two passes cost 4 x 3 + 2 x 40 (plus one more reading of the weights)."""
+    longs = ["L" * 40, "M" * 40]
+    shorts = ["ab", "cd", "ef", "gh"]
+    busy = tiny_service.generate("busy", GREEDY, 100, ignore_eos=True)
+    take(busy, 2)  # the scheduler is mid-run: the six wait for the same boundary
+    shapes = []
+    hook = tiny_service.model.register_forward_pre_hook(lambda m, args, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    try:
+        with tiny_service.model_lock:  # all six arrive at the same boundary
+            runs = [tiny_service.generate(q, SamplingSettings(seed=i), 3, ignore_eos=True) for i, q in enumerate(longs + shorts)]
+        got = [list(run) for run in runs]
+    finally:
+        hook.remove()
+        busy.close()
+    width = {len(tiny_service.encode(q)) for q in longs}.pop()
+    short = max(len(tiny_service.encode(q)) for q in shorts)
+    prefills = [shape for shape in shapes if shape[1] > 1]
+    assert prefills == [(4, short), (2, width)]  # shortest first, each padded to its own group's width
+    for i, q in enumerate(longs + shorts):
+        assert tokens(got[i]) == tokens(tiny_service.generate(q, SamplingSettings(seed=i), 3, ignore_eos=True)), q
+
+
 def test_generate_batch_rows_start_together_and_match_generate(tiny_service):
     qs = [Request("ab", SamplingSettings(seed=s), 5 + s) for s in range(2)] + [Request("a longer one", GREEDY, 6)]
     busy = tiny_service.generate("busy", GREEDY, 100, ignore_eos=True)
