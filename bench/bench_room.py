@@ -9,7 +9,7 @@ running batch vs the same N requests one after another. Prints
 and, in direct mode, the cost of the scheduler for one request alone: generate() vs the same decode
 step run in the caller's thread with no scheduler (interleaved rounds).
 
-    .venv/bin/python bench/bench_room.py [--n 16 32] [--tokens 16 64] [--skip-solo]
+    .venv/bin/python bench/bench_room.py [--n 16 32] [--tokens 16 64] [--skip-solo] [--rounds 3]
     .venv/bin/python bench/bench_room.py --app http://127.0.0.1:7860/    # gradio_client against /stream_records
 """
 
@@ -135,13 +135,14 @@ def sequential(source, n, tokens):
     return time.perf_counter() - start, out
 
 
-def compare(source, n, tokens):
+def compare(source, n, tokens) -> float | None:
+    """One round: N streams at once, then the same N one after another. Returns the throughput ratio."""
     together_s, together = concurrent(source, n, tokens)
     alone_s, alone = sequential(source, n, tokens)
     errors = [v[1] for v in list(together.values()) + list(alone.values()) if v[0] == "error"]
     if errors:
         print(f"  N={n:3d} tokens={tokens:3d}: {len(errors)} errors, e.g. {errors[0]}")
-        return
+        return None
     produced = sum(len(ids) for ids, _ in together.values())
     first = [times[0] for _, times in together.values() if times]
     gaps = [b - a for _, times in together.values() for a, b in zip(times, times[1:])]
@@ -152,6 +153,7 @@ def compare(source, n, tokens):
     print(f"      time to first record p50 {p(first, 0.5):5.2f} s  p95 {p(first, 0.95):5.2f} s | gap between records "
           f"p50 {p(gaps, 0.5) * 1000:5.0f} ms  p95 {p(gaps, 0.95) * 1000:5.0f} ms | "
           f"seeded streams equal to solo: {equal}/{n}")
+    return rate_together / rate_alone
 
 
 def solo_overhead(service, tokens=64, rounds=5):
@@ -203,6 +205,9 @@ def main():
     ap.add_argument("--tokens", type=int, nargs="+", default=[16, 64])
     ap.add_argument("--app", default=None, help="URL of a running app: stream through gradio_client")
     ap.add_argument("--skip-solo", action="store_true")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds per N and length, each concurrent then one after another; with more than one, "
+                         "the median ratio is printed too (a shared machine's speed drifts by 10-20%% in minutes)")
     args = ap.parse_args()
 
     source = App(args.app) if args.app else Direct()
@@ -214,7 +219,10 @@ def main():
             solo_overhead(source.service)
     for n in args.n:
         for tokens in args.tokens:
-            compare(source, n, tokens)
+            ratios = [r for r in (compare(source, n, tokens) for _ in range(args.rounds)) if r is not None]
+            if len(ratios) > 1:
+                print(f"  N={n:3d} tokens={tokens:3d}: median ratio over {len(ratios)} rounds {statistics.median(ratios):5.2f}x "
+                      f"(min {min(ratios):.2f}x, max {max(ratios):.2f}x)")
 
 
 if __name__ == "__main__":
