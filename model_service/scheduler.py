@@ -9,8 +9,8 @@ Step, generate_batch, the API) wait in one FIFO queue; at every step boundary
      limits.LONG_REQUEST_TOKENS new tokens) may hold at most half the rows; shorter requests behind
      one that would exceed that share go first, so a room of short requests is never starved;
   3. newcomers read their prompt in chunks within a token budget per step (first chunks of several
-     newcomers in one padded pass; later chunks of a long prompt alone, round-robin), so a
-     1,024-token prompt never stalls everyone for the whole of its prefill;
+     newcomers in padded passes, prompts of similar length together; later chunks of a long prompt
+     alone, round-robin), so a 1,024-token prompt never stalls everyone for the whole of its prefill;
   4. one forward pass for every decoding row, then one sampling pass over those rows plus the
      newcomers whose prompt is read (the decode step of model_service/step_loop.py);
   5. each row's record goes to its own caller; finished rows leave; newcomers' caches join the batch.
