@@ -73,10 +73,11 @@ GRADIO_THREADS = 256  # handler threads: a streaming learner's handler mostly wa
 # diff, JSON, SSE: ~9 ms of Python per record). With 16 learners streaming, a 16-row forward pass took
 # 270-340 ms in the app against ~170 ms alone; at 0.5 ms it took 207-240 ms (room 36-42 -> 47-56 tok/s).
 GIL_SWITCH_INTERVAL_S = 0.0005
-# glibc hands every block above 128 KiB back to the kernel on free and maps it anew on the next malloc: each
-# step's logits and every torch.cat of the KV cache (about 1 MiB per layer at 16 rows) then page-faults in
-# fresh pages. Blocks up to this size stay in the heap and are reused (the process keeps its high-water mark).
-# A 16-row step at 80 tokens of context: torch.cat 31 -> 13 ms, the step 193 -> 173 ms (bench/bench_room.py).
+# glibc maps a block above its threshold (128 KiB, raised to the largest block freed so far) anew on every
+# malloc and unmaps it on free. A batch's KV cache grows by a column a step, so each torch.cat (about 1 MiB per
+# layer at 16 rows) asks for more than any freed block and page-faults fresh pages. Blocks up to this size
+# stay in the heap and are reused (the process keeps its high-water mark). Isolated 16-row decode at ~80
+# tokens of context: torch.cat 31 -> 13 ms a step, the step 193 -> 173 ms.
 MALLOC_MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024  # glibc's largest allowed value on 64-bit
 
 # ---- ranges of the sampling knobs (beyond the sliders, for the API and links) ---------------------------
