@@ -101,8 +101,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                           tabs, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab, "compare": compare_tab,
                                  "forward": forward_tab})
         # the room carries the page as its link would (every tab's fields), through the same PageState
-        resume_room = wire_follow(demo, room, lab, state, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab,
-                                                           "compare": compare_tab, "forward": forward_tab}, language)
+        resume_room = wire_follow(demo, room, lab, state, language)
 
         def follow_forward(tab, *inputs):
             """After a link or scene: the forward tab traces its prompt, as selecting it does."""

@@ -31,7 +31,7 @@ class PageState:
 
     def __init__(self, fields: Mapping[str, gr.components.Component], tabs: gr.Tabs, tab_items: Mapping[str, gr.Tab]):
         self.fields = dict(fields)
-        self.tabs = tabs
+        self.tabs, self.tab_items = tabs, dict(tab_items)
         self.tab = gr.State("lab")  # the tab on screen
         for tab_id, item in tab_items.items():
             item.select(lambda t=tab_id: t, None, self.tab, api_visibility="private", queue=False,

@@ -108,10 +108,10 @@ def build_follow_bar() -> dict:
             "code": code, "join": join_btn, "open": open_btn, "link": link, "tab": tab, "key": key, "timer": timer}
 
 
-def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, page, tab_items: dict, language):
+def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, page, language):
     """Inside the Blocks context. lab: build_lab's components; page: the page's PageState (its link fields, the
-    tabs); tab_items: tab id -> gr.Tab. Returns resume_after(event): wires the host's resume after `event` (the page's own link applied first,
-    so the room's state, newer, wins)."""
+    tabs and their items). Returns resume_after(event), which wires the host's resume after `event` (the page's
+    own link applied first, so the room's state, newer, wins)."""
     seat, status, bar, timer, link, key = (parts[k] for k in ("seat", "status", "bar", "timer", "link", "key"))
     break_btn, again_btn, close_btn, join_btn = parts["break"], parts["again"], parts["close"], parts["join"]
     tabs, fields = page.tabs, list(page.fields.values())
@@ -298,7 +298,7 @@ def wire_follow(demo: gr.Blocks, parts: dict, lab: dict, page, tab_items: dict, 
     break_btn.click(break_away, [seat, language], bar_outputs, cancels=[following], api_name="break_away",
                     show_progress="hidden", queue=False)
     language.change(relang, [seat, language], status, api_visibility="private", show_progress="hidden")
-    for tab_id, item in tab_items.items():  # the host's tab, kept in the browser (no server event)
+    for tab_id, item in page.tab_items.items():  # the host's tab, kept in the browser (no server event)
         item.select(None, None, parts["tab"], js=f"() => {tab_id!r}")
     resume_outputs = [*bar_outputs, *(o for o in stream if all(o is not b for b in bar_outputs))]
 
