@@ -3,6 +3,8 @@ and the embedded model, loaded once per test session."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import socket
 import sys
@@ -68,20 +70,47 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def close_demo(demo) -> None:
+    """Close a launched demo without racing its own event loop.
+
+    Gradio's `Blocks.close` sets `app.stop_event`, an asyncio.Event, from the calling thread while the server's
+    loop may be adding a heartbeat's waiter to it: 'deque mutated during iteration' (seen in CI). Setting it on the
+    loop that owns it first makes close's own `set()` a no-op. The loop is the one the event bound itself to on its
+    first wait; unbound means nobody waits, and then close's set() has nothing to race."""
+    event = demo.app.stop_event
+    loop = getattr(event, "_loop", None)
+    if loop is not None and loop.is_running():
+
+        async def set_it():
+            event.set()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(set_it(), loop).result(timeout=10)
+    demo.close(verbose=False)
+
+
+@contextlib.contextmanager
+def launched(demo):
+    """Queue and launch a demo on a free local port the way app.py does; yield its URL; close it safely."""
+    from playground.page import launch_options, queue_options
+
+    demo.queue(**queue_options())
+    port = free_port()
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, ssr_mode=False,
+                show_error=True, **launch_options())
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        close_demo(demo)
+
+
 @pytest.fixture(scope="session")
 def app_url(embedded):
     from model_service.background import LoadingService
-    from playground.page import build_demo, launch_options, queue_options
+    from playground.page import build_demo
 
-    demo = build_demo(LoadingService(service=embedded))
-    demo.queue(**queue_options())
-    port = free_port()
-    demo.launch(
-        prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, ssr_mode=False,
-        show_error=True, **launch_options(),
-    )
-    yield f"http://127.0.0.1:{port}/"
-    demo.close(verbose=False)
+    with launched(build_demo(LoadingService(service=embedded))) as url:
+        yield url
 
 
 HOST_KEY = "let-me-in"
@@ -92,7 +121,7 @@ def picker_app(tmp_path_factory):
     """An app whose host may switch between two tiny models (2 and 3 blocks) with HOST_KEY: (url, keys)."""
     from model_service.background import LoadingService
     from model_service.hosting import SwitchPolicy
-    from playground.page import build_demo, launch_options, queue_options
+    from playground.page import build_demo
 
     keys = []
     for layers in (2, 3):
@@ -103,13 +132,8 @@ def picker_app(tmp_path_factory):
     service = LoadingService(keys[0], "cpu", models=tuple(keys))
     assert service.wait(120).ready, service.status
     policy = SwitchPolicy("key", "key")
-    demo = build_demo(service, policy=policy, host_key=HOST_KEY)
-    demo.queue(**queue_options())
-    port = free_port()
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, ssr_mode=False,
-                show_error=True, **launch_options())
-    yield f"http://127.0.0.1:{port}/", keys
-    demo.close(verbose=False)
+    with launched(build_demo(service, policy=policy, host_key=HOST_KEY)) as url:
+        yield url, keys
 
 
 @pytest.fixture()

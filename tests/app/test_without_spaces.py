@@ -27,7 +27,8 @@ for _ in range(240):
 assert info["status"]["ready"], info["status"]
 records = list(client.submit("Hello", 0, 0, 1.0, 0.0, 1, "hf", 3, None, False, 5, api_name="/stream_records"))
 print("served", len(records), info["models"]["current"] == sys.argv[2], "spaces" in sys.modules and sys.modules["spaces"] is None)
-demo.close(verbose=False)
+from tests.conftest import close_demo
+close_demo(demo)
 """
 
 

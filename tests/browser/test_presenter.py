@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from ..conftest import free_port
+from ..conftest import launched
 from .conftest import ARTIFACTS, settled_text
 
 pytestmark = pytest.mark.browser
@@ -86,15 +86,10 @@ def test_the_dark_theme_darkens_the_charts_and_the_log_zoom_shows_the_tail(brows
 def no_model_url():
     """The page of an app whose model never loads: what a laptop without the model shows."""
     from model_service.background import LoadingService
-    from playground.page import build_demo, launch_options, queue_options
+    from playground.page import build_demo
 
-    demo = build_demo(LoadingService("/nonexistent/no-model-here", "cpu"))
-    demo.queue(**queue_options())
-    port = free_port()
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, ssr_mode=False,
-                show_error=True, **launch_options())
-    yield f"http://127.0.0.1:{port}/"
-    demo.close(verbose=False)
+    with launched(build_demo(LoadingService("/nonexistent/no-model-here", "cpu"))) as url:
+        yield url
 
 
 def scene(page) -> dict:

@@ -18,7 +18,7 @@ from ray import serve  # noqa: E402
 
 from model_service import SamplingSettings, validation  # noqa: E402
 from model_service.remote import RemoteService  # noqa: E402
-from tests.conftest import ROOT, free_port  # noqa: E402
+from tests.conftest import ROOT, free_port, launched  # noqa: E402
 from tests.scale import factories  # noqa: E402
 
 TIMINGS = ("forward_ms", "sampling_ms", "capture_ms", "batch_size")
@@ -161,19 +161,12 @@ def test_the_page_in_front_of_the_remote_service_streams_the_same_records(remote
     """app.py --service: the unchanged page, its API included, served by the replica."""
     from gradio_client import Client
 
-    from playground.page import build_demo, launch_options, queue_options
+    from playground.page import build_demo
 
-    demo = build_demo(remote)
-    demo.queue(**queue_options())
-    port = free_port()
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, ssr_mode=False,
-                show_error=True, **launch_options())
-    try:
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+    with launched(build_demo(remote)) as url:
+        client = Client(url, verbose=False)
         info = client.predict(api_name="/model_info")
         assert info["status"]["ready"] and info["model"]["vocab_size"] == tiny_service.info.vocab_size
         streamed = list(client.submit("Hello", 0.8, 0, 0.95, 0.0, 3, "hf", 6, api_name="/stream_records"))
         local = tiny_service.generate("Hello", SamplingSettings(temperature=0.8, top_p=0.95, seed=3), 6)
         assert [r["token_id"] for r in streamed] == [r.token_id for r in local]
-    finally:
-        demo.close(verbose=False)
