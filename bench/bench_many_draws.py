@@ -53,7 +53,7 @@ def main() -> None:
         for vocab in (49_152, 262_144):
             logits = torch.randn(1, vocab, generator=make_generator(0)).to(device) * 3
             stages = run_stages(logits, [SamplingSettings(top_p=0.9)], capture=False)
-            final, window = stages.probs["final"][0], stages.window[0]
+            final, window = stages.probs["final"][0], stages.bar[0]
             for n in (100, 1_000, 10_000):
                 u = torch.rand(n, generator=make_generator(1, device), device=device, dtype=torch.float64)
                 draws = median_ms(lambda: draw_many(final, window, u), args.rounds, device)

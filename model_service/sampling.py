@@ -14,8 +14,9 @@ The exact semantics (ties, greedy, clamps, the draw) are in docs/sampling.md; tr
 the oracle for the "hf" order.
 
 Every transform keeps or drops a tail of the ranking and temperature (T > 0) is monotone, so the
-ranking of surviving tokens never changes: the top-N of every stage are the raw top-N, and a full
-sort of the vocabulary is needed only when a cut falls beyond the best WINDOW tokens.
+ranking of surviving tokens never changes: the top-N of every stage are the raw top-N, and a cut needs
+the ranking only as far as the cut. Rows are ranked to WINDOW // 4 first; a row whose cut falls further
+is ranked again, wider (WINDOW, then 4 x WINDOW, then the whole vocabulary), on its own.
 """
 
 from __future__ import annotations
@@ -57,30 +58,31 @@ class BatchParams:
 # --- the transforms. Each works on full (B, V) rows in vocabulary order; the ranking is needed only
 # to find a cut, and it is read from `window`: the W best token ids per row, most probable first. ---
 
-WINDOW = 1024  # a top-k of 1024 costs a few % of a full sort of 49k-262k logits
+WINDOW = 1024  # the draw's bar starts with this many tokens, most probable first (docs/sampling.md)
+# Most rows' cuts and draws fall within their first few hundred tokens, and ranking 49k logits to 256 costs a
+# quarter of ranking them to 1,024 (16 rows: 2.9 vs 10.7 ms on this repo's 2-core CPU). So rows are ranked
+# to WINDOW // 4 first, and only a row that needs more is ranked again: to WINDOW, 4 x WINDOW, then fully.
 
 
-class _NeedsWiderWindow(Exception):
-    """A cut falls beyond the window in `rows` ((B,) bool): redo those rows with the full ranking."""
-
-    def __init__(self, rows: torch.Tensor):
-        super().__init__()
-        self.rows = rows
+def _widths(vocab: int, least: int) -> list[int]:
+    """The ranking widths tried in turn, narrowest first, never below `least` (the summaries' top-N)."""
+    tiers = [max(WINDOW // 4, least, 1), WINDOW, 4 * WINDOW, vocab]
+    return sorted({min(w, vocab) for w in tiers if w >= tiers[0]})
 
 
-def _remove_top_k(z: torch.Tensor, k: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
-    """Remove logits below the k-th largest; ties with it are kept."""
+def _remove_top_k(z: torch.Tensor, k: torch.Tensor, window: torch.Tensor):
+    """Remove logits below the k-th largest; ties with it are kept. Also returns the rows whose k-th
+    token lies beyond the window (B,), for which the mask is not yet right."""
     vocab, width = z.shape[-1], window.shape[-1]
     active = (k > 0) & (k < vocab)
-    if width < vocab and bool((active & (k > width)).any()):
-        raise _NeedsWiderWindow(active & (k > width))
     kth = z.gather(1, window).gather(1, (k.clamp(1, width) - 1).unsqueeze(1))  # (B, 1)
-    return (z < kth) & active.unsqueeze(1)
+    return (z < kth) & active.unsqueeze(1), active & (k > width)
 
 
-def _remove_top_p(z: torch.Tensor, p: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
+def _remove_top_p(z: torch.Tensor, p: torch.Tensor, window: torch.Tensor):
     """HF/vLLM top-p: with tokens sorted ascending, remove those whose cumulative probability is
-    <= 1 - p; the token that crosses p and the most probable token always stay.
+    <= 1 - p; the token that crosses p and the most probable token always stay. Also returns the rows
+    whose cut lies beyond the window (B,), for which the mask is not yet right.
 
     The ascending cumsum at a window token = the mass beyond the window + the window's suffix sum.
     When the mass beyond the window is itself <= 1 - p, every token out there is removed."""
@@ -89,19 +91,29 @@ def _remove_top_p(z: torch.Tensor, p: torch.Tensor, window: torch.Tensor) -> tor
     probs = z.softmax(dim=-1)
     inside = probs.gather(1, window)  # (B, W), descending
     beyond = (probs.sum(dim=-1) - inside.sum(dim=-1)).clamp(min=0) if width < vocab else torch.zeros_like(p)
-    if width < vocab and bool((active & (beyond > 1 - p)).any()):
-        raise _NeedsWiderWindow(active & (beyond > 1 - p))
     ascending_cum = inside.flip(-1).cumsum(dim=-1).flip(-1) + beyond.unsqueeze(1)  # (B, W)
     remove_inside = ascending_cum <= (1 - p).unsqueeze(1)
     remove_inside[:, 0] = False
     removed = torch.ones_like(z, dtype=torch.bool).scatter_(1, window, remove_inside)
-    return removed & active.unsqueeze(1)
+    return removed & active.unsqueeze(1), active & (beyond > 1 - p)
 
 
-def _remove_min_p(z: torch.Tensor, m: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
+def _remove_min_p(z: torch.Tensor, m: torch.Tensor, window: torch.Tensor):
     """Remove tokens whose probability is below m times the top token's (no ranking needed)."""
     probs = z.softmax(dim=-1)
-    return (probs < m.unsqueeze(1) * probs.amax(dim=-1, keepdim=True)) & (m > 0).unsqueeze(1)
+    return (probs < m.unsqueeze(1) * probs.amax(dim=-1, keepdim=True)) & (m > 0).unsqueeze(1), None
+
+
+def _cut(name: str, z: torch.Tensor, knob: torch.Tensor, window: torch.Tensor, x: torch.Tensor, widths) -> torch.Tensor:
+    """The tokens `name` removes (B, V). A row whose cut falls beyond the window is cut again on its own,
+    on its raw logits `x` ranked to the next of `widths`, until the ranking reaches its cut (only such a row
+    pays for a wider ranking: one flat row used to make a 16-row batch sort the whole vocabulary)."""
+    removed, beyond = _REMOVERS[name](z, knob, window)
+    if beyond is not None and window.shape[-1] < z.shape[-1] and bool(beyond.any()):
+        rows = beyond.nonzero().view(-1)
+        wider = _ranked_window(x[rows], next(w for w in widths if w > window.shape[-1]))
+        removed[rows] = _cut(name, z[rows], knob[rows], wider, x[rows], widths)
+    return removed
 
 
 _REMOVERS = {"top_k": _remove_top_k, "top_p": _remove_top_p, "min_p": _remove_min_p}
@@ -121,18 +133,24 @@ class Stages:
     names: tuple[str, ...]
     probs: dict[str, torch.Tensor]
     kept: dict[str, torch.Tensor]
+    _bar: torch.Tensor | None = None
 
     @property
     def bar(self) -> torch.Tensor:
-        """(B, <= WINDOW) the ids the draw's cumulative bar lays out first, most probable first; the rest
-        follow in id order. Never wider than WINDOW: a group is redone with the full ranking when one
-        row's cut falls beyond the window, and reading further would move its batch-mates' tails, so a
-        seeded row would draw other tokens next to such a row than alone."""
-        return self.window[:, :WINDOW]
+        """(B, min(WINDOW, V)) the ids the draw's cumulative bar lays out first, most probable first; the rest
+        follow in id order. Always ranked the same way, to exactly WINDOW, whatever width a row's cut needed:
+        a bar cut from a wider ranking can order the tokens tied at its edge otherwise, so a seeded row would
+        draw other tokens next to a stranger than alone."""
+        if self._bar is None:
+            width = min(WINDOW, self.logits.shape[-1])
+            same = self.window.shape[-1] == width
+            self._bar = self.window if same else _ranked_window(self.logits, width)
+        return self._bar
 
 
-def _run_order(x: torch.Tensor, window: torch.Tensor, params: BatchParams, order: str, capture: bool) -> Stages:
-    """Apply one order's chain to rows that all use it. capture=False keeps only "final"."""
+def _run_order(x: torch.Tensor, window: torch.Tensor, params: BatchParams, order: str, capture: bool, widths) -> Stages:
+    """Apply one order's chain to rows that all use it. capture=False keeps only "final". `widths`: the
+    rankings a cut beyond the window may ask for (_cut)."""
     z = x
     alive = torch.ones_like(x, dtype=torch.bool)
     probs, kept = {}, {}
@@ -149,7 +167,7 @@ def _run_order(x: torch.Tensor, window: torch.Tensor, params: BatchParams, order
             knob = getattr(params, name)
             # a knob that is off in every row removes nothing: skip its pass over the vocabulary
             off = bool((knob == (1 if name == "top_p" else 0)).all())
-            removed = None if off else _REMOVERS[name](z, knob, window)
+            removed = None if off else _cut(name, z, knob, window, x, widths)
             active = removed is not None and bool(removed.any())
             if active:
                 z = z.masked_fill(removed, float("-inf"))
@@ -182,36 +200,20 @@ def run_stages(
     logits: torch.Tensor, settings: Sequence[SamplingSettings], capture: bool = True, min_window: int = 0
 ) -> Stages:
     """All stages for a (B, V) batch. Rows are grouped by order (at most three groups); within a
-    group every knob is a (B,) tensor, so there is no loop over rows. A group whose cut falls beyond
-    the window is redone with the full ranking. With mixed orders the stage dict uses HF's names;
+    group every knob is a (B,) tensor, so there is no loop over rows. A row whose cut falls beyond
+    the window is ranked wider for that cut alone (_cut). With mixed orders the stage dict uses HF's names;
     each row's own chain is its settings.order."""
     x = logits.float()
     vocab = x.shape[-1]
-    # The window is the draw's layout (docs/sampling.md) and where top-k / top-p find their cut. Greedy
-    # rows with neither need only the top-N the summaries show: a top-20 costs a fraction of a top-1024.
+    # The window is where top-k / top-p find their cut and where the draw reads first. Greedy rows with
+    # neither need only the top-N the summaries show: a top-20 costs a fraction of a top-256.
     ranked = any(not s.greedy or s.top_k > 0 or s.top_p < 1 for s in settings)
-    window = _ranked_window(x, min(vocab, max(WINDOW, min_window) if ranked else max(min_window, 1)))
+    widths = _widths(vocab, min_window) if ranked else [min(vocab, max(min_window, 1)), vocab]
+    window = _ranked_window(x, widths[0])
     orders = [s.order for s in settings]
 
     def run(rows_x, rows_window, rows_settings, order):
-        params = BatchParams.from_settings(rows_settings, x.device)
-        try:
-            return _run_order(rows_x, rows_window, params, order, capture)
-        except _NeedsWiderWindow as e:
-            if bool(e.rows.all()):
-                return _run_order(rows_x, _ranked_window(rows_x, vocab), params, order, capture)
-            # Only the rows whose cut falls beyond the window pay for a full sort (one flat row used to make
-            # every stranger in the batch sort the whole vocabulary: a 16-row step 4x slower). The others go on
-            # with the window, and may in turn need the full ranking at a later stage.
-            wide = e.rows.nonzero().view(-1)
-            narrow = (~e.rows).nonzero().view(-1)
-            wide_settings = [rows_settings[i] for i in wide.tolist()]
-            parts = [
-                (narrow, run(rows_x[narrow], rows_window[narrow], [rows_settings[i] for i in narrow.tolist()], order)),
-                (wide, _run_order(rows_x[wide], _ranked_window(rows_x[wide], vocab),
-                                  BatchParams.from_settings(wide_settings, x.device), order, capture)),
-            ]
-            return _merge(parts, rows_x, rows_window, stage_names(order))
+        return _run_order(rows_x, rows_window, BatchParams.from_settings(rows_settings, x.device), order, capture, widths)
 
     if len(set(orders)) == 1:
         return run(x, window, settings, orders[0])
@@ -224,7 +226,7 @@ def run_stages(
 
 def _merge(parts: list[tuple[torch.Tensor, Stages]], x: torch.Tensor, window: torch.Tensor, names) -> Stages:
     """Stages of groups of rows (their row indices, their Stages) put back in batch order, under `names`. The
-    window is the batch's: the first W ids of a group's full ranking are its window. A stage that shares the
+    window is the batch's. A stage that shares the
     previous stage's tensors in every group shares them here too (summarise computes each distinct one once)."""
     keys = [n for n in names if n in parts[0][1].probs]  # capture off: "final" only
     probs, kept = {}, {}
@@ -264,46 +266,49 @@ def pipeline(logits: torch.Tensor, settings) -> list[tuple[str, torch.Tensor]]:
 def draw(stages: Stages, greedy: Sequence[bool], generators: Sequence[torch.Generator | None]):
     """Draw one token per row from stages.probs["final"] by inverse CDF (the same law as multinomial).
 
-    Layout of the cumulative bar: the window's tokens from most to least probable, then the rest in
+    Layout of the cumulative bar: the bar's WINDOW tokens from most to least probable, then the rest in
     id order; u ~ U[0, 1) picks the token whose interval [low, high) holds it. Each row uses its own
     generator, so a seeded row's draw does not depend on its batch-mates.
     Returns (token_ids (B,) int64, [DrawInfo per row]).
     """
     final = stages.probs["final"]  # (B, V) float32
-    window = stages.bar
     # Every row consumes one draw per step, greedy or not, so the generator's state after k steps is
     # the same whatever the settings were: a run continued step by step replays a full run.
     us = [float(torch.rand((), generator=gen, device=gen.device)) for gen in generators]
     us = [None if g else v for g, v in zip(greedy, us)]
     u = torch.tensor([0.0 if v is None else v for v in us], dtype=torch.float64, device=final.device)
-    inside = final.gather(1, window).double()  # (B, W); float64 only where the cumulative bar is read
-    cum_inside = inside.cumsum(dim=-1)
     total = final.sum(dim=-1, dtype=torch.float64)
-    rest_mass = (total - cum_inside[:, -1]).clamp(min=0)
     target = (u * total).unsqueeze(1)  # scaled, so float round-off never runs past the end
-    position = torch.searchsorted(cum_inside, target, right=True).squeeze(1)  # W = beyond the window
-    # past the window's end with nothing left beyond it (round-off): the last token that has mass
-    position = torch.where((position >= window.shape[-1]) & (rest_mass <= 0), (inside > 0).sum(dim=-1) - 1, position)
-    beyond = position >= window.shape[-1]
-    last = position.clamp(max=window.shape[-1] - 1).unsqueeze(1)
-    tokens = window.gather(1, last).squeeze(1)
-    high = cum_inside.gather(1, last).squeeze(1)
-    if bool(beyond.any()):
-        rest = final.scatter(1, window, 0.0).double()  # (B, V): the tail, in id order
-        cum_rest = cum_inside[:, -1:] + rest.cumsum(dim=-1)
-        in_rest = torch.searchsorted(cum_rest, target, right=True).squeeze(1).clamp(max=final.shape[-1] - 1)
-        tokens = torch.where(beyond, in_rest, tokens)
-        high = torch.where(beyond, cum_rest.gather(1, in_rest.unsqueeze(1)).squeeze(1), high)
+    vocab, width = final.shape[-1], min(WINDOW, final.shape[-1])
     greedy_t = torch.tensor(list(greedy), device=final.device)
-    tokens = torch.where(greedy_t, final.argmax(dim=-1), tokens)
+    if stages.window.shape[-1] >= width:
+        window = stages.bar
+        tokens, high, position, beyond = _read_bar(final, window, target, total)
+        edge = stages.logits.gather(1, window[:, -1:]).squeeze(1)
+    else:
+        # Read on the narrower window first. Up to a token whose logit beats the window's edge, the window and
+        # the bar hold the same tokens in the same order, so the same sums: the same token. A draw that lands
+        # further is read again on the bar, its row alone.
+        window = stages.window
+        tokens, high, position, beyond = _read_bar(final, window, target, total, tail=False)
+        edge = stages.logits.gather(1, window[:, -1:]).squeeze(1)
+        value = stages.logits.gather(1, tokens.unsqueeze(1)).squeeze(1)
+        again = (beyond | (value <= edge)) & ~greedy_t
+        if bool(again.any()):
+            rows = again.nonzero().view(-1)
+            bar = _ranked_window(stages.logits[rows], width)
+            t, h, p, b = _read_bar(final[rows], bar, target[rows], total[rows])
+            tokens, high, position, beyond = (tokens.index_copy(0, rows, t), high.index_copy(0, rows, h),
+                                              position.index_copy(0, rows, p), beyond.index_copy(0, rows, b))
+            edge = edge.index_copy(0, rows, stages.logits[rows].gather(1, bar[:, -1:]).squeeze(1))
+    if bool(greedy_t.any()):
+        tokens = torch.where(greedy_t, final.argmax(dim=-1), tokens)
+        high = torch.where(greedy_t, torch.ones_like(high), high)
     p_token = final.gather(1, tokens.unsqueeze(1)).squeeze(1)
-    high = torch.where(greedy_t, torch.ones_like(high), high)
-    # A window token's rank is its position (the window is the raw ranking, ties by lower id) when
-    # its logit beats every token outside the window; otherwise (drawn beyond it, or tied with its
-    # edge) count over the vocabulary.
+    # A bar token's rank is its position (the bar is the raw ranking, ties by lower id) when its logit beats
+    # every token outside the bar; otherwise (drawn beyond it, or tied with its edge) count over the vocabulary.
     value = stages.logits.gather(1, tokens.unsqueeze(1)).squeeze(1)
-    edge = stages.logits.gather(1, window[:, -1:]).squeeze(1)
-    exact = greedy_t | (~beyond & (value > edge)) | (window.shape[-1] == final.shape[-1])
+    exact = greedy_t | (~beyond & (value > edge)) | (width == vocab)
     ranks = torch.where(greedy_t, torch.zeros_like(position), position)
     if not bool(exact.all()):
         ranks = torch.where(exact, ranks, rank_of(stages.logits, tokens))
@@ -312,6 +317,31 @@ def draw(stages: Stages, greedy: Sequence[bool], generators: Sequence[torch.Gene
         for v, r, h, p, t in zip(us, ranks.tolist(), high.tolist(), p_token.tolist(), total.tolist())
     ]
     return tokens, draws
+
+
+def _read_bar(final: torch.Tensor, window: torch.Tensor, target: torch.Tensor, total: torch.Tensor, tail=True):
+    """Where each row's target (B, 1) lands on the cumulative bar of `final` (B, V), of mass `total` (B,), laid
+    out as `window`'s tokens (B, W), then the rest in id order. Returns (tokens, the upper end of each token's
+    interval, its position on the bar, whether it lies beyond the window), each (B,). tail=False leaves the
+    token and interval of a row that lands beyond the window unread (its caller reads that row again)."""
+    inside = final.gather(1, window).double()  # (B, W); float64 only where the cumulative bar is read
+    cum_inside = inside.cumsum(dim=-1)
+    rest_mass = (total - cum_inside[:, -1]).clamp(min=0)
+    position = torch.searchsorted(cum_inside, target, right=True).squeeze(1)  # W = beyond the window
+    # past the window's end with nothing left beyond it (round-off): the last token that has mass
+    position = torch.where((position >= window.shape[-1]) & (rest_mass <= 0), (inside > 0).sum(dim=-1) - 1, position)
+    beyond = position >= window.shape[-1]
+    last = position.clamp(max=window.shape[-1] - 1).unsqueeze(1)
+    tokens = window.gather(1, last).squeeze(1)
+    high = cum_inside.gather(1, last).squeeze(1)
+    if tail and bool(beyond.any()):
+        r = beyond.nonzero().view(-1)  # only these rows lay out their tail
+        rest = final[r].scatter(1, window[r], 0.0).double()  # the tail, in id order
+        cum_rest = cum_inside[r, -1:] + rest.cumsum(dim=-1)
+        in_rest = torch.searchsorted(cum_rest, target[r], right=True).squeeze(1).clamp(max=final.shape[-1] - 1)
+        tokens = tokens.index_copy(0, r, in_rest)
+        high = high.index_copy(0, r, cum_rest.gather(1, in_rest.unsqueeze(1)).squeeze(1))
+    return tokens, high, position, beyond
 
 
 def rank_of(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

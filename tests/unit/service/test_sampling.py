@@ -296,9 +296,10 @@ def test_seeded_row_draws_alike_next_to_a_row_whose_cut_needs_the_full_ranking()
         assert mixed[0].item() == alone.item(), f"seed {seed}"
 
 
-def test_only_the_rows_whose_cut_falls_beyond_the_window_sort_the_whole_vocabulary(monkeypatch):
+def test_only_the_rows_whose_cut_falls_beyond_the_window_are_ranked_wider(monkeypatch):
     # 6 rows, one of them flat with top-p 0.9 (its cut needs the full ranking), one with top-k 2000 > WINDOW; a
-    # mixed batch of orders too. Each row's stages equal its own alone; only those two rows are sorted fully.
+    # mixed batch of orders too. Each row's stages equal its own alone; only those two rows are ranked beyond the
+    # first window, each alone: row 2 to 4 x WINDOW, row 3 to the whole vocabulary.
     vocab = 6000
     peaked = [random_logits(vocab, seed=i, scale=3.0) for i in range(6)]
     for row in peaked[1:]:
@@ -308,12 +309,17 @@ def test_only_the_rows_whose_cut_falls_beyond_the_window_sort_the_whole_vocabula
                 SamplingSettings(top_k=2000, order="vllm"), SamplingSettings(top_p=0.9),
                 SamplingSettings(min_p=0.05, order="llama.cpp"), SamplingSettings(top_k=40, top_p=0.8)]
     x = torch.stack(peaked)
-    full_sorts = []
+    calls = []  # (rows ranked, width)
     ranked = sampling._ranked_window
-    monkeypatch.setattr(sampling, "_ranked_window", lambda z, width: (
-        full_sorts.append(z.shape[0]) if width >= vocab else None) or ranked(z, width))
+    monkeypatch.setattr(sampling, "_ranked_window", lambda z, width: calls.append(
+        ([i for i in range(6) if any(torch.equal(r, x[i]) for r in z)], width)) or ranked(z, width))
     batched = run_stages(x, settings)
-    assert sum(full_sorts) == 2  # row 3 (flat, top-p) and row 2 (top-k beyond the window), not the batch
+    first = sampling.WINDOW // 4
+    assert calls[0] == (list(range(6)), first)  # the whole batch once, narrow
+    wider = calls[1:]
+    assert {r for rows, _ in wider for r in rows} == {2, 3} and all(len(rows) == 1 for rows, _ in wider), calls
+    assert max(w for rows, w in wider if rows == [2]) == 4 * sampling.WINDOW
+    assert max(w for rows, w in wider if rows == [3]) == vocab
     for i, s in enumerate(settings):
         alone = dict(pipeline(x[i], s))
         for name in stage_names(s.order):
@@ -322,6 +328,36 @@ def test_only_the_rows_whose_cut_falls_beyond_the_window_sort_the_whole_vocabula
     tokens, _ = draw(batched, [False] * 6, seeded)
     for i, s in enumerate(settings):
         assert tokens[i].item() == draw(run_stages(x[i: i + 1], [s]), [False], [make_generator(7 + i)])[0].item()
+
+
+def test_reading_the_narrow_window_first_draws_what_the_whole_bar_draws():
+    # The draw reads the first, narrower window, and reads again on the bar only where it must. Every draw must
+    # equal a draw read on the bar alone: token, interval and rank, for rows that land inside, beyond the window,
+    # on tokens tied with its edge (logits rounded to halves: thousands of ties), greedy rows and rows whose cut
+    # needed a wider ranking.
+    import dataclasses
+
+    vocab = 6000
+    rows = [random_logits(vocab, seed=40, scale=0.5), (random_logits(vocab, seed=41, scale=3.0) * 2).round() / 2,
+            random_logits(vocab, seed=42, scale=3.0), random_logits(vocab, seed=43, scale=1.0)]
+    rows[2][:3] += 10
+    x = torch.stack(rows)
+    settings = [SamplingSettings(), SamplingSettings(top_p=0.99), SamplingSettings(temperature=0),
+                SamplingSettings(top_k=3000, min_p=0.01)]
+    stages = run_stages(x, settings)
+    assert stages.window.shape[-1] < sampling.WINDOW  # the narrow window is what the draw reads first
+    on_the_bar = dataclasses.replace(stages, window=stages.bar)
+    greedy = [s.greedy for s in settings]
+    landed_beyond = 0
+    for seed in range(150):
+        gens = [make_generator(seed * 4 + i) for i in range(4)]
+        tokens, draws = draw(stages, greedy, gens)
+        gens = [make_generator(seed * 4 + i) for i in range(4)]
+        expected, expected_draws = draw(on_the_bar, greedy, gens)
+        assert tokens.tolist() == expected.tolist(), seed
+        assert draws == expected_draws, seed
+        landed_beyond += sum(d.rank >= stages.window.shape[-1] for d in draws)
+    assert landed_beyond > 50  # the bar was read again, often
 
 
 def test_different_seeds_draw_differently():
