@@ -79,6 +79,10 @@ def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespa
                         f"at most {limits.MAX_ROWS_GPU})")
     p.add_argument("--queue-size", type=int, default=_env_int("NTP_QUEUE_SIZE", limits.QUEUE_SIZE, 1, 100_000),
                    help=f"requests that may wait for a row (default {limits.QUEUE_SIZE})")
+    p.add_argument("--scheduler", default=env("NTP_SCHEDULER", "auto"), choices=limits.SCHEDULER_MODES,
+                   help="where the room's forward passes run: in a process of their own (away from the web server's "
+                        "GIL, with a second copy of the model), in a thread of this one, or auto: a process on a CPU, "
+                        "a thread on a GPU (default auto)")
     p.add_argument("--lang", default=env("NTP_LANG"), choices=sorted(LANGUAGE_MODELS),
                    help="the page's language for every visitor (default: each browser's own; a link's ?lang= still "
                         "wins); with no --model, vi runs the multilingual gemma3-270m where the default is SmolLM2")
@@ -91,6 +95,8 @@ def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespa
     args = p.parse_args(argv)
     if args.service and not args.service.startswith(("http://", "https://")):
         sys.exit(f"error: --service must be an http:// or https:// URL, got {args.service!r}")
+    if args.scheduler not in limits.SCHEDULER_MODES:  # argparse checks typed values, not env ones
+        sys.exit(f"error: NTP_SCHEDULER must be one of {', '.join(limits.SCHEDULER_MODES)}, got {args.scheduler!r}")
     if args.lang is not None and args.lang not in LANGUAGE_MODELS:  # argparse checks typed values, not env ones
         sys.exit(f"error: NTP_LANG must be one of {', '.join(sorted(LANGUAGE_MODELS))}, got {args.lang!r}")
     if args.model is None:
@@ -128,7 +134,7 @@ def build(args: argparse.Namespace):
             service = LoadingService(service=zero_gpu.load(load_target(args.model), args.device, **room),
                                      model=args.model, models=args.models)
         else:
-            service = LoadingService(args.model, args.device, models=args.models, **room)
+            service = LoadingService(args.model, args.device, models=args.models, scheduler=args.scheduler, **room)
     except RuntimeError as e:  # ModelLoadError, e.g. a bad NTP_THREADS
         sys.exit(f"error: {e}")
     demo = build_demo(service, default_language=args.lang, policy=args.policy, host_key=args.host_key, scenes=scenes)

@@ -48,9 +48,10 @@ class LoadingService:
     epoch = 0
 
     def __init__(self, model: str | None = None, device: str | None = None, *, service=None, threads: int | None = None,
-                 max_rows: int | None = None, queue_size: int | None = None, models: tuple[str, ...] | None = None):
+                 max_rows: int | None = None, queue_size: int | None = None, models: tuple[str, ...] | None = None,
+                 scheduler: str = "thread"):
         """model: the key (catalog.py) or name to start with; models: the allowlist a switch may pick from
-        (default: only the start model)."""
+        (default: only the start model); scheduler: where the room's loop runs (ModelService.load)."""
         from .catalog import canonical
         from .loading import DEFAULT_MODEL, serve_beside_web_server
 
@@ -58,7 +59,8 @@ class LoadingService:
         self.current = canonical(model) if model else DEFAULT_MODEL
         self.models = tuple(dict.fromkeys([self.current, *(models or ())]))
         self._device = device
-        self._room = {"max_rows": max_rows, "queue_size": queue_size}  # the scheduler's limits (None: env, then limits)
+        # the scheduler's limits (None: env, then limits) and its place
+        self._room = {"max_rows": max_rows, "queue_size": queue_size, "scheduler": scheduler}
         self._service = service
         self._status = LoadStatus(1.0, service.description, True) if service else LoadStatus(0.0, "starting", False)
         self._switching: str | None = None  # the key being switched to

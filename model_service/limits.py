@@ -56,6 +56,10 @@ PREFILL_TOKENS_PER_STEP = 256
 # slots more than its slots (the weights are read once per pass). Measured on 2 CPU cores: a one-token pass
 # 64 ms, a slot ~3.4 ms; 16 prompts of 3-13 tokens in one pass 699 ms, in two by length 527 ms.
 PREFILL_PASS_COST_TOKENS = 24
+# The scheduler in a process of its own (model_service/scheduler_process.py) loads its own copy of the model;
+# the page waits this long for it. Env / app.py: NTP_SCHEDULER=process|thread|auto (auto: a process on a CPU).
+SCHEDULER_PROCESS_START_S = 600.0
+SCHEDULER_MODES = ("auto", "process", "thread")
 # A request with more new tokens than this is "long": long ones may hold at most half the rows, and a
 # shorter request behind a long one that would exceed that share goes first.
 LONG_REQUEST_TOKENS = 128

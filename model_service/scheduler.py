@@ -1,4 +1,5 @@
-"""The scheduler that owns the model: one thread runs every forward pass, for every caller.
+"""The scheduler that owns the model: one thread runs every forward pass, for every caller (on a CPU the app
+runs it in a process of its own, away from the web server's GIL: model_service/scheduler_process.py).
 
 Continuous (iteration-level) batching, as vLLM and TGI do it. Requests from any caller (generate,
 Step, generate_batch, the API) wait in one FIFO queue; at every step boundary

@@ -78,6 +78,17 @@ def as_settings(settings) -> SamplingSettings:
     raise ValueError(f"settings must be SamplingSettings or a dict, got {type(settings).__name__}")
 
 
+def scheduler_mode(mode: str | None, device: str | None = None) -> str:
+    """"thread" or "process" for a ModelService.load `scheduler` (None: NTP_SCHEDULER, else "thread"); "auto" is a
+    process on a CPU and a thread on a GPU (a second copy of the model would take the GPU's memory)."""
+    mode = (mode or os.environ.get("NTP_SCHEDULER") or "thread").strip().lower()
+    if mode not in limits.SCHEDULER_MODES:
+        raise ValueError(f"scheduler must be one of {', '.join(limits.SCHEDULER_MODES)}, got {mode!r}")
+    if mode == "auto":
+        return "process" if loading.pick_device(device)[0].type == "cpu" else "thread"
+    return mode
+
+
 def _default_rows(model) -> int:
     """Rows per step: a few on a CPU; on a GPU as many as the card holds (model_service/card.py)."""
     if model.device.type == "cuda":
@@ -129,8 +140,26 @@ class ModelService:
 
     @classmethod
     def load(cls, model: str | None = None, device: str | None = None, progress=None, *,
-             max_rows: int | None = None, queue_size: int | None = None) -> ModelService:
-        return cls(*loading.load(model, device, progress), max_rows=max_rows, queue_size=queue_size)
+             max_rows: int | None = None, queue_size: int | None = None, scheduler: str = "thread") -> ModelService:
+        """scheduler: "thread" (the room's loop in this process), "process" (in a process of its own, which loads
+        its own copy of the model: model_service/scheduler_process.py says why), or "auto" (a process on a CPU)."""
+        mode = scheduler_mode(scheduler, device)
+        process = None
+        if mode == "process":  # started first: the two copies load side by side
+            from .scheduler_process import SchedulerProcess
+
+            process = SchedulerProcess((model, device), max_rows, queue_size)
+        try:
+            service = cls(*loading.load(model, device, progress), max_rows=max_rows, queue_size=queue_size)
+            if process is not None:
+                process.max_rows, process.queue_size = service.max_rows, service.queue_size
+                process.wait_ready()
+                service._scheduler = process
+        except BaseException:
+            if process is not None:
+                process.stop(reason="the model failed to load")
+            raise
+        return service
 
     @property
     def scheduler(self):
@@ -272,6 +301,7 @@ class ModelService:
     def check_generate(self, prompt, settings, max_new_tokens, stop, chat, top_n, continue_from):
         """generate()'s arguments checked (tokenizer work only, no forward pass): (settings, prompt ids,
         max_new_tokens, stop strings, top_n, tokens already generated). A ValueError names the field."""
+        self._check_open()  # a closed service (the host switched the model) says why, before any work
         settings = as_settings(settings)
         top_n = _count("top_n", top_n, 1, MAX_TOP_N)
         stop = validate_stop(stop)
@@ -289,6 +319,7 @@ class ModelService:
         its own settings, each stopping on its own. Yields a BatchStep per step (its rows: these
         requests). A request's tokens equal what `generate` gives it alone. Invalid requests raise
         ValueError naming the request (1-based) and the field, before any work."""
+        self._check_open()
         top_n = _count("top_n", top_n, 1, MAX_TOP_N)
         requests = list(requests)
         if not 1 <= len(requests) <= max_batch:

@@ -130,6 +130,7 @@ class RowState:
         self.max_new_tokens = max_new_tokens
         self.ignore_eos = ignore_eos
         self.seed = settings.seed if settings.seed is not None else fresh_seed()
+        self.stop, self.prefix = tuple(stop), tuple(prefix)  # as given: a scheduler process rebuilds the row
         self.generator = make_generator(self.seed, service.model.device)
         if prefix:
             # one draw per step already taken: the generator resumes where a full run would be

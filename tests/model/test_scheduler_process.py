@@ -1,0 +1,182 @@
+"""The scheduler in a process of its own (model_service/scheduler_process.py), on the tiny random Llama saved to
+disk: the same records as the scheduler in a thread, cancels and refusals across the pipe, and a process that
+dies ends its callers' streams with a clear message instead of a hang."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from model_service import ModelService, Request, SamplingSettings, StepRecord, limits, validation
+from model_service.scheduler_process import SchedulerProcess, _pack_error, _unpack_error
+from model_service.service import scheduler_mode
+from tests.conftest import byte_tokenizer, tiny_llama
+
+SAMPLED = dict(temperature=0.9, top_p=0.95)
+
+
+def tokens(records):
+    return [r.token_id for r in records if isinstance(r, StepRecord)]
+
+
+def drawn(record: StepRecord) -> tuple:
+    """What a seeded run must repeat wherever it runs (its probabilities may differ in round-off: a batch, or the
+    other process's thread count, sums in another order)."""
+    return record.step, record.token_id, record.text, record.seed, record.stop_reason, record.draw.u
+
+
+def wait_until(condition, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny") / "tiny-llama"
+    tiny_llama().save_pretrained(folder)
+    byte_tokenizer().save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def in_process(tiny_dir):
+    """The room's loop in a spawned process; this process keeps its own copy for everything else."""
+    service = ModelService.load(tiny_dir, "cpu", scheduler="process")
+    yield service
+    service.close()
+
+
+@pytest.fixture(scope="module")
+def in_thread(tiny_dir):
+    return ModelService.load(tiny_dir, "cpu")
+
+
+def test_it_runs_in_another_process(in_process):
+    scheduler = in_process.scheduler
+    assert isinstance(scheduler, SchedulerProcess) and scheduler.alive
+    assert scheduler._process.pid != __import__("os").getpid()
+    assert (scheduler.max_rows, scheduler.queue_size) == (in_process.max_rows, in_process.queue_size)
+
+
+def test_records_equal_the_thread_schedulers_alone_and_among_strangers(in_process, in_thread):
+    prompts = [f"prompt {i}" for i in range(6)]
+    alone = {p: list(in_thread.generate(p, SamplingSettings(**SAMPLED, seed=i), 12, ignore_eos=True))
+             for i, p in enumerate(prompts)}
+    got = {}
+
+    def run(i, p):
+        got[p] = list(in_process.generate(p, SamplingSettings(**SAMPLED, seed=i), 12, ignore_eos=True))
+
+    threads = [threading.Thread(target=run, args=(i, p)) for i, p in enumerate(prompts)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    for p in prompts:
+        assert [drawn(r) for r in got[p]] == [drawn(r) for r in alone[p]], p
+    assert max(r.batch_size for rs in got.values() for r in rs) > 1  # they did share steps
+
+
+def test_a_request_joining_mid_flight_gets_its_solo_tokens(in_process, in_thread):
+    long_run = in_process.generate("a long one", SamplingSettings(**SAMPLED, seed=5), 60, ignore_eos=True)
+    first = [next(long_run) for _ in range(7)]
+    joined = list(in_process.generate("joins", SamplingSettings(**SAMPLED, seed=6), 10, ignore_eos=True))
+    rest = list(long_run)
+    assert tokens(joined) == tokens(in_thread.generate("joins", SamplingSettings(**SAMPLED, seed=6), 10, ignore_eos=True))
+    assert tokens(first + rest) == tokens(in_thread.generate("a long one", SamplingSettings(**SAMPLED, seed=5), 60,
+                                                             ignore_eos=True))
+
+
+def test_an_unseeded_request_draws_with_the_seed_its_record_shows(in_process, in_thread):
+    records = list(in_process.generate("fresh", SamplingSettings(**SAMPLED), 8, ignore_eos=True))
+    seed = records[0].seed
+    assert all(r.seed == seed for r in records)
+    assert tokens(records) == tokens(in_thread.generate("fresh", SamplingSettings(**SAMPLED, seed=seed), 8, ignore_eos=True))
+
+
+def test_batches_steps_and_many_draws_cross_the_pipe(in_process, in_thread):
+    requests = [Request("ab", SamplingSettings(seed=1), 5), Request("cd", SamplingSettings(**SAMPLED, seed=2), 7)]
+    ours, theirs = list(in_process.generate_batch(requests)), list(in_thread.generate_batch(requests))
+    assert [[r and r.token_id for r in s.rows] for s in ours] == [[r and r.token_id for r in s.rows] for s in theirs]
+    assert [s.active for s in ours] == [s.active for s in theirs]
+    # Step: a run continued token by token replays the full run
+    full = tokens(in_process.generate("step", SamplingSettings(**SAMPLED, seed=9), 6, ignore_eos=True))
+    stepped = []
+    for _ in range(6):
+        stepped.append(next(in_process.generate("step", SamplingSettings(**SAMPLED, seed=9), 6, ignore_eos=True,
+                                                continue_from=stepped)).token_id)
+    assert stepped == full
+    # sample_many needs the step's logits back: they cross with the record
+    many, alone = (s.sample_many("Hello", SamplingSettings(seed=3), n=400, seed=5) for s in (in_process, in_thread))
+    assert (many.token_id, many.counts, [t.id for t in many.tokens]) == (alone.token_id, alone.counts,
+                                                                          [t.id for t in alone.tokens])
+
+
+def test_closing_a_stream_frees_its_row_and_waiting_callers_see_their_place(tiny_dir):
+    service = ModelService.load(tiny_dir, "cpu", scheduler="process", max_rows=1, queue_size=1)
+    try:
+        first = service.generate("busy", SamplingSettings(seed=1), 200, ignore_eos=True)
+        next(first)
+        waiting = service.generate("next", SamplingSettings(seed=2), 3, ignore_eos=True, report_waiting=True)
+        place = next(waiting)
+        assert place.position == 1 and place.ahead == 0  # a Waiting record, from the other process
+        with pytest.raises(validation.Unavailable) as full:  # one row running, one waiting: the queue is full
+            service.generate("third", SamplingSettings(seed=3), 3)
+        assert full.value.key == "room_full" and "1" in str(full.value)
+        steps = service.room().step
+        first.close()  # the row leaves at the next boundary; the waiting request takes it
+        assert tokens(waiting) == tokens(service.generate("next", SamplingSettings(seed=2), 3, ignore_eos=True))
+        room = service.room()
+        assert not room.rows and room.step < steps + 10  # the closed row stopped costing steps at once
+    finally:
+        service.close()
+    with pytest.raises(RuntimeError):
+        service.generate("after close", SamplingSettings(seed=1), 2)
+
+
+def test_a_process_that_dies_ends_its_streams_with_a_clear_message(tiny_dir):
+    service = ModelService.load(tiny_dir, "cpu", scheduler="process")
+    stream = service.generate("doomed", SamplingSettings(seed=1), 200, ignore_eos=True)
+    next(stream)
+    service.scheduler._process.kill()
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="scheduler process has stopped; restart the app"):
+        list(stream)
+    assert time.monotonic() - started < 10
+    wait_until(lambda: not service.scheduler.alive)
+    with pytest.raises(RuntimeError, match="restart the app"):
+        service.generate("after", SamplingSettings(seed=1), 2)
+    service.close()
+
+
+def test_a_model_that_fails_to_load_fails_the_load_and_stops_the_process(tmp_path):
+    with pytest.raises((RuntimeError, OSError, ValueError)):
+        ModelService.load(str(tmp_path / "no-model-here"), "cpu", scheduler="process")
+
+
+def test_errors_cross_the_pipe_with_their_meaning():
+    keyed = validation.Unavailable("room_full", waiting="3", limit="3")
+    back = _unpack_error(_pack_error(keyed))
+    assert type(back) is validation.Unavailable and back.key == "room_full" and str(back) == str(keyed)
+    plain = _unpack_error(_pack_error(ValueError("max_new_tokens must be at most 4")))
+    assert type(plain) is ValueError and str(plain) == "max_new_tokens must be at most 4"
+
+    class Odd(Exception):
+        def __init__(self, a, b):
+            super().__init__(f"{a}/{b}")
+
+    odd = _unpack_error(_pack_error(Odd(1, 2)))  # does not pickle: its text survives
+    assert isinstance(odd, RuntimeError) and "1/2" in str(odd)
+
+
+def test_the_mode_comes_from_the_argument_then_the_environment(monkeypatch):
+    assert scheduler_mode("thread") == "thread" and scheduler_mode("process") == "process"
+    assert scheduler_mode("auto", "cpu") == "process"  # a CPU: away from the web server's GIL
+    monkeypatch.setenv("NTP_SCHEDULER", "process")
+    assert scheduler_mode(None) == "process"
+    monkeypatch.setenv("NTP_SCHEDULER", "fork")
+    with pytest.raises(ValueError, match="scheduler must be one of auto, process, thread, got 'fork'"):
+        scheduler_mode(None)
+    assert limits.SCHEDULER_MODES == ("auto", "process", "thread")
