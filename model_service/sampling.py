@@ -95,7 +95,14 @@ def _remove_top_p(z: torch.Tensor, p: torch.Tensor, window: torch.Tensor):
     remove_inside = ascending_cum <= (1 - p).unsqueeze(1)
     remove_inside[:, 0] = False
     removed = torch.ones_like(z, dtype=torch.bool).scatter_(1, window, remove_inside)
-    return removed & active.unsqueeze(1), active & (beyond > 1 - p)
+    further = beyond > 1 - p
+    if width < vocab:
+        # The window keeps a prefix. If its last kept token ties with the window's edge, tokens tied with it may lie
+        # beyond the window with lower ids, and ties go to the lower id: such a row is ranked wider too.
+        kept = (~remove_inside).sum(dim=-1, keepdim=True)  # (B, 1)
+        last_kept = z.gather(1, window.gather(1, kept - 1)).squeeze(1)
+        further |= last_kept == z.gather(1, window[:, -1:]).squeeze(1)
+    return removed & active.unsqueeze(1), active & further
 
 
 def _remove_min_p(z: torch.Tensor, m: torch.Tensor, window: torch.Tensor):

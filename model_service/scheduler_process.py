@@ -23,17 +23,20 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import pickle
+import queue
+import signal
 import threading
 
 from . import limits, validation
 
 _GONE = "the model's scheduler process has stopped; restart the app"
+_NO_REPLY = object()
 
 
 def _pack_error(error: BaseException):
     """An error as it can cross the pipe: a learner-facing one by its key, another if it pickles, else its text."""
     if isinstance(error, validation._Keyed):
-        return ("keyed", type(error).__name__, error.key, error.values)
+        return ("keyed", type(error).__name__, error.key, error.values, str(error))
     try:
         pickle.loads(pickle.dumps(error))
         return ("pickled", error)
@@ -44,7 +47,10 @@ def _pack_error(error: BaseException):
 def _unpack_error(packed) -> Exception:
     kind = packed[0]
     if kind == "keyed":
-        return getattr(validation, packed[1])(packed[2], **packed[3])
+        keyed = getattr(validation, packed[1], None)
+        if isinstance(keyed, type) and issubclass(keyed, validation._Keyed):
+            return keyed(packed[2], **packed[3])
+        return RuntimeError(packed[4])  # a kind of error only the other side knows: its text
     if kind == "pickled":
         return packed[1]
     return RuntimeError(packed[1])
@@ -79,6 +85,9 @@ class SchedulerProcess:
         self.max_rows, self.queue_size = max_rows, queue_size
         self.steps = 0
         self._pipe = _Pipe(mine)
+        # Every send goes through one sender thread: cancel() may run inside a garbage-collected Stream's __del__,
+        # in any thread, even one that is itself sending; SimpleQueue.put is safe there, a lock would deadlock.
+        self._outgoing: queue.SimpleQueue = queue.SimpleQueue()
         self._process = context.Process(target=serve, args=(theirs, source, max_rows, queue_size), daemon=True,
                                         name="model-scheduler")
         self._process.start()
@@ -88,8 +97,10 @@ class SchedulerProcess:
         self._replies: dict[int, list] = {}  # call id -> [Event, reply]
         self._ready = threading.Event()
         self._error: Exception | None = None  # why it stopped (or failed to start)
+        self._ended = False  # set once every caller still waiting has been told
         self._reader = threading.Thread(target=self._read, daemon=True, name="model-scheduler-reader")
         self._reader.start()
+        threading.Thread(target=self._write, daemon=True, name="model-scheduler-writer").start()
 
     def wait_ready(self, timeout: float = limits.SCHEDULER_PROCESS_START_S) -> None:
         """Block until the process has loaded its model; its load error, or a timeout, raises RuntimeError."""
@@ -101,7 +112,8 @@ class SchedulerProcess:
 
     @property
     def alive(self) -> bool:
-        return self._error is None and self._process.is_alive()
+        """False once the process is gone and every caller in flight has had its error (or its reason)."""
+        return not self._ended
 
     def submit(self, jobs: list) -> None:
         self.wait_ready()
@@ -123,10 +135,7 @@ class SchedulerProcess:
             job.cancelled = True
         ids = [job.rid for job in jobs if self._jobs.pop(getattr(job, "rid", None), None) is not None]
         if ids and self.alive:
-            try:
-                self._pipe.send(("cancel", ids))
-            except OSError:
-                pass  # gone: nothing runs for them any more
+            self._outgoing.put(("cancel", ids))
 
     def room(self):
         return self._call("room")
@@ -136,10 +145,7 @@ class SchedulerProcess:
         if self._error is None:
             self._error = error  # what later calls, and requests in flight, are told
         if self._process.is_alive():
-            try:
-                self._pipe.send(("stop", _pack_error(error)))
-            except OSError:
-                pass
+            self._outgoing.put(("stop", _pack_error(error)))
             self._process.join(timeout)
             if self._process.is_alive():
                 self._process.kill()
@@ -152,24 +158,31 @@ class SchedulerProcess:
         if self._error is not None:
             raise validation.again(self._error)
         call = next(self._ids)
-        waiter = self._replies[call] = [threading.Event(), None]
-        try:
-            self._pipe.send((kind, call, *args))
-        except OSError:
-            self._replies.pop(call, None)
-            raise RuntimeError(_GONE) from None
-        while not waiter[0].wait(1.0):
-            if not self.alive:
-                self._replies.pop(call, None)
-                raise validation.again(self._error) if self._error else RuntimeError(_GONE)
+        waiter = self._replies[call] = [threading.Event(), _NO_REPLY]
+        self._outgoing.put((kind, call, *args))
+        while not waiter[0].wait(1.0) and self.alive:
+            pass
+        self._replies.pop(call, None)
+        if waiter[1] is _NO_REPLY:  # the process ended first
+            raise validation.again(self._error) if self._error else RuntimeError(_GONE)
         return waiter[1]
 
     def _forget(self, jobs) -> None:
         for job in jobs:
             self._jobs.pop(job.rid, None)
 
+    def _write(self) -> None:
+        """The sender thread: the only writer of this end of the pipe."""
+        while True:
+            message = self._outgoing.get()
+            try:
+                self._pipe.send(message)
+            except (OSError, ValueError):
+                return  # the process is gone; the reader tells the callers
+
     def _read(self) -> None:
-        """The reader thread: hand each message to whoever waits for it, in the order it was sent."""
+        """The reader thread: hand each message to whoever waits for it, in the order it was sent. Whatever ends
+        it (the pipe closing, a message it cannot read), every caller still waiting is told."""
         try:
             while True:
                 message = self._pipe.recv()
@@ -195,9 +208,10 @@ class SchedulerProcess:
                 elif kind == "load_error":
                     self._error = _unpack_error(message[1])
                     self._ready.set()
-        except (EOFError, OSError, pickle.UnpicklingError):
+        except (EOFError, OSError):
             pass
-        self._end(RuntimeError(_GONE))
+        finally:
+            self._end(RuntimeError(_GONE))
 
     def _deliver(self, records: list, vocab: int, forward_ms: float, sampling_ms: float, steps: int) -> None:
         """One scheduler step's records, as Scheduler._step hands them to the sinks."""
@@ -227,18 +241,18 @@ class SchedulerProcess:
             if not job.done:
                 job.done = True
                 job.sink.fail(job, validation.again(self._error))
+        self._ended = True
         for waiter in list(self._replies.values()):
             waiter[0].set()
 
 
 def _request(job) -> dict:
-    """What the scheduler process needs to rebuild a Job: its seed is fixed here, so both sides agree."""
-    import dataclasses
-
+    """What the scheduler process needs to rebuild a Job: its seed (drawn here for an unseeded request), so both
+    sides agree, beside its settings as the caller gave them (the room shows whether a learner chose a seed)."""
     row = job.row
     return {
         "rid": job.rid, "ids": job.ids, "first_step": job.step, "top_n": job.top_n, "capture": job.capture,
-        "index": job.index, "keep_logits": job.keep_logits, "settings": dataclasses.replace(row.settings, seed=row.seed),
+        "index": job.index, "keep_logits": job.keep_logits, "settings": row.settings, "seed": row.seed,
         "max_new_tokens": row.max_new_tokens, "stop": row.stop, "prefix": row.prefix, "ignore_eos": row.ignore_eos,
         "caller": id(job.sink), "report_waiting": job.sink.report_waiting,
     }
@@ -295,8 +309,9 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
     from .streams import Job
 
     pipe = _Pipe(conn)
-    serve_beside_web_server()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the web process's to handle; it stops this one
     try:
+        serve_beside_web_server()
         service = ModelService.load(*source, max_rows=max_rows, queue_size=queue_size)
         scheduler = service.scheduler
     except Exception as error:  # noqa: BLE001 - whatever it is, the web process must hear it
@@ -306,6 +321,10 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
     pipe.send(("ready",))
     while True:
         try:
+            if not conn.poll(1.0):
+                if not scheduler.alive:
+                    break  # its loop died: end the process, and the web process tells every caller
+                continue
             message = pipe.recv()
         except (EOFError, OSError):
             break  # the web process is gone
@@ -316,7 +335,8 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
             try:
                 for r in requests:
                     sink = sinks.get(r["caller"]) or sinks.setdefault(r["caller"], outbox.sink(r["rid"], r["report_waiting"]))
-                    row = RowState(service, r["settings"], r["max_new_tokens"], r["stop"], r["prefix"], r["ignore_eos"])
+                    row = RowState(service, r["settings"], r["max_new_tokens"], r["stop"], r["prefix"], r["ignore_eos"],
+                                   seed=r["seed"])
                     job = Job(r["ids"], row, r["first_step"], r["top_n"], r["capture"], sink, index=r["index"])
                     job.rid, job.keep_logits = r["rid"], r["keep_logits"]
                     jobs.append(job)

@@ -124,12 +124,15 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
 class RowState:
     """One request's running state across steps."""
 
-    def __init__(self, service, settings: SamplingSettings, max_new_tokens: int, stop=(), prefix=(), ignore_eos=False):
+    def __init__(self, service, settings: SamplingSettings, max_new_tokens: int, stop=(), prefix=(), ignore_eos=False,
+                 seed: int | None = None):
+        """seed: the seed an unseeded request already drew (a scheduler process rebuilding the row); else the
+        settings' own, else a fresh one."""
         self.service = service
         self.settings = settings
         self.max_new_tokens = max_new_tokens
         self.ignore_eos = ignore_eos
-        self.seed = settings.seed if settings.seed is not None else fresh_seed()
+        self.seed = seed if seed is not None else settings.seed if settings.seed is not None else fresh_seed()
         self.stop, self.prefix = tuple(stop), tuple(prefix)  # as given: a scheduler process rebuilds the row
         self.generator = make_generator(self.seed, service.model.device)
         if prefix:

@@ -148,7 +148,28 @@ def test_a_process_that_dies_ends_its_streams_with_a_clear_message(tiny_dir):
     wait_until(lambda: not service.scheduler.alive)
     with pytest.raises(RuntimeError, match="restart the app"):
         service.generate("after", SamplingSettings(seed=1), 2)
+    with pytest.raises(RuntimeError, match="restart the app"):  # never None
+        service.room()
     service.close()
+
+
+def test_closing_the_service_tells_requests_in_flight_why(tiny_dir):
+    # A model switch closes the old service: its callers hear the reason, not "restart the app".
+    service = ModelService.load(tiny_dir, "cpu", scheduler="process")
+    stream = service.generate("in flight", SamplingSettings(seed=1), 200, ignore_eos=True)
+    next(stream)
+    service.close("the host switched the model")
+    with pytest.raises(RuntimeError, match="the host switched the model"):
+        list(stream)
+
+
+def test_the_room_shows_which_learners_chose_a_seed(in_process):
+    unseeded = in_process.generate("unseeded", SamplingSettings(**SAMPLED), 100, ignore_eos=True)
+    seeded = in_process.generate("seeded", SamplingSettings(**SAMPLED, seed=4), 100, ignore_eos=True)
+    next(unseeded), next(seeded)
+    rows = in_process.room().rows
+    unseeded.close(), seeded.close()
+    assert sorted(row.seeded for row in rows) == [False, True]
 
 
 def test_a_model_that_fails_to_load_fails_the_load_and_stops_the_process(tmp_path):

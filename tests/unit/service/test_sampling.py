@@ -448,6 +448,24 @@ def test_draw_rank_is_the_raw_rank_in_and_beyond_the_window(monkeypatch):
         assert d.rank == order.index(token.item())
 
 
+def test_top_p_cut_in_a_tie_at_the_windows_edge_still_keeps_the_lower_ids():
+    # 250 distinct logits, then 40 tokens tied at 0 scattered over the vocabulary: the first window (256) holds
+    # only 6 of the tied ones, whichever topk picked. A cut inside the tie must keep the lowest ids among all 40.
+    vocab = 5000
+    g = torch.Generator().manual_seed(11)
+    ids = torch.randperm(vocab, generator=g)
+    x = torch.full((vocab,), -30.0)
+    x[ids[:250]] = torch.linspace(8.0, 1.0, 250)
+    tied = ids[250:290]
+    x[tied] = 0.0
+    probs = x.softmax(-1)
+    top_mass = probs[ids[:250]].sum().item()
+    p = top_mass + 2.5 * probs[tied[0]].item()  # the cut falls after the third tied token
+    kept = dict(pipeline(x, SamplingSettings(top_p=p)))["top_p"] > 0
+    assert kept[tied].sum() == 3
+    assert sorted(tied[kept[tied]].tolist()) == sorted(tied.tolist())[:3]
+
+
 def test_top_p_cut_at_a_tie_keeps_the_lower_id():
     # p = [0.5, 0.25, 0.25]: top-p 0.6 needs the top token plus one of the two tied ones. Ours keeps
     # the lower id (1) and removes 2, deterministically; the kept mass (0.75) is what HF keeps too,
