@@ -288,17 +288,14 @@ def draw(stages: Stages, greedy: Sequence[bool], generators: Sequence[torch.Gene
     target = (u * total).unsqueeze(1)  # scaled, so float round-off never runs past the end
     vocab, width = final.shape[-1], min(WINDOW, final.shape[-1])
     greedy_t = torch.tensor(list(greedy), device=final.device)
-    if stages.window.shape[-1] >= width:
-        window = stages.bar
-        tokens, high, position, beyond = _read_bar(final, window, target, total)
-        edge = stages.logits.gather(1, window[:, -1:]).squeeze(1)
-    else:
-        # Read on the narrower window first. Up to a token whose logit beats the window's edge, the window and
-        # the bar hold the same tokens in the same order, so the same sums: the same token. A draw that lands
-        # further is read again on the bar, its row alone.
-        window = stages.window
-        tokens, high, position, beyond = _read_bar(final, window, target, total, tail=False)
-        edge = stages.logits.gather(1, window[:, -1:]).squeeze(1)
+    # Read on the bar, or first on a narrower window: up to a token whose logit beats the window's edge, the window
+    # and the bar hold the same tokens in the same order, so the same sums: the same token. A draw that lands
+    # further is read again on the bar, its row alone.
+    narrow = stages.window.shape[-1] < width
+    window = stages.window if narrow else stages.bar
+    tokens, high, position, beyond = _read_bar(final, window, target, total, tail=not narrow)
+    edge = stages.logits.gather(1, window[:, -1:]).squeeze(1)
+    if narrow:
         value = stages.logits.gather(1, tokens.unsqueeze(1)).squeeze(1)
         again = (beyond | (value <= edge)) & ~greedy_t
         if bool(again.any()):

@@ -265,13 +265,10 @@ class _Outbox:
     """The sinks of every request in the scheduler process: a step's records leave in one message, sent by the
     scheduler thread when the step ends (no other thread of this process needs the GIL meanwhile)."""
 
-    def __init__(self, pipe: _Pipe, scheduler_steps):
-        self.pipe, self._steps = pipe, scheduler_steps
+    def __init__(self, pipe: _Pipe, scheduler):
+        self.pipe, self.scheduler = pipe, scheduler
         self.records: list = []
         self.live: dict[int, object] = {}  # request id -> Job
-
-    def sink(self, first_rid: int, report_waiting: bool) -> _CallerSink:
-        return _CallerSink(self, first_rid, report_waiting)
 
 
 class _CallerSink:
@@ -297,7 +294,7 @@ class _CallerSink:
         outbox = self.outbox
         if outbox.records:  # the first of the step's sinks sends every caller's records
             records, outbox.records = outbox.records, []
-            outbox.pipe.send(("step", records, vocab, forward_ms, sampling_ms, outbox._steps()))
+            outbox.pipe.send(("step", records, vocab, forward_ms, sampling_ms, outbox.scheduler.steps))
 
 
 def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
@@ -317,7 +314,7 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
     except Exception as error:  # noqa: BLE001 - whatever it is, the web process must hear it
         pipe.send(("load_error", _pack_error(error)))
         return
-    outbox = _Outbox(pipe, lambda: scheduler.steps)
+    outbox = _Outbox(pipe, scheduler)
     pipe.send(("ready",))
     while True:
         try:
@@ -334,7 +331,9 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
             sinks, jobs = {}, []
             try:
                 for r in requests:
-                    sink = sinks.get(r["caller"]) or sinks.setdefault(r["caller"], outbox.sink(r["rid"], r["report_waiting"]))
+                    if r["caller"] not in sinks:  # a caller's requests share a sink, as in the web process
+                        sinks[r["caller"]] = _CallerSink(outbox, r["rid"], r["report_waiting"])
+                    sink = sinks[r["caller"]]
                     row = RowState(service, r["settings"], r["max_new_tokens"], r["stop"], r["prefix"], r["ignore_eos"],
                                    seed=r["seed"])
                     job = Job(r["ids"], row, r["first_step"], r["top_n"], r["capture"], sink, index=r["index"])

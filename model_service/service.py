@@ -78,10 +78,9 @@ def as_settings(settings) -> SamplingSettings:
     raise ValueError(f"settings must be SamplingSettings or a dict, got {type(settings).__name__}")
 
 
-def scheduler_mode(mode: str | None, device: str | None = None) -> str:
-    """"thread" or "process" for a ModelService.load `scheduler` (None: NTP_SCHEDULER, else "thread"); "auto" is a
-    process on a CPU and a thread on a GPU (a second copy of the model would take the GPU's memory)."""
-    mode = (mode or os.environ.get("NTP_SCHEDULER") or "thread").strip().lower()
+def scheduler_mode(mode: str, device: str | None = None) -> str:
+    """"thread" or "process" for a ModelService.load `scheduler` (app.py reads NTP_SCHEDULER); "auto" is a process
+    on a CPU and a thread on a GPU (a second copy of the model would take the GPU's memory)."""
     if mode not in limits.SCHEDULER_MODES:
         raise ValueError(f"scheduler must be one of {', '.join(limits.SCHEDULER_MODES)}, got {mode!r}")
     if mode == "auto":

@@ -192,12 +192,17 @@ def test_errors_cross_the_pipe_with_their_meaning():
     assert isinstance(odd, RuntimeError) and "1/2" in str(odd)
 
 
-def test_the_mode_comes_from_the_argument_then_the_environment(monkeypatch):
+def test_the_mode_comes_from_the_argument_and_app_py_reads_the_environment(monkeypatch):
+    import app
+
     assert scheduler_mode("thread") == "thread" and scheduler_mode("process") == "process"
     assert scheduler_mode("auto", "cpu") == "process"  # a CPU: away from the web server's GIL
-    monkeypatch.setenv("NTP_SCHEDULER", "process")
-    assert scheduler_mode(None) == "process"
-    monkeypatch.setenv("NTP_SCHEDULER", "fork")
     with pytest.raises(ValueError, match="scheduler must be one of auto, process, thread, got 'fork'"):
-        scheduler_mode(None)
+        scheduler_mode("fork")
     assert limits.SCHEDULER_MODES == ("auto", "process", "thread")
+    assert app.parse_args([]).scheduler == "auto"
+    monkeypatch.setenv("NTP_SCHEDULER", "process")
+    assert app.parse_args([]).scheduler == "process"
+    monkeypatch.setenv("NTP_SCHEDULER", "fork")
+    with pytest.raises(SystemExit, match="NTP_SCHEDULER must be one of auto, process, thread, got 'fork'"):
+        app.parse_args([])
