@@ -137,6 +137,7 @@ def build(args: argparse.Namespace):
             service = LoadingService(args.model, args.device, models=args.models, scheduler=args.scheduler, **room)
     except RuntimeError as e:  # ModelLoadError, e.g. a bad NTP_THREADS
         sys.exit(f"error: {e}")
+    args.served = service  # what announce() follows in the terminal
     demo = build_demo(service, default_language=args.lang, policy=args.policy, host_key=args.host_key, scenes=scenes)
     demo.queue(**queue_options())
     return demo
@@ -155,7 +156,33 @@ def main(argv=None) -> None:
     from playground.page import launch_options
 
     demo = build(args)
-    demo.launch(server_name=args.host, server_port=args.port, share=args.share, ssr_mode=False, **launch_options())
+    demo.launch(server_name=args.host, server_port=args.port, share=args.share, ssr_mode=False,
+                prevent_thread_lock=True, **launch_options())
+    announce(demo, args)
+    demo.block_thread()
+
+
+def announce(demo, args: argparse.Namespace) -> None:
+    """Say in the terminal where the page is, then what the model's first load is doing (the first start
+    dequantises the embedded GGUF, which takes a while), until it serves or fails."""
+    from model_service.background import LoadingService, wait_until_ready
+
+    local = f"http://127.0.0.1:{args.port}/" if args.host in ("0.0.0.0", "::") else demo.local_url
+    print(f"Next-Token Playground: serving on {local}", flush=True)
+    if args.host in ("0.0.0.0", "::"):
+        print(f"  the room reaches it at this machine's address, port {args.port}", flush=True)
+    if demo.share_url:
+        print(f"  public link: {demo.share_url}", flush=True)
+    service = getattr(args, "served", None)
+    if not isinstance(service, LoadingService):
+        return
+    for status in wait_until_ready(service, poll=1.0):
+        if status.error:
+            print(f"  the model failed to load: {status.error}", flush=True)
+        elif status.ready:
+            print(f"  model ready: {status.message}", flush=True)
+        else:
+            print(f"  model: {status.message} ({status.fraction:.0%})", flush=True)
 
 
 if __name__ == "__main__":
