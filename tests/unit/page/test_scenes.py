@@ -122,14 +122,14 @@ def test_the_built_in_files_exist():
     assert all((SCENES_DIR / name).is_file() for name in BUILT_IN)
 
 
-def test_the_readmes_example_scene_file_loads():
+def test_the_docs_example_scene_file_loads():
     import re
 
     from tests.conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    example = re.search(r"```json\n(\{\"lesson\".*?)```", readme, re.S).group(1)
-    scenes = parse_file(json.loads(example), "README.md")
+    doc = (ROOT / "docs" / "scenes.md").read_text(encoding="utf-8")
+    example = re.search(r"```json\n(\{\"lesson\".*?)```", doc, re.S).group(1)
+    scenes = parse_file(json.loads(example), "docs/scenes.md")
     assert [s.id for s in scenes] == ["warmup-hot"] and scenes[0].run == "generate"
 
 
