@@ -23,8 +23,8 @@ from . import limits, wire
 from .background import LoadStatus, ServiceNotReady
 from .lm_head import LmHeadView
 from .records import ManyDraws, ModelInfo, Room, Token
-from .service import as_settings
-from .settings import Request, SamplingSettings
+from .settings import SamplingSettings, request_from
+from .settings import settings_from as as_settings
 from .trace_records import AttentionMap, Trace
 from .validation import Unavailable
 
@@ -136,10 +136,11 @@ class RemoteService:
 
     def generate_batch(self, requests: Sequence, top_n: int = limits.DEFAULT_TOP_N, *, report_waiting: bool = False):
         rows = []
-        for r in requests:
-            if isinstance(r, Mapping):
-                r = Request(**{**r, "settings": as_settings(r.get("settings"))})
-            rows.append(r.to_dict())
+        for n, r in enumerate(requests, start=1):
+            try:
+                rows.append(request_from(r).to_dict())
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"request {n}: {e}") from None
         return self._stream("/generate_batch", {"requests": rows, "top_n": top_n, "report_waiting": report_waiting})
 
     def room(self) -> Room:

@@ -26,9 +26,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from ray import serve
 
-from . import limits, wire
-from .settings import Request as RunRequest
-from .settings import SamplingSettings, parse_settings
+from . import limits, validation, wire
+from .settings import settings_from
 
 api = FastAPI(title="Next-Token Playground model service")
 _DONE = object()
@@ -59,23 +58,27 @@ async def _ndjson(records: Iterator) -> Iterator[bytes]:
 
 
 # (helpers defined before the class: serve.ingress captures the module's names when the class is decorated)
-def _settings(data) -> SamplingSettings:
-    """The settings object a client sent, each field checked as the API checks it (unknown fields refused)."""
-    if data is None:
-        return SamplingSettings()
-    if not isinstance(data, dict):
-        raise ValueError(f"settings must be an object, got {type(data).__name__}")
-    off = SamplingSettings().to_dict()
-    unknown = sorted(set(data) - set(off))
-    if unknown:
-        raise ValueError(f"settings has unknown fields: {', '.join(map(repr, unknown))}")
-    return parse_settings(**{**off, **data})
+async def _body(request: Request) -> dict:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise ValueError("the request body must be JSON") from None
+    if not isinstance(body, dict):
+        raise ValueError(f"the request body must be a JSON object, got {type(body).__name__}")
+    return body
 
 
-def _run_request(data) -> RunRequest:
-    if not isinstance(data, dict):
-        raise ValueError(f"each request must be an object, got {type(data).__name__}")
-    return RunRequest(**{**data, "settings": _settings(data.get("settings")), "stop": tuple(data.get("stop") or ())})
+def _chat(body: dict) -> bool:
+    return validation.boolean("chat", body.get("chat", False))
+
+
+def _named(error: Exception) -> Exception:
+    """A TypeError (a caller's list where a number goes) carried as the ValueError it is: its text names the field."""
+    return ValueError(str(error)) if isinstance(error, TypeError) else error
+
+
+def _plain(value):
+    return value.to_dict() if hasattr(value, "to_dict") else value
 
 
 @serve.deployment(
@@ -108,79 +111,64 @@ class ModelDeployment:
 
     @api.post("/generate")
     async def generate(self, request: Request):
-        body = await request.json()
-        try:
-            records = self.service.generate(
-                body.get("prompt"), _settings(body.get("settings")), body.get("max_new_tokens", limits.DEFAULT_MAX_NEW_TOKENS),
-                body.get("stop") or (), bool(body.get("chat", False)), body.get("top_n", limits.DEFAULT_TOP_N),
-                continue_from=body.get("continue_from") or (), report_waiting=bool(body.get("report_waiting", False)),
-            )
-        except (ValueError, RuntimeError) as e:
-            return _error(e, _status_of(e))
-        return StreamingResponse(_ndjson(records), media_type="application/x-ndjson")
+        def start(b):
+            return self.service.generate(
+                b.get("prompt"), settings_from(b.get("settings")), b.get("max_new_tokens", limits.DEFAULT_MAX_NEW_TOKENS),
+                b.get("stop"), _chat(b), b.get("top_n", limits.DEFAULT_TOP_N), continue_from=b.get("continue_from") or (),
+                report_waiting=validation.boolean("report_waiting", b.get("report_waiting", False)))
+        return await self._stream(request, start)
 
     @api.post("/generate_batch")
     async def generate_batch(self, request: Request):
-        body = await request.json()
-        try:
-            requests = [_run_request(r) for r in body.get("requests") or ()]
-            stream = self.service.generate_batch(requests, body.get("top_n", limits.DEFAULT_TOP_N),
-                                                 report_waiting=bool(body.get("report_waiting", False)))
-        except (ValueError, RuntimeError, TypeError) as e:
-            return _error(e if not isinstance(e, TypeError) else ValueError(str(e)), _status_of(e))
-        return StreamingResponse(_ndjson(stream), media_type="application/x-ndjson")
+        def start(b):  # each row read by settings.request_from inside the service, named "request N"
+            return self.service.generate_batch(
+                list(b.get("requests") or ()), b.get("top_n", limits.DEFAULT_TOP_N),
+                report_waiting=validation.boolean("report_waiting", b.get("report_waiting", False)))
+        return await self._stream(request, start)
 
-    def _call(self, method: str, *args, **kwargs):
+    async def _stream(self, request: Request, start):
+        """A streamed route: the body checked and the run started here (bad input answers 4xx with its key)."""
         try:
-            return getattr(self.service, method)(*args, **kwargs).to_dict()
-        except (ValueError, RuntimeError) as e:
-            return _error(e, _status_of(e))
+            records = start(await _body(request))
+        except (ValueError, RuntimeError, TypeError) as e:
+            return _error(_named(e), _status_of(e))
+        return StreamingResponse(_ndjson(records), media_type="application/x-ndjson")
+
+    async def _answer(self, request: Request, work):
+        """A JSON route: work(body) -> a record, run off the event loop; every failure of its input is named."""
+        try:
+            body = await _body(request)
+            return await asyncio.to_thread(lambda: _plain(work(body)))
+        except (ValueError, RuntimeError, TypeError) as e:
+            return _error(_named(e), _status_of(e))
 
     @api.post("/trace")
     async def trace(self, request: Request):
-        b = await request.json()
-        return await asyncio.to_thread(self._call, "trace", b.get("prompt"), bool(b.get("chat", False)), b.get("block"),
-                                       b.get("top_n", limits.DEFAULT_TRACE_TOP_N))
+        return await self._answer(request, lambda b: self.service.trace(
+            b.get("prompt"), _chat(b), b.get("block"), b.get("top_n", limits.DEFAULT_TRACE_TOP_N)))
 
     @api.post("/trace_attention")
     async def trace_attention(self, request: Request):
-        b = await request.json()
-        return await asyncio.to_thread(self._call, "trace_attention", b.get("prompt"), bool(b.get("chat", False)),
-                                       b.get("block", 1))
+        return await self._answer(request, lambda b: self.service.trace_attention(b.get("prompt"), _chat(b), b.get("block", 1)))
 
     @api.post("/lm_head")
     async def lm_head(self, request: Request):
-        b = await request.json()
-        return await asyncio.to_thread(self._call, "lm_head", b.get("prompt"), bool(b.get("chat", False)),
-                                       b.get("continue_from") or (), b.get("top_k", limits.DEFAULT_LM_HEAD_TOP_K))
+        return await self._answer(request, lambda b: self.service.lm_head(
+            b.get("prompt"), _chat(b), b.get("continue_from") or (), b.get("top_k", limits.DEFAULT_LM_HEAD_TOP_K)))
 
     @api.post("/sample_many")
     async def sample_many(self, request: Request):
-        b = await request.json()
-        try:
-            settings = _settings(b.get("settings"))
-        except (ValueError, TypeError) as e:
-            return _error(e if not isinstance(e, TypeError) else ValueError(str(e)), _status_of(e))
-        return await asyncio.to_thread(
-            self._call, "sample_many", b.get("prompt"), settings, bool(b.get("chat", False)),
-            b.get("continue_from") or (), n=b.get("n", limits.DEFAULT_MANY_DRAWS), seed=b.get("seed"),
-            top_n=b.get("top_n", limits.DEFAULT_TOP_N))
+        return await self._answer(request, lambda b: self.service.sample_many(
+            b.get("prompt"), settings_from(b.get("settings")), _chat(b), b.get("continue_from") or (),
+            n=b.get("n", limits.DEFAULT_MANY_DRAWS), seed=b.get("seed"), top_n=b.get("top_n", limits.DEFAULT_TOP_N)))
 
     @api.post("/pieces")
     async def pieces(self, request: Request):
-        b = await request.json()
-        try:
-            return {str(i): t.to_dict() for i, t in self.service.pieces_of(b.get("ids") or ()).items()}
-        except (ValueError, RuntimeError, TypeError) as e:
-            return _error(ValueError(str(e)))
+        return await self._answer(request, lambda b: {str(i): t.to_dict() for i, t in self.service.pieces_of(b.get("ids") or ()).items()})
 
     @api.post("/encode")
     async def encode(self, request: Request):
-        b = await request.json()
-        try:
-            return {"ids": self.service.encode(b.get("prompt"), bool(b.get("chat", False)))}
-        except (ValueError, RuntimeError) as e:
-            return _error(e, _status_of(e))
+        return await self._answer(request, lambda b: {"ids": self.service.encode(b.get("prompt"), _chat(b))})
 
 
 def application(model: str | None = None, *, replicas: int | None = None, min_replicas: int = 1, max_replicas: int = 1,

@@ -16,10 +16,10 @@ from typing import Protocol
 from . import limits, loading, validation
 from .pieces import PieceTable
 from .records import BatchStep, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting
-from .settings import Request, SamplingSettings
+from .settings import Request, SamplingSettings, request_from
+from .settings import settings_from as as_settings  # the one settings reader (settings.py)
 from .step_loop import RowState
 from .streams import BatchStream, GroupSink, Job, Stream, StreamSink
-from .text_stream import validate_stop
 
 MAX_NEW_TOKENS = limits.MAX_NEW_TOKENS
 MAX_TOP_N = limits.MAX_TOP_N
@@ -62,20 +62,6 @@ def _count(field: str, value, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ValueError(f"{field} must be between {low} and {high}, got {value!r}")
     return int(value)
-
-
-def as_settings(settings) -> SamplingSettings:
-    """Accept SamplingSettings or a mapping of its fields (what JSON callers send)."""
-    if isinstance(settings, SamplingSettings):
-        return settings
-    if settings is None:
-        return SamplingSettings()
-    if isinstance(settings, Mapping):
-        unknown = set(settings) - set(SamplingSettings.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown sampling setting(s): {', '.join(sorted(unknown))}")
-        return SamplingSettings(**settings)
-    raise ValueError(f"settings must be SamplingSettings or a dict, got {type(settings).__name__}")
 
 
 def scheduler_mode(mode: str, device: str | None = None) -> str:
@@ -303,7 +289,7 @@ class ModelService:
         self._check_open()  # a closed service (the host switched the model) says why, before any work
         settings = as_settings(settings)
         top_n = _count("top_n", top_n, 1, MAX_TOP_N)
-        stop = validate_stop(stop)
+        stop = validation.stop_strings("stop", stop)  # the one validator: count and length capped on every path
         ids, max_new_tokens = self._prompt(prompt, chat, max_new_tokens)
         prefix = [_count("continue_from token", t, 0, self.info.vocab_size - 1) for t in continue_from]
         if len(prefix) >= max_new_tokens:
@@ -327,12 +313,9 @@ class ModelService:
         jobs = []
         for n, request in enumerate(requests, start=1):
             try:
-                if isinstance(request, Mapping):
-                    request = Request(**{**request, "settings": as_settings(request.get("settings"))})
-                elif not isinstance(request, Request):
-                    raise ValueError(f"expected a Request, got {type(request).__name__}")
+                request = request_from(request)
                 ids, max_new = self._prompt(request.prompt, request.chat, request.max_new_tokens)
-                row = RowState(self, as_settings(request.settings), max_new, validate_stop(request.stop))
+                row = RowState(self, as_settings(request.settings), max_new, validation.stop_strings("stop", request.stop))
                 jobs.append(Job(ids, row, 0, top_n, True, sink, index=n - 1))
             except (ValueError, TypeError) as e:
                 raise ValueError(f"request {n}: {e}") from None

@@ -6,6 +6,7 @@ The order of the transforms for each `order` is documented once, in model_servic
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import limits, validation
@@ -120,4 +121,41 @@ def parse_settings(temperature, top_k, top_p, min_p, seed, order, *, labels: dic
         order = off.order
     return SamplingSettings(
         **numbers, seed=validation.seed(name["seed"], seed), order=validation.choice(name["order"], order, ORDERS)
+    )
+
+
+def settings_from(value) -> SamplingSettings:
+    """SamplingSettings as given, or built from a mapping of its fields (what JSON callers send: numbers or
+    their text), each field checked and named as the API names it; unknown fields refused. None: all off.
+    The one reader of settings for every path (service, scheduler process, Ray route, remote, ZeroGPU)."""
+    if isinstance(value, SamplingSettings):
+        return value
+    if value is None:
+        return SamplingSettings()
+    if not isinstance(value, Mapping):
+        raise ValueError(f"settings must be an object of sampling fields, got {type(value).__name__}")
+    off = SamplingSettings().to_dict()
+    unknown = sorted(set(value) - set(off))
+    if unknown:
+        raise ValueError(f"settings has unknown fields: {', '.join(map(repr, unknown))}")
+    return parse_settings(**{**off, **value})
+
+
+def request_from(value) -> Request:
+    """A Request as given, or built from a mapping of its fields (a JSON caller's batch row): settings through
+    settings_from, stop strings through the one stop validator, chat as a boolean; unknown fields refused.
+    The prompt and max_new_tokens are checked against the model by the service (they need its tokenizer)."""
+    if isinstance(value, Request):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValueError(f"each request must be a Request or an object of its fields, got {type(value).__name__}")
+    unknown = sorted(set(value) - set(Request.__dataclass_fields__))
+    if unknown:
+        raise ValueError(f"request has unknown fields: {', '.join(map(repr, unknown))}")
+    return Request(
+        prompt=validation.text("prompt", value.get("prompt")),
+        settings=settings_from(value.get("settings")),
+        max_new_tokens=value.get("max_new_tokens", limits.DEFAULT_MAX_NEW_TOKENS),
+        stop=validation.stop_strings("stop", value.get("stop")),
+        chat=validation.boolean("chat", value.get("chat", False)),
     )

@@ -10,17 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from .validation import stop_strings
+
 REPLACEMENT = "\ufffd"
-
-
-def validate_stop(stop) -> tuple[str, ...]:
-    if isinstance(stop, str):
-        stop = (stop,)
-    stop = tuple(stop or ())
-    for s in stop:
-        if not isinstance(s, str) or s == "":
-            raise ValueError(f"stop strings must be non-empty text, got {s!r}")
-    return stop
 
 
 class TextStream:
@@ -33,7 +25,7 @@ class TextStream:
 
     def __init__(self, decode: Callable[[Sequence[int]], str], stop: Sequence[str] = ()):
         self._decode = decode
-        self.stop = validate_stop(stop)
+        self.stop = stop_strings("stop", stop)
         self._ids: list[int] = []
         self._prefix_offset = 0
         self._read_offset = 0

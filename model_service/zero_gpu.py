@@ -157,13 +157,12 @@ class ZeroGpuService:
 
     def generate_batch(self, requests, top_n=limits.DEFAULT_TOP_N, *, report_waiting=False):
         """One lease for the whole batch (the Engine tab's 8 rows, an API batch), sized from its longest."""
-        from .service import as_settings
-        from .settings import Request
+        from .settings import request_from
 
         checked = []
         for n, request in enumerate(requests, start=1):
             try:
-                request = Request(**{**request, "settings": as_settings(request.get("settings"))}) if isinstance(request, dict) else request
+                request = request_from(request)
                 self.inner._prompt(request.prompt, request.chat, request.max_new_tokens)
             except (ValueError, TypeError) as e:
                 raise ValueError(f"request {n}: {e}") from None

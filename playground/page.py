@@ -19,7 +19,7 @@ from model_service import limits
 from model_service.hosting import SwitchPolicy
 
 from .api import register_api
-from .common.errors import unchanged, warn
+from .common.errors import unchanged, user_error, warn
 from .common.i18n import LANGUAGES, SWITCH_JS, T, html_lang_script, tr, translations
 from .compare.tab import build_compare_tab
 from .engine.tab import build_engine_tab
@@ -27,7 +27,7 @@ from .follow.bar import build_follow_bar, wire_follow
 from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
 from .lab.branch_panel import build_branch_panel
-from .lab.deep_link import CONTROLS, make_query
+from .lab.deep_link import CONTROLS, check_controls, make_query
 from .lab.greedy_loop import build_greedy_loop
 from .lab.run_files import build_run_files
 from .lab.tab import build_lab
@@ -129,12 +129,16 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
 
         def make_link(request: gr.Request, *values):  # a request after *values would never be given: no host
             *values, lang = values  # the page's language travels with the settings
-            query = make_query(dict(zip(names, values)), lang=lang, host_lang=default_language)
+            try:  # raw values (preprocess=False): a script's "hot" temperature or NaN is named, not a bare error
+                controls = check_controls(dict(zip(names, values)))
+            except ValueError as e:
+                raise user_error(e, lang) from None
+            query = make_query(controls, lang=lang, host_lang=default_language)
             return {link: absolute(base_url(request), query)}
 
         demo.load(None, None, None, js=KEYS_JS, api_visibility="private")
         link_btn.click(make_link, [*(lab[name] for name in names), language], link, api_name="make_link",
-                       show_progress="hidden")
+                       show_progress="hidden", preprocess=False)
 
         # the page's language: chosen on load (link, host, browser), then by the picker; Gradio's own
         # strings follow in the browser, and each tab re-renders its server-built text on .change. Then the

@@ -15,7 +15,7 @@ from model_service.settings import Request, fresh_seed, parse_settings
 
 from ..common.errors import in_language
 from ..common.i18n import tr
-from ..engine.table import table_rows as _engine_rows
+from ..common.tables import table_cells
 
 COLUMNS = ("temperature", "top-k", "top-p", "min-p", "order")  # English headers; read by position
 DATATYPES = ["number", "number", "number", "number", "str"]
@@ -37,7 +37,7 @@ def table_value(rows, lang="en") -> dict:
 
 def table_rows(table) -> list[list]:
     """The table's cells, each row cut or padded to the settings' columns (blank rows dropped)."""
-    rows = [(cells + [None] * len(COLUMNS))[: len(COLUMNS)] for cells in _engine_rows(table)]
+    rows = [(cells + [None] * len(COLUMNS))[: len(COLUMNS)] for cells in table_cells(table)]
     return [r for r in rows if not all(map(validation.is_blank, r))]
 
 

@@ -20,6 +20,7 @@ from model_service.records import BatchStep
 
 from ..common.errors import in_language, unchanged, user_error, warn
 from ..common.i18n import DEFAULT, T, tr
+from ..common.tables import parsed_by_us
 from ..common.text import escape_html
 from . import replay, views
 from .replay import EngineRun
@@ -41,15 +42,6 @@ def table_label(lang=DEFAULT) -> str:
 
 def watch_label(lang=DEFAULT) -> str:
     return tr(lang, "engine.room.watch", seconds=f"{ROOM_REFRESH:g}")
-
-
-def parsed_by_us(table: gr.Dataframe) -> gr.Dataframe:
-    """Let the table's input reach parse_table unchecked by Gradio: Gradio's own pydantic check of a
-    table answers a malformed API call with "1 validation error for DataframeData", which names no row
-    and no field. The documented API schema and the front end stay the Dataframe's."""
-    table._api_info_cache = table.api_info()
-    table.data_model = None  # read by Gradio before preprocess; preprocess=False does the rest
-    return table
 
 
 def build_engine_tab(service, language: gr.Radio | None = None) -> dict:

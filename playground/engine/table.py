@@ -14,6 +14,7 @@ from model_service.settings import Request, parse_settings
 
 from ..common.errors import in_language
 from ..common.i18n import tr
+from ..common.tables import table_cells
 
 COLUMNS = ("prompt", "temperature", "top-k", "top-p", "min-p", "order", "seed", "max tokens", "stop")  # English
 DATATYPES = ["str", "number", "number", "number", "number", "str", "str", "number", "str"]
@@ -47,23 +48,8 @@ def table_value(rows, lang="en") -> dict:
 
 
 def table_rows(table) -> list[list]:
-    """The cells of what gr.Dataframe gives (a list of lists, a DataFrame, {"data": ...}), each row
-    padded or cut to the table's columns."""
-    if table is None:
-        return []
-    if isinstance(table, dict):
-        table = table.get("data") or []
-    elif hasattr(table, "columns") and hasattr(table, "astype"):  # pandas: NaN stays NaN, as object
-        table = table.astype(object).values.tolist()
-    elif hasattr(table, "tolist"):
-        table = table.tolist()
-    if not isinstance(table, (list, tuple)):
-        raise ValueError(f"the table must be a list of rows, got {type(table).__name__}")
-    rows = []
-    for row in table:
-        cells = list(row) if isinstance(row, (list, tuple)) else [row]
-        rows.append(cells[: len(COLUMNS)] + [None] * (len(COLUMNS) - len(cells)))
-    return rows
+    """The cells of what gr.Dataframe gives (common/tables.py), each row padded or cut to the table's columns."""
+    return [cells[: len(COLUMNS)] + [None] * (len(COLUMNS) - len(cells)) for cells in table_cells(table)]
 
 
 def parse_row(n: int, cells: list, lang="en") -> Request:

@@ -64,6 +64,15 @@ def parse_query(params: dict) -> tuple[dict, list[str]]:
     return values, problems
 
 
+def check_controls(values: dict) -> dict:
+    """The controls' values, each checked as a link would check it (FIELDS): a ValueError names the first bad
+    one. A blank box is left out of a link, so it passes as it is."""
+    for name, value in values.items():
+        if name in FIELDS and not (value is None or (isinstance(value, str) and not value.strip())):
+            FIELDS[name](value)
+    return values
+
+
 def make_query(values: dict, lang: str | None = None, host_lang: str | None = None) -> str:
     """The query string for the current controls (defaults left out keeps links short), and the page's
     language `lang` (the room then reads what the host saw, whatever their browsers' languages). An English

@@ -27,6 +27,7 @@ from model_service.validation import InputError, is_blank, number
 from ..common.errors import in_language
 from ..common.figures import FONT, base_layout
 from ..common.i18n import tr
+from ..common.tables import table_cells
 from ..common.text import escape_markdown_cell, escape_plotly, unique_labels
 
 TOY_PATH = Path(__file__).resolve().parents[2] / "assets" / "toy_vocab.json"
@@ -72,11 +73,13 @@ def parse_rows(rows, lang: str = "en") -> tuple[list[str], list[float]]:
 
     Blank rows are dropped; a missing token name becomes "token N" so the error can still point at it.
     """
-    if hasattr(rows, "values") and hasattr(rows, "columns"):  # a DataFrame, without importing pandas
-        rows = rows.values.tolist()
+    try:
+        rows = table_cells(rows)  # a list of rows, a DataFrame, or the table's raw {"data": ...}
+    except ValueError:
+        raise ValueError(tr(lang, "softmax.toy.error.not_table", got=type(rows).__name__)) from None
     tokens, values = [], []
-    for n, row in enumerate(rows or [], start=1):
-        row = list(row) + [None, None]
+    for n, row in enumerate(rows, start=1):
+        row = row + [None, None]
         token, value = row[0], row[1]
         if is_blank(token) and is_blank(value):
             continue

@@ -14,6 +14,7 @@ import gradio as gr
 
 from ..common.errors import warn
 from ..common.i18n import T, tr
+from ..common.tables import parsed_by_us
 from ..common.text import escape_html
 from .toy import load_toy, parse_rows, show_piece, softmax_figure, softmax_table, table_markdown
 
@@ -106,6 +107,7 @@ def build_toy_panel(toy_path=None, language: gr.Radio | None = None) -> SoftmaxL
                 interactive=True, label=T("softmax.toy.table.label"), column_count=2,
                 elem_id="toy-logits",
             )  # the headers are the lesson's terms, the same in both languages
+            parsed_by_us(table)  # a script's malformed table is named by parse_rows, not Gradio's bare error
             shift = gr.Slider(-10, 10, value=0, step=0.1, label=T("softmax.toy.shift.label"), elem_id="toy-shift")
             temperature = gr.Slider(
                 0, 2, value=1, step=0.05, label=T("softmax.toy.temperature.label"),
@@ -133,6 +135,7 @@ def build_toy_panel(toy_path=None, language: gr.Radio | None = None) -> SoftmaxL
         show_progress="hidden",
         trigger_mode="always_last",
         concurrency_limit=None,  # pure arithmetic: no reason to queue one class behind another
+        preprocess=False,  # the table's raw rows (parse_rows reads them), the sliders' numbers (softmax_table checks them)
     )
     reset.click(lambda: (rows, 0, 1), None, [table, shift, temperature], api_visibility="private")
 
@@ -142,7 +145,7 @@ def build_toy_panel(toy_path=None, language: gr.Radio | None = None) -> SoftmaxL
             return {intro: _intro(prompt, tokens, logits, lang), markdown: md, plot: fig, numbers: table_dict}
 
         language.change(rerender, [language, table, shift, temperature], [intro, markdown, plot, numbers],
-                        api_visibility="private", show_progress="hidden", concurrency_limit=None)
+                        api_visibility="private", show_progress="hidden", concurrency_limit=None, preprocess=False)
     return SoftmaxLesson(table, shift, temperature, markdown, plot, numbers, reset)
 
 

@@ -118,3 +118,65 @@ def test_a_seed_shown_after_a_run_replays_exactly(client):
     assert 0 <= seed < 2**53
     again = list(client.submit(LESSON, 1.0, 0, 1.0, 0.0, str(seed), "hf", 4, api_name="/stream_records"))
     assert [r["token_id"] for r in again] == [r["token_id"] for r in first] and again[0]["seed"] == seed
+
+
+# ---- one validator per kind, on every path: the same bad stop strings get the same named error ----------
+
+TOO_MANY_STOPS = [f"s{i}" for i in range(1000)]
+TOO_LONG_STOP = ["x" * 10_000]
+
+
+@pytest.mark.parametrize("stop, words", [(TOO_MANY_STOPS, "at most 8 stop strings, got 1000"),
+                                         (TOO_LONG_STOP, "a stop string may have at most")])
+def test_stop_strings_are_capped_on_every_path(client, embedded, stop, words):
+    from model_service.settings import Request
+
+    needle = "stop: " + words  # the page's box says its own label, "stop strings: ..."
+
+    # the service, and so the Ray Serve route and the scheduler process's client, which call it
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        embedded.generate(LESSON, None, 2, stop=stop)
+    with pytest.raises(ValueError, match="request 1: " + re.escape(needle)):
+        embedded.generate_batch([Request(LESSON, max_new_tokens=2, stop=tuple(stop))])
+    # the API
+    with pytest.raises(AppError, match=re.escape(needle)):
+        client.predict(LESSON, 1.0, 0, 1.0, 0.0, None, "hf", 2, stop, api_name="/stream_records")
+    # the page's box: stop strings separated by |
+    with pytest.raises(AppError, match=re.escape("stop strings: " + words)):
+        client.predict(LESSON, False, 1.0, 0, 1.0, 0.0, "", 2, "|".join(stop), "hf", api_name="/generate")
+
+
+def raw_call(url: str, api_name: str, body: str) -> str:
+    """What a JSON caller that is not gradio_client gets: Gradio's own call API, with NaN, Infinity or a lone
+    surrogate written raw into the body. Returns the event stream's text."""
+    import httpx
+
+    posted = httpx.post(f"{url}gradio_api/call{api_name}", content=body, headers={"content-type": "application/json"})
+    posted.raise_for_status()
+    return httpx.get(f"{url}gradio_api/call{api_name}/{posted.json()['event_id']}", timeout=120).text
+
+
+@pytest.mark.parametrize("api_name, body, needle", [
+    ("/toy_softmax", '{"data": ["not a table", 0, 1, "en"]}', "the table must be rows of [token, logit], got str"),
+    ("/toy_softmax", '{"data": [{"headers": ["token", "logit"], "data": [["Paris", NaN]]}, 0, 1, "en"]}',
+     "the logit of 'Paris' must be a number"),
+    ("/toy_softmax", '{"data": [{"headers": ["token", "logit"], "data": [["Paris", 1]]}, Infinity, 1, "en"]}',
+     "shift must be a number"),
+    ("/make_link", '{"data": ["Hi", false, "hot", 0, 1, 0, "", 8, "", "hf", "en"]}', "temperature must be a number"),
+    ("/make_link", '{"data": ["Hi", false, NaN, 0, 1, 0, "", 8, "", "hf", "en"]}', "temperature must be a number"),
+    ("/make_link", '{"data": ["\\ud800", false, 1, 0, 1, 0, "", 8, "", "hf", "en"]}', "prompt contains characters"),
+    ("/trace", '{"data": ["\\ud800", false, 1, -1, "en"]}', "prompt contains characters"),
+    ("/trace", '{"data": ["Hi", false, Infinity, -1, "en"]}', "block must be a whole number"),
+    ("/greedy_loop", '{"data": [NaN, "en"]}', "prompt must be text"),
+    ("/engine_run", '{"data": [{"headers": [], "data": [["\\ud800", 1, 0, 1, 0, "hf", "", 2, ""]]}, "en"]}',
+     "row 1, prompt contains characters"),
+])
+def test_raw_json_with_nan_infinity_or_a_surrogate_is_named(app_url, api_name, body, needle):
+    import json
+
+    events = raw_call(app_url, api_name, body)
+    said = [json.loads(line[6:]) for line in events.splitlines() if line.startswith("data: ") and line[6:] != "null"]
+    text = json.dumps(said, ensure_ascii=False)
+    assert "event: error" in events or '"error"' in text, events[-500:]
+    assert '{"error": null}' not in text, f"{api_name} answered a bare error for {body}"
+    assert needle.lower() in text.replace("&#x27;", "'").lower(), f"{api_name}: {text[-500:]}"

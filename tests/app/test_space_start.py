@@ -96,7 +96,6 @@ def test_the_hidden_packages_are_hidden(tmp_path):
 
 
 def test_a_space_start_loads_the_hub_id_serves_the_page_and_answers_paris(tmp_path, hub_cache):
-    from gradio_client import Client
 
     port = free_port()
     log = tmp_path / "space.log"

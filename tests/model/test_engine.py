@@ -87,7 +87,7 @@ def test_batch_step_round_trips_json(mixed_run):
         ([Request("ok"), Request("ok", SamplingSettings(), 0)], "request 2: max_new_tokens"),
         ([Request("")], "request 1: the prompt is empty"),
         ([{"prompt": "x", "settings": {"top_p": 3}}], "request 1: top_p"),
-        ([Request("a"), Request("b"), "c"], "request 3: expected a Request"),
+        ([Request("a"), Request("b"), "c"], "request 3: each request must be a Request or an object"),
         ([], "1 to"),
     ],
 )
