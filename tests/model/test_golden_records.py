@@ -1,0 +1,93 @@
+"""The records of fixed seeded runs on the embedded model, timings aside, as they were when the house was
+reshaped (tests/model/golden/records.json): a move of code that changes a record fails here.
+
+Numbers are compared to 1e-5 (relative, or absolute near 0): a record is rounded to 6 significant digits, and
+another CPU's float arithmetic may round a last digit the other way. Everything else (ids, pieces, text,
+kept counts, seeds, stop reasons) must be identical.
+
+    .venv/bin/python -m tests.model.test_golden_records --write   # after a change that means to change records
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+GOLDEN = Path(__file__).with_name("golden") / "records.json"
+TIMINGS = {"forward_ms", "sampling_ms", "capture_ms", "tokenize_ms", "trace_ms", "draw_ms", "load_seconds", "ms"}
+LESSON = "The capital of France is"
+RUNS = [  # (settings, max_new_tokens, stop)
+    ({"temperature": 0.0, "seed": 1}, 6, ()),
+    ({"temperature": 0.8, "top_p": 0.9, "seed": 7}, 6, ()),
+    ({"temperature": 1.5, "top_k": 40, "min_p": 0.05, "seed": 11, "order": "vllm"}, 6, ()),
+    ({"temperature": 1.2, "top_k": 20, "top_p": 0.95, "seed": 3, "order": "llama.cpp"}, 6, (".",)),
+]
+
+
+def records(service) -> dict:
+    from model_service.settings import Request, SamplingSettings
+
+    runs = [[r.to_dict() for r in service.generate(LESSON, SamplingSettings(**s), n, stop=stop)] for s, n, stop in RUNS]
+    batch = [step.to_dict() for step in service.generate_batch(
+        [Request(LESSON, SamplingSettings(**s), n, stop) for s, n, stop in RUNS[1:3]])]
+    many = service.sample_many(LESSON, SamplingSettings(**RUNS[1][0]), n=500, seed=5).to_dict()
+    trace = service.trace(LESSON, top_n=5).to_dict()
+    head = service.lm_head(LESSON, top_k=5).to_dict()
+    return json.loads(json.dumps({"runs": runs, "batch": batch, "many": many, "trace": trace, "lm_head": head},
+                                 default=list))
+
+
+def strip(value):
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    return value
+
+
+def differences(want, got, path="", out=None) -> list[str]:
+    out = [] if out is None else out
+    if isinstance(want, dict) and isinstance(got, dict):
+        if set(want) != set(got):
+            out.append(f"{path}: keys {sorted(set(want) ^ set(got))}")
+        for k in set(want) & set(got):
+            differences(want[k], got[k], f"{path}.{k}", out)
+    elif isinstance(want, list) and isinstance(got, list):
+        if len(want) != len(got):
+            out.append(f"{path}: {len(want)} items, now {len(got)}")
+        for i, (a, b) in enumerate(zip(want, got)):
+            differences(a, b, f"{path}[{i}]", out)
+    elif isinstance(want, float) or isinstance(got, float):
+        if not (isinstance(got, (int, float)) and math.isclose(want, got, rel_tol=1e-5, abs_tol=1e-5)):
+            out.append(f"{path}: {want!r} -> {got!r}")
+    elif want != got:
+        out.append(f"{path}: {want!r} -> {got!r}")
+    return out
+
+
+def test_the_records_of_fixed_runs_are_unchanged(embedded):
+    want = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    found = differences(want, strip(records(embedded)))
+    assert not found, f"{len(found)} differences, first: {found[:10]}"
+
+
+@pytest.mark.parametrize("changed, needle", [(lambda d: d["runs"][1][0].update(token_id=1), "token_id"),
+                                             (lambda d: d["trace"].update(extra=1), "keys")])
+def test_a_changed_record_is_caught(changed, needle):
+    want = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    got = json.loads(json.dumps(want))
+    changed(got)
+    assert any(needle in line for line in differences(want, got))
+
+
+if __name__ == "__main__" and "--write" in sys.argv:
+    from model_service import ModelService
+
+    GOLDEN.parent.mkdir(exist_ok=True)
+    GOLDEN.write_text(json.dumps(strip(records(ModelService.load(scheduler="thread"))), ensure_ascii=False) + "\n",
+                      encoding="utf-8")
+    print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size:,} bytes)")
