@@ -10,7 +10,7 @@ Every flag has an environment variable (NTP_MODEL, NTP_MODELS, NTP_DEVICE, NTP_H
 NTP_MAX_ROWS, NTP_QUEUE_SIZE, NTP_LANG, NTP_HOST_KEY, NTP_SCENES) for hosts such as Hugging Face Spaces. The page is up
 at once; the model loads in the background.
 
---models (NTP_MODELS) is the model picker's allowlist: comma-separated keys of model_service/catalog.py
+--models (NTP_MODELS) is the model picker's allowlist: comma-separated keys of model_service/models/catalog.py
 (smollm2, gemma3-270m, qwen2.5-1.5b, smollm2-1.7b, llama-3.2-1b, llama-3.1-8b), Hub ids or directories;
 default: the two offline models, plus the larger ones on a GPU (gated ones only with HF_TOKEN). Visitors
 never type a model name. Switching reloads the one model that serves everyone, so it is the host's: open
@@ -27,7 +27,9 @@ import argparse
 import os
 import sys
 
-from model_service import hosting, limits, validation
+from model_service import limits
+from model_service.records import validation
+from playground.workshop import hosting
 
 LANGUAGE_MODELS = {"en": None, "vi": "gemma3-270m"}  # --lang -> the model it runs when none is named
 
@@ -60,8 +62,8 @@ def _cuda() -> bool:
 
 
 def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespace:
-    from model_service.catalog import parse_allowlist
-    from model_service.loading import DEFAULT_MODEL
+    from model_service.models.catalog import parse_allowlist
+    from model_service.models.loading import DEFAULT_MODEL
 
     where = where or hosting.detect()
     d = hosting.defaults(where, cuda=False if where.on_space else _cuda())
@@ -88,7 +90,7 @@ def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespa
                         "wins); with no --model, vi runs the multilingual gemma3-270m where the default is SmolLM2")
     p.add_argument("--host-key", default=env("NTP_HOST_KEY"), help="the key that lets the host switch the model")
     p.add_argument("--service", default=env("NTP_SERVICE"),
-                   help="URL of a model service started with `python -m model_service.serve` (Ray Serve): this process "
+                   help="URL of a model service started with `python -m model_service.deploy.ray_serve` (Ray Serve): this process "
                         "then runs only the page, and the model options above are the service's business")
     p.add_argument("--scenes", default=env("NTP_SCENES"),
                    help="the host's scene files (JSON, comma-separated), after the lessons' (assets/scenes)")
@@ -112,10 +114,10 @@ def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespa
 
 def build(args: argparse.Namespace):
     """The service (loading) and the page, ready to launch."""
-    from model_service.background import LoadingService
-    from model_service.catalog import load_target
+    from model_service.models.catalog import load_target
+    from model_service.models.switching import LoadingService
     from playground.page import build_demo, queue_options
-    from playground.scenes import SceneError, load, scene_paths
+    from playground.workshop.scenes import SceneError, load, scene_paths
 
     try:
         scenes = load(scene_paths(args.scenes or ""))
@@ -123,13 +125,13 @@ def build(args: argparse.Namespace):
         sys.exit(f"error: {e}")
     room = {"max_rows": args.max_rows, "queue_size": args.queue_size}
     try:
-        if getattr(args, "service", None):  # the model runs in another process (model_service/serve.py)
-            from model_service.remote import RemoteService
+        if getattr(args, "service", None):  # the model runs in another process (model_service/deploy/ray_serve.py)
+            from model_service.deploy.remote import RemoteService
 
             service = RemoteService(args.service)
             args.policy = None  # the page cannot switch a remote model: default_policy says so
         elif args.where.zero_gpu:  # loaded now, onto CUDA, before launch: ZeroGPU packs those weights
-            from model_service import zero_gpu
+            from model_service.deploy import zero_gpu
 
             service = LoadingService(service=zero_gpu.load(load_target(args.model), args.device, **room),
                                      model=args.model, models=args.models)
@@ -147,7 +149,7 @@ def main(argv=None) -> None:
     where = hosting.detect()
     if where.zero_gpu:
         # `spaces` must be imported before anything touches CUDA
-        from model_service import zero_gpu
+        from model_service.deploy import zero_gpu
 
         if zero_gpu.spaces is None:
             sys.exit("error: SPACES_ZERO_GPU is set but the `spaces` package is missing: add `spaces` to "
@@ -165,7 +167,7 @@ def main(argv=None) -> None:
 def announce(demo, args: argparse.Namespace) -> None:
     """Say in the terminal where the page is, then what the model's first load is doing (the first start
     dequantises the embedded GGUF, which takes a while), until it serves or fails."""
-    from model_service.background import LoadingService, wait_until_ready
+    from model_service.models.switching import LoadingService, wait_until_ready
 
     local = f"http://127.0.0.1:{args.port}/" if args.host in ("0.0.0.0", "::") else demo.local_url
     print(f"Next-Token Playground: serving on {local}", flush=True)

@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from model_service import ModelService, Request, SamplingSettings  # noqa: E402
-from model_service.decoder import Decoder  # noqa: E402
-from model_service.step_loop import RowState, sample_rows  # noqa: E402
+from model_service.engine.runner import Decoder  # noqa: E402
+from model_service.engine.step import RowState, sample_rows  # noqa: E402
 
 # Prompts that keep talking for 32+ tokens under these settings (no early end-of-text), so both sides
 # generate the same, full-length work; the bench still counts the tokens actually produced.

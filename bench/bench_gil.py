@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from model_service import ModelService, loading  # noqa: E402
+from model_service import ModelService
+from model_service.models import loading
 
 # A burst of Python, then a short sleep: ~3 ms held, ~2 ms free, like Gradio streaming records.
 LOOP_LIKE = """

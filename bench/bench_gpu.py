@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from model_service import ModelService, SamplingSettings  # noqa: E402
-from model_service.loading import model_info  # noqa: E402
+from model_service.models.loading import model_info  # noqa: E402
 
 PROMPT = "Once upon a time, in a small village by the sea,"
 SAMPLED = SamplingSettings(temperature=0.8, top_p=0.95, seed=0)

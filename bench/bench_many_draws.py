@@ -1,4 +1,4 @@
-"""Benchmark of "sample a step many times" (model_service/many_draws.py): n draws from one final
+"""Benchmark of "sample a step many times" (model_service/sampling/many_draws.py): n draws from one final
 distribution, their counts and the chi-square test, as ModelService.sample_many runs them after the
 step's one forward pass. No model: random logits of the embedded model's vocabulary (49,152) and of
 Gemma 3's (262,144), under a top-p of 0.9, on the CPU (and the GPU when there is one).
@@ -22,9 +22,9 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from model_service.many_draws import draw_many, sample_step  # noqa: E402
-from model_service.records import Token  # noqa: E402
-from model_service.sampling import SamplingSettings, make_generator, run_stages  # noqa: E402
+from model_service.records.step import Token  # noqa: E402
+from model_service.sampling.many_draws import draw_many, sample_step  # noqa: E402
+from model_service.sampling.pipeline import SamplingSettings, make_generator, run_stages  # noqa: E402
 
 
 def median_ms(fn, rounds: int, device) -> float:

@@ -37,7 +37,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 import playground.lab.charts as lab_charts  # noqa: E402
 import playground.lab.tab as lab  # noqa: E402
 from model_service import ModelService, SamplingSettings  # noqa: E402
-from model_service.background import LoadingService  # noqa: E402
+from model_service.models.switching import LoadingService  # noqa: E402
 from playground.page import build_demo, launch_options  # noqa: E402
 
 PROMPT = "Once upon a time, in a small village by the sea,"

@@ -55,7 +55,7 @@ class Direct:
         import torch
 
         from model_service import ModelService
-        from model_service.loading import serve_beside_web_server
+        from model_service.models.loading import serve_beside_web_server
 
         serve_beside_web_server()  # the app's setting: all cores but one, the GIL back to the scheduler quickly
         self.service = ModelService.load()
@@ -161,8 +161,8 @@ def solo_overhead(service, tokens=64, rounds=5):
     import torch
 
     from model_service import SamplingSettings
-    from model_service.decoder import Decoder
-    from model_service.step_loop import RowState, sample_rows
+    from model_service.engine.runner import Decoder
+    from model_service.engine.step import RowState, sample_rows
 
     prompt, settings = PROMPTS[0], SamplingSettings(temperature=TEMPERATURE, top_p=TOP_P, seed=1)
 

@@ -78,8 +78,8 @@ def measure_replicas(replicas: int, ns: list[int], port: int) -> None:
     import ray
     from ray import serve
 
-    from model_service.remote import RemoteService
-    from model_service.serve import application
+    from model_service.deploy.ray_serve import application
+    from model_service.deploy.remote import RemoteService
 
     ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}})
@@ -109,8 +109,8 @@ def step_costs(batches=(1, 4, 16)) -> dict[int, float]:
     import torch
 
     from model_service import ModelService, SamplingSettings
-    from model_service.decoder import Decoder
-    from model_service.step_loop import RowState, sample_rows
+    from model_service.engine.runner import Decoder
+    from model_service.engine.step import RowState, sample_rows
 
     torch.set_num_threads(1)
     service = ModelService.load()

@@ -79,7 +79,7 @@ def main():
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: what the app serves with)")
     args = ap.parse_args()
 
-    from model_service.loading import serve_beside_web_server
+    from model_service.models.loading import serve_beside_web_server
 
     # The app's setting (all cores but one; the GIL back to the scheduler thread quickly): on 2 cores, two
     # torch threads spin-wait on each other whenever anything else runs, which turns a 1% difference into noise.

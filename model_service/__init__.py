@@ -5,7 +5,7 @@
     for record in service.generate("The capital of France is", SamplingSettings(temperature=0)):
         print(record.piece, record.stage("final").chosen_prob)
 
-`model_service.records` imports nothing heavy, so the UI can hold and rebuild records without torch;
+`model_service.records.step` imports nothing heavy, so the UI can hold and rebuild records without torch;
 the names below load their modules (and torch) on first use.
 """
 
@@ -14,23 +14,23 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "EMBEDDED": "loading",
-    "ModelLoadError": "loading",
-    "DrawInfo": "records",
-    "ModelInfo": "records",
-    "Stage": "records",
-    "StepRecord": "records",
-    "Token": "records",
-    "ORDERS": "settings",
-    "SamplingSettings": "settings",
-    "pipeline": "sampling",
-    "sample": "sampling",
-    "stage_names": "settings",
-    "Request": "settings",
-    "BatchStep": "records",
-    "Waiting": "records",
-    "Room": "records",
-    "RoomRow": "records",
+    "EMBEDDED": "models.loading",
+    "ModelLoadError": "models.loading",
+    "DrawInfo": "records.step",
+    "ModelInfo": "records.step",
+    "Stage": "records.step",
+    "StepRecord": "records.step",
+    "Token": "records.step",
+    "ORDERS": "records.settings",
+    "SamplingSettings": "records.settings",
+    "pipeline": "sampling.pipeline",
+    "sample": "sampling.pipeline",
+    "stage_names": "records.settings",
+    "Request": "records.settings",
+    "BatchStep": "records.step",
+    "Waiting": "records.step",
+    "Room": "records.step",
+    "RoomRow": "records.step",
     "ModelService": "service",
     "PlaygroundService": "service",
     "as_settings": "service",

@@ -56,7 +56,7 @@ PREFILL_TOKENS_PER_STEP = 256
 # slots more than its slots (the weights are read once per pass). Measured on 2 CPU cores: a one-token pass
 # 64 ms, a slot ~3.4 ms; 16 prompts of 3-13 tokens in one pass 699 ms, in two by length 527 ms.
 PREFILL_PASS_COST_TOKENS = 24
-# The scheduler in a process of its own (model_service/scheduler_process.py) loads its own copy of the model;
+# The scheduler in a process of its own (model_service/engine/scheduler_process.py) loads its own copy of the model;
 # the page waits this long for it. Env / app.py: NTP_SCHEDULER=process|thread|auto (auto: a process on a CPU).
 SCHEDULER_PROCESS_START_S = 600.0
 SCHEDULER_MODES = ("auto", "process", "thread")
@@ -65,7 +65,7 @@ SCHEDULER_MODES = ("auto", "process", "thread")
 LONG_REQUEST_TOKENS = 128
 # Gradio's own queue in front of the event handlers (each waiting browser event holds a slot).
 GRADIO_QUEUE_SIZE = 512
-# Ray Serve (model_service/serve.py): requests one replica takes at once (its scheduler queues what exceeds its
+# Ray Serve (model_service/deploy/ray_serve.py): requests one replica takes at once (its scheduler queues what exceeds its
 # rows, and refuses past QUEUE_SIZE with a clear message, so Serve must not refuse first), and the ongoing
 # requests per replica the autoscaler aims at: the rows a CPU replica steps with first records under 2 s.
 SERVE_MAX_ONGOING = MAX_ROWS_GPU + QUEUE_SIZE
@@ -88,7 +88,7 @@ MALLOC_MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024  # glibc's largest allowed value 
 MAX_TEMPERATURE = 100.0  # T = 100 already flattens any real distribution to near-uniform
 MAX_TOP_K = 1_000_000  # larger than any vocabulary; top_k >= vocab is "off"
 
-# ---- hosting: a shared model, a model picker, GPUs (model_service/hosting.py, card.py, zero_gpu.py) -----------
+# ---- hosting: a shared model, a model picker, GPUs (playground/workshop/hosting.py, card.py, zero_gpu.py) -----------
 # How often an open page asks whether the host switched the model (seconds). Each tick is one tiny event
 # with no model work; 100 learners at 5 s is 20 events a second through Gradio.
 MODEL_WATCH_SECONDS = 5.0
@@ -106,7 +106,7 @@ ZERO_GPU_BASE_SECONDS = 10.0  # a fresh worker moves the weights onto the GPU be
 ZERO_GPU_SECONDS_PER_TOKEN = 0.1  # generous: an 8B model's bandwidth bound on an H200 slice is under 10 ms a step
 ZERO_GPU_TRACE_SECONDS = 20.0  # a trace, one block's attention, an LM-head view: one forward pass each
 
-# ---- following the host (model_service/rooms.py, playground/follow/) ------------------------------------------
+# ---- following the host (playground/workshop/rooms.py, playground/workshop/follow/) ------------------------------------------
 # A room code: short enough to read aloud and type on a phone, from letters and digits no one confuses
 # (no 0/O, 1/I/L, 5/S, 2/Z, 8/B, U/V). 23 symbols, 5 places: ~6 million codes for at most MAX_ROOMS rooms.
 ROOM_CODE_ALPHABET = "34679ACDEFGHJKMNPQRTWXY"

@@ -13,13 +13,15 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
-from . import limits, loading, validation
-from .pieces import PieceTable
-from .records import BatchStep, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting
-from .settings import Request, SamplingSettings, request_from
-from .settings import settings_from as as_settings  # the one settings reader (settings.py)
-from .step_loop import RowState
-from .streams import BatchStream, GroupSink, Job, Stream, StreamSink
+from . import limits
+from .engine.pieces import PieceTable
+from .engine.step import RowState
+from .engine.streams import BatchStream, GroupSink, Job, Stream, StreamSink
+from .models import loading
+from .records import validation
+from .records.settings import Request, SamplingSettings, request_from
+from .records.settings import settings_from as as_settings  # the one settings reader (settings.py)
+from .records.step import BatchStep, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting
 
 MAX_NEW_TOKENS = limits.MAX_NEW_TOKENS
 MAX_TOP_N = limits.MAX_TOP_N
@@ -75,9 +77,9 @@ def scheduler_mode(mode: str, device: str | None = None) -> str:
 
 
 def _default_rows(model) -> int:
-    """Rows per step: a few on a CPU; on a GPU as many as the card holds (model_service/card.py)."""
+    """Rows per step: a few on a CPU; on a GPU as many as the card holds (model_service/engine/card.py)."""
     if model.device.type == "cuda":
-        from .card import card_rows
+        from .engine.card import card_rows
 
         return card_rows(model)
     return limits.MAX_ROWS_GPU if model.device.type != "cpu" else limits.MAX_ROWS_CPU
@@ -127,11 +129,11 @@ class ModelService:
     def load(cls, model: str | None = None, device: str | None = None, progress=None, *,
              max_rows: int | None = None, queue_size: int | None = None, scheduler: str = "thread") -> ModelService:
         """scheduler: "thread" (the room's loop in this process), "process" (in a process of its own, which loads
-        its own copy of the model: model_service/scheduler_process.py says why), or "auto" (a process on a CPU)."""
+        its own copy of the model: model_service/engine/scheduler_process.py says why), or "auto" (a process on a CPU)."""
         mode = scheduler_mode(scheduler, device)
         process = None
         if mode == "process":  # started first: the two copies load side by side
-            from .scheduler_process import SchedulerProcess
+            from .engine.scheduler_process import SchedulerProcess
 
             process = SchedulerProcess((model, device), max_rows, queue_size)
         try:
@@ -153,7 +155,7 @@ class ModelService:
         if self._scheduler is None:
             with self._scheduler_lock:
                 if self._scheduler is None:
-                    from .scheduler import Scheduler
+                    from .engine.scheduler import Scheduler
 
                     self._scheduler = Scheduler(self, self.max_rows, self.queue_size)
         return self._scheduler
@@ -208,13 +210,13 @@ class ModelService:
 
     def pieces_of(self, ids: Sequence[int]) -> dict[int, Token]:
         """Each token as a record: how it reads on its own (leading spaces kept) and, when it holds
-        part of a character, its bytes (to be read in context: model_service/utf8.py)."""
+        part of a character, its bytes (to be read in context: model_service/records/utf8.py)."""
         return {int(i): self.pieces(int(i)) for i in ids}
 
     def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (), top_k: int = limits.DEFAULT_LM_HEAD_TOP_K):
         """The LM head at the position after prompt + continue_from: for the top tokens, logit = h·w
         shown as ‖h‖·‖w‖·cos (an LmHeadView record)."""
-        from .lm_head import lm_head_breakdown
+        from .forward_pass.lm_head import lm_head_breakdown
 
         top_k = _count("top_k", top_k, 1, MAX_TOP_N)
         ids = self._prompt_ids(prompt, chat) + [_count("token", t, 0, self.info.vocab_size - 1) for t in continue_from]
@@ -225,7 +227,7 @@ class ModelService:
     def trace(self, prompt: str, chat: bool = False, block: int | None = None, top_n: int = limits.DEFAULT_TRACE_TOP_N):
         """Lesson 10: one forward pass traced from token ids to logits at every position (a Trace
         record). block: whose attention to keep (1-based; default the middle block)."""
-        from .tracing import trace
+        from .forward_pass.tracing import trace
 
         started = time.perf_counter()
         ids = self._prompt_ids(prompt, chat)
@@ -239,7 +241,7 @@ class ModelService:
 
     def trace_attention(self, prompt: str, chat: bool = False, block: int = 1):
         """One block's attention (1-based) for the prompt: the Trace's AttentionMap for another block."""
-        from .tracing import attention
+        from .forward_pass.tracing import attention
 
         ids = self._prompt_ids(prompt, chat)
         with self.model_lock:
@@ -264,7 +266,7 @@ class ModelService:
         report_waiting: bool = False,
     ) -> Iterator[StepRecord | Waiting]:
         """Stream one StepRecord per generated token. The request joins the room's running batch (see
-        model_service/scheduler.py); closing the iterator, or dropping it, cancels it.
+        model_service/engine/scheduler.py); closing the iterator, or dropping it, cancels it.
 
         continue_from: tokens already generated for this prompt (the UI's Step button); the run
         resumes after them, step numbers and the seeded generator's state included, so stepping
@@ -328,7 +330,7 @@ class ModelService:
         top_n: int = limits.DEFAULT_TOP_N,
     ) -> ManyDraws:
         """Freeze the step after prompt + continue_from and draw n tokens from its final distribution
-        (model_service/many_draws.py): counts of its top_n tokens, the rest, and the chi-square test.
+        (model_service/sampling/many_draws.py): counts of its top_n tokens, the rest, and the chi-square test.
 
         The step's logits are recomputed as one row of the room's batch (one forward pass, a prefill of
         prompt + continue_from); the n draws are one vectorised read of the distribution, seeded by
@@ -336,8 +338,8 @@ class ModelService:
         token the run drew at this step."""
         import torch
 
-        from .many_draws import sample_step
-        from .sampling import fresh_seed, run_stages
+        from .sampling.many_draws import sample_step
+        from .sampling.pipeline import fresh_seed, run_stages
 
         n = validation.number("draws", n, integer=True, low=limits.MIN_MANY_DRAWS, high=limits.MAX_MANY_DRAWS)
         seed = validation.seed("draw seed", seed)

@@ -16,8 +16,9 @@ from typing import Any
 
 import gradio as gr
 
-from model_service import limits, validation
-from model_service.settings import parse_settings
+from model_service import limits
+from model_service.records import validation
+from model_service.records.settings import parse_settings
 
 from .common.errors import user_error
 
@@ -44,7 +45,7 @@ def register_api(service) -> None:
         each used exactly as given (or one string). seed: a whole number below 2**53, or null.
         A token that holds part of a character (a byte-level piece) has its bytes in bytes_hex (the
         chosen token's, and each candidate's), and pending_hex holds the bytes generated before this
-        step that do not make a whole character yet: model_service/utf8.py:read_piece reads them."""
+        step that do not make a whole character yet: model_service/records/utf8.py:read_piece reads them."""
         try:
             records = service.generate(
                 validation.text("prompt", prompt),

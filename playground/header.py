@@ -2,7 +2,7 @@
 picker.
 
 One model serves everyone, so everyone sees which one, and only the host may switch it
-(model_service/hosting.py:switch_policy: open on a machine nobody else can reach, with the host key in a
+(playground/workshop/hosting.py:switch_policy: open on a machine nobody else can reach, with the host key in a
 room, off on ZeroGPU). The picker sends an allowlist key, checked again on the server, never free text.
 
 After a switch every open page re-reads what depends on the model: each tab hands in a watcher
@@ -19,13 +19,14 @@ from collections.abc import Callable
 
 import gradio as gr
 
-from model_service import limits, validation
-from model_service.catalog import choose, label
-from model_service.hosting import SwitchPolicy
+from model_service import limits
+from model_service.models.catalog import choose, label
+from model_service.records import validation
 
 from .common.errors import unchanged, user_error
 from .common.i18n import T, tr
 from .common.text import escape_html
+from .workshop.hosting import SwitchPolicy
 
 Watcher = tuple[list, Callable]  # (outputs, refresh(info, first_time, lang) -> {component: update})
 
@@ -90,7 +91,7 @@ def wire_header(loaded, service, header: dict, watchers: list[Watcher], policy: 
 
     def track_loading(lang):
         """On page load: progress while the model loads, then the model's numbers."""
-        from model_service.background import wait_until_ready
+        from model_service.models.switching import wait_until_ready
 
         for status in wait_until_ready(service):
             yield {status_md: model_line(status, lang, getattr(service, "switching", None))}

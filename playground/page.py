@@ -16,14 +16,12 @@ from pathlib import Path
 import gradio as gr
 
 from model_service import limits
-from model_service.hosting import SwitchPolicy
 
 from .api import register_api
 from .common.errors import unchanged, user_error, warn
 from .common.i18n import LANGUAGES, SWITCH_JS, T, html_lang_script, tr, translations
 from .compare.tab import build_compare_tab
 from .engine.tab import build_engine_tab
-from .follow.bar import build_follow_bar, wire_follow
 from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
 from .lab.branch_panel import build_branch_panel
@@ -31,13 +29,15 @@ from .lab.deep_link import CONTROLS, check_controls, make_query
 from .lab.greedy_loop import build_greedy_loop
 from .lab.run_files import build_run_files
 from .lab.tab import build_lab
-from .links import absolute
-from .page_state import PageState
-from .presenter import build_toggles
-from .presenter import wire as wire_presenter
-from .scene_bar import KEYS_JS, SceneBar, base_url
-from .scenes import SceneList, load, scene_paths
 from .softmax.tab import build_softmax_tab
+from .workshop.follow.bar import build_follow_bar, wire_follow
+from .workshop.hosting import SwitchPolicy
+from .workshop.links import absolute
+from .workshop.page_state import PageState
+from .workshop.presenter import build_toggles
+from .workshop.presenter import wire as wire_presenter
+from .workshop.scene_bar import KEYS_JS, SceneBar, base_url
+from .workshop.scenes import SceneList, load, scene_paths
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TITLE = "Next-Token Playground"
@@ -49,7 +49,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                host_key: str | None = None, scenes: SceneList | None = None) -> gr.Blocks:
     """The page for a service (usually a LoadingService). default_language: the host's --lang (None: each
     browser's own language, English if neither); policy: who may switch the room's model
-    (model_service/hosting.py; default: nobody); host_key: the key it asks for, when it asks; scenes: the
+    (playground/workshop/hosting.py; default: nobody); host_key: the key it asks for, when it asks; scenes: the
     scene bar's (default: the lessons' and NTP_SCENES' files, scenes.py)."""
     policy = policy or default_policy(service)
     skip_absent_matplotlib()

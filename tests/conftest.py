@@ -106,7 +106,7 @@ def launched(demo):
 
 @pytest.fixture(scope="session")
 def app_url(embedded):
-    from model_service.background import LoadingService
+    from model_service.models.switching import LoadingService
     from playground.page import build_demo
 
     with launched(build_demo(LoadingService(service=embedded))) as url:
@@ -119,9 +119,9 @@ HOST_KEY = "let-me-in"
 @pytest.fixture(scope="session")
 def picker_app(tmp_path_factory):
     """An app whose host may switch between two tiny models (2 and 3 blocks) with HOST_KEY: (url, keys)."""
-    from model_service.background import LoadingService
-    from model_service.hosting import SwitchPolicy
+    from model_service.models.switching import LoadingService
     from playground.page import build_demo
+    from playground.workshop.hosting import SwitchPolicy
 
     keys = []
     for layers in (2, 3):

@@ -52,7 +52,7 @@ def test_the_space_card_fields_are_valid(meta):
 
 
 def test_models_are_the_catalogs_and_the_space_default_is_preloaded(meta):
-    from model_service.catalog import CATALOG, SPACE_GPU_MODEL
+    from model_service.models.catalog import CATALOG, SPACE_GPU_MODEL
 
     assert meta["models"] == [entry.hub_id for entry in CATALOG.values()]
     preload = meta["preload_from_hub"]

@@ -16,7 +16,7 @@ def toast_text(message) -> str:
 
 
 def in_language(error, lang=None, fields: dict[str, str] | None = None) -> str:
-    """The error's message in the page's language: a keyed error (model_service.validation's InputError,
+    """The error's message in the page's language: a keyed error (model_service.records.validation's InputError,
     Unavailable) is said again from the catalogue; anything else keeps its English text. `fields`: how
     the page names a field in `lang` (the validator's English name -> the label the learner sees)."""
     key, values = getattr(error, "key", None), getattr(error, "values", None)

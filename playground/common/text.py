@@ -11,7 +11,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from model_service.utf8 import PieceNote, PieceText, piece_bytes, read_piece, read_sequence
+from model_service.records.utf8 import PieceNote, PieceText, piece_bytes, read_piece, read_sequence
 
 from .i18n import tr
 

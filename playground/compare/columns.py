@@ -1,7 +1,7 @@
 """The Compare tab's settings -> requests, and what a finished comparison is (no gradio, no torch here).
 
 Every column is the same prompt with its own sampling settings and ONE shared seed: each row's
-generator is seeded with it and draws one u per step (model_service/sampling.py:draw), so every
+generator is seeded with it and draws one u per step (model_service/sampling/pipeline.py:draw), so every
 column meets the same u at every step ("common random numbers"). A difference between columns then
 comes from the settings alone, and each column's tokens are those of its own solo run with that seed.
 """
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from model_service import limits, validation
-from model_service.settings import Request, fresh_seed, parse_settings
+from model_service import limits
+from model_service.records import validation
+from model_service.records.settings import Request, fresh_seed, parse_settings
 
 from ..common.errors import in_language
 from ..common.i18n import tr

@@ -13,8 +13,9 @@ import time
 
 import gradio as gr
 
-from model_service import limits, validation
-from model_service.records import BatchStep
+from model_service import limits
+from model_service.records import validation
+from model_service.records.step import BatchStep
 
 from ..common.errors import unchanged, user_error
 from ..common.i18n import DEFAULT, LESSON_PROMPTS, T, swapped_default, tr

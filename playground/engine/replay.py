@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from model_service.records import BatchStep, StepRecord, Waiting
-from model_service.settings import Request, SamplingSettings
+from model_service.records.settings import Request, SamplingSettings
+from model_service.records.step import BatchStep, StepRecord, Waiting
 
 from ..common.figures import empty_figure
 from ..common.i18n import tr

@@ -16,7 +16,7 @@ import time
 import gradio as gr
 
 from model_service import limits
-from model_service.records import BatchStep
+from model_service.records.step import BatchStep
 
 from ..common.errors import in_language, unchanged, user_error, warn
 from ..common.i18n import DEFAULT, T, tr

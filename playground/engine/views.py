@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from model_service.records import BatchStep, StepRecord
-from model_service.settings import SamplingSettings
+from model_service.records.settings import SamplingSettings
+from model_service.records.step import BatchStep, StepRecord
 
 from ..common.colours import MASS_SCALE, VERMILLION
 from ..common.figures import base_layout, empty_figure

@@ -13,7 +13,7 @@ import math
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from model_service.trace_records import AttentionMap, Trace
+from model_service.records.trace import AttentionMap, Trace
 
 from ..common.colours import BLUE, INK, MASKED, PROBABILITY_SCALE, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure

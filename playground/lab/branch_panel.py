@@ -13,8 +13,8 @@ from urllib.parse import urlencode
 
 import gradio as gr
 
-from model_service import validation
-from model_service.records import StepRecord
+from model_service.records import validation
+from model_service.records.step import StepRecord
 
 from ..common.errors import unchanged, user_error
 from ..common.i18n import T, tr

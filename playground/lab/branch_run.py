@@ -2,7 +2,7 @@
 
 "Continue from step k with token t forced" is a request whose already-generated tokens are the run's
 tokens[:k] + [t], with the same seed: the service advances the seeded generator by one draw per token
-given (model_service/step_loop.py:RowState), so the continuation uses the u's the original run would
+given (model_service/engine/step.py:RowState), so the continuation uses the u's the original run would
 have used from step k + 1 on, and replaying the same path gives the same tokens.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import replace
 
-from model_service.records import StepRecord
+from model_service.records.step import StepRecord
 
 from .branches import forced_record
 

@@ -2,7 +2,7 @@
 
 A branch is a run's settings and seed plus a *forced path*: the steps where a token was forced, as
 (1-based step, token id) pairs, written `5:1234,9:42` in a link. Because every step draws one u from the
-row's seeded generator (forced or not, model_service/sampling.py:draw), a branch continues with the same
+row's seeded generator (forced or not, model_service/sampling/pipeline.py:draw), a branch continues with the same
 u's as its parent: what changes after the forced step comes from the new context, not from new luck.
 
 Only a step's top-N candidates (the bars of the stage chart) can be forced: their probability and rank
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from model_service import limits, validation
-from model_service.records import DrawInfo, StepRecord, r6
+from model_service import limits
+from model_service.records import validation
+from model_service.records.step import DrawInfo, StepRecord, r6
 
 from ..common.i18n import tr
 from ..common.text import pct, show_token

@@ -16,7 +16,7 @@ import re
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from model_service.records import Stage, StepRecord
+from model_service.records.step import Stage, StepRecord
 
 from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure

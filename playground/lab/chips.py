@@ -7,15 +7,15 @@ block (classes prefixed ntp-), so it works in gr.HTML and in a saved page alike.
 A token that holds part of a character (byte-level BPE writes "ủ" as two tokens) shows the
 character, with a subscript for the bytes it holds ("ủ" 1–2/3, then "ủ" 3/3) and its bytes in the
 title. Each chip is read with its neighbours, so a streaming run sends a chip once the next tokens
-have finished its character (the same hold-back as the text: model_service/text_stream.py).
+have finished its character (the same hold-back as the text: model_service/engine/text_stream.py).
 """
 
 from __future__ import annotations
 
 import html
 
-from model_service.records import StepRecord
-from model_service.utf8 import incomplete_tail
+from model_service.records.step import StepRecord
+from model_service.records.utf8 import incomplete_tail
 
 from ..common.colours import NO_DATA, css_gradient, prob_colour, text_colour
 from ..common.i18n import tr

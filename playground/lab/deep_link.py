@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from model_service import limits, validation
-from model_service.settings import ORDERS
+from model_service import limits
+from model_service.records import validation
+from model_service.records.settings import ORDERS
 
 from ..common.errors import in_language
 from ..common.i18n import language, tr

@@ -15,10 +15,11 @@ import json
 import math
 from dataclasses import dataclass
 
-from model_service import limits, validation
-from model_service.records import StepRecord
-from model_service.settings import ORDERS, stage_names
-from model_service.validation import InputError
+from model_service import limits
+from model_service.records import validation
+from model_service.records.settings import ORDERS, stage_names
+from model_service.records.step import StepRecord
+from model_service.records.validation import InputError
 
 from ..common.text import show_steps
 from .deep_link import FIELDS
@@ -27,7 +28,7 @@ from .request import RunRequest, parse_request
 FORMAT, VERSION = "next-token-playground/run", 1
 STOP_CODES = ("eos", "max_tokens", "stop_string")
 _NUM, _OPT_NUM, _OPT_STR = "number", "number or null", "text or null"
-# field -> (kind, required): the JSON form of each record class (model_service/records.py)
+# field -> (kind, required): the JSON form of each record class (model_service/records/step.py)
 TOKEN = {"id": ("int", True), "piece": ("str", True), "special": ("bool", False), "bytes_hex": ("hex", False)}
 STAGE = {"name": ("str", True), "probs": ("probs", True), "kept_count": ("int", True), "kept_mass": ("p", True),
          "entropy_bits": (_NUM, True), "chosen_prob": ("p", True)}

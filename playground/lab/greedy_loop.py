@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model_service import validation
-from model_service.settings import SamplingSettings
+from model_service.records import validation
+from model_service.records.settings import SamplingSettings
 
 from ..common.errors import user_error
 from ..common.i18n import T, swapped_default, tr

@@ -13,7 +13,8 @@ from dataclasses import replace
 
 import gradio as gr
 
-from model_service import limits, validation
+from model_service import limits
+from model_service.records import validation
 
 from ..common.errors import user_error
 from ..common.i18n import DEFAULT, T, tr

@@ -16,7 +16,7 @@ import math
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from model_service.records import ManyDraws, StepRecord, json_size
+from model_service.records.step import ManyDraws, StepRecord, json_size
 
 from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure

@@ -1,15 +1,16 @@
 """From the lab's control values to one validated run request (no gradio, no torch here).
 
 Every message names the control, so a learner who types a bad value knows what to fix; the same
-validators (model_service.validation) check the API, the links and the engine's table.
+validators (model_service.records.validation) check the API, the links and the engine's table.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model_service import limits, validation
-from model_service.settings import ORDERS, SamplingSettings, parse_settings
+from model_service import limits
+from model_service.records import validation
+from model_service.records.settings import ORDERS, SamplingSettings, parse_settings
 
 from ..common.i18n import tr
 

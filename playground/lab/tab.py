@@ -15,8 +15,9 @@ from dataclasses import dataclass, field, replace
 
 import gradio as gr
 
-from model_service import limits, validation
-from model_service.records import StepRecord
+from model_service import limits
+from model_service.records import validation
+from model_service.records.step import StepRecord
 
 from ..common.errors import unchanged, user_error
 from ..common.i18n import LESSON_PROMPTS, T, swapped_default, tr
@@ -98,7 +99,7 @@ def build_lab(service, language: gr.Radio | None = None) -> dict:
     `language`: the page's picker (None: English). Returns the components other tabs and the page read."""
     language = language if language is not None else gr.State("en")
     run_state = gr.State(Run())
-    view = gr.State(View())  # how this page draws the charts (playground/presenter.py sets it)
+    view = gr.State(View())  # how this page draws the charts (playground/workshop/presenter.py sets it)
     stage_empty, draw_empty, run_empty = placeholder_figures()
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=320, elem_id="lab-controls"):

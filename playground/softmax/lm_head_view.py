@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from model_service.records import Token
+from model_service.records.step import Token
 
 from ..common.colours import BLUE as MUTED
 from ..common.colours import VERMILLION as ACCENT

@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from model_service import limits
-from model_service.validation import InputError, is_blank, number
+from model_service.records.validation import InputError, is_blank, number
 
 from ..common.errors import in_language
 from ..common.figures import FONT, base_layout

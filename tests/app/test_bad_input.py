@@ -82,7 +82,7 @@ def test_every_call_succeeds_or_names_the_field(client, api_name):
 
 def test_a_lone_surrogate_is_named_not_crashed():
     # gradio_client cannot even encode one; a raw JSON caller can ("\ud800"): our check names the field
-    from model_service.validation import text
+    from model_service.records.validation import text
 
     with pytest.raises(ValueError, match="prompt contains characters that are not valid Unicode"):
         text("prompt", "a\ud800b")
@@ -90,7 +90,7 @@ def test_a_lone_surrogate_is_named_not_crashed():
 
 @pytest.mark.parametrize("stop, expected", [(["\n"], ("\n",)), (["a\nb"], ("a\nb",)), ("abc", ("abc",))])
 def test_stop_strings_are_used_exactly_as_given(monkeypatch, stop, expected):
-    from model_service.validation import stop_strings
+    from model_service.records.validation import stop_strings
 
     assert stop_strings("stop", stop) == expected  # the API's parser: never split, never joined
 
@@ -129,7 +129,7 @@ TOO_LONG_STOP = ["x" * 10_000]
 @pytest.mark.parametrize("stop, words", [(TOO_MANY_STOPS, "at most 8 stop strings, got 1000"),
                                          (TOO_LONG_STOP, "a stop string may have at most")])
 def test_stop_strings_are_capped_on_every_path(client, embedded, stop, words):
-    from model_service.settings import Request
+    from model_service.records.settings import Request
 
     needle = "stop: " + words  # the page's box says its own label, "stop strings: ..."
 

@@ -9,7 +9,7 @@ import json
 import pytest
 from gradio_client.exceptions import AppError
 
-from model_service.settings import Request, SamplingSettings
+from model_service.records.settings import Request, SamplingSettings
 from playground.engine import tab as engine_tab
 from playground.engine.table import COLUMNS, EXAMPLE_ROWS, parse_table
 

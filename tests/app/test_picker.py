@@ -63,7 +63,7 @@ def test_the_host_switches_and_back(host):
 
 
 def test_switching_is_off_unless_the_host_enabled_it():
-    from model_service.background import LoadingService
+    from model_service.models.switching import LoadingService
     from playground.page import build_demo
 
     from ..conftest import byte_tokenizer, tiny_llama

@@ -7,7 +7,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from model_service import limits
-from playground.links import parse_query
+from playground.workshop.links import parse_query
 
 TOY = {"headers": ["token", "logit"], "data": [["␣Paris", 4], ["␣the", 3.2], ["␣a", 2.7], ["␣Lyon", 2.2], ["␣France", 1.4]]}
 ENGINE = {"headers": ["prompt"], "data": [["Hi", 0.5, 0, 1, 0, "hf", "", 8, ""]]}

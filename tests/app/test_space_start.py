@@ -48,7 +48,7 @@ def hub_cache(tmp_path_factory) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from model_service.loading import EMBEDDED
+    from model_service.models.loading import EMBEDDED
 
     home = tmp_path_factory.mktemp("hf_home")
     repo = home / "hub" / ("models--" + HUB_ID.replace("/", "--"))
@@ -86,7 +86,7 @@ def space_env(tmp_path: Path, hub_home: Path, port: int) -> dict[str, str]:
 
 def test_the_hidden_packages_are_hidden(tmp_path):
     env = space_env(tmp_path, tmp_path, 0)
-    probe = ("import importlib.util, sys; from model_service.catalog import CATALOG; "
+    probe = ("import importlib.util, sys; from model_service.models.catalog import CATALOG; "
              f"print([importlib.util.find_spec(p) for p in {OFFLINE_PACKAGES!r}], CATALOG['smollm2'].offline())")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -150,7 +150,7 @@ def wait_until_loaded(client, log: Path) -> dict:
 SPACE_INSTALLS = ("pre-requirements.txt", "requirements.txt")
 # imported only off a Space's own install, each with where it comes from instead
 NOT_ON_A_SPACE = {
-    "model_service/serve.py": "the Ray Serve deployment: requirements-scale.txt (make serve)",
+    "model_service/deploy/ray_serve.py": "the Ray Serve deployment: requirements-scale.txt (make serve)",
 }
 PROVIDED = {"spaces": "installed by Hugging Face on every Gradio Space; only ZeroGPU imports it"}
 

@@ -12,7 +12,7 @@ import sys, time
 sys.modules["spaces"] = None  # `import spaces` now fails, as on a machine without the package
 sys.path.insert(0, sys.argv[1])
 import app
-from model_service import zero_gpu
+from model_service.deploy import zero_gpu
 assert zero_gpu.spaces is None
 args = app.parse_args(["--model", sys.argv[2], "--port", sys.argv[3]])
 demo = app.build(args)

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from model_service import SamplingSettings
-from playground.links import absolute, make_query
+from playground.workshop.links import absolute, make_query
 
 from .conftest import ARTIFACTS
 from .test_safe_sharing import PAYLOADS, rendered_payloads

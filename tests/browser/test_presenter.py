@@ -85,7 +85,7 @@ def test_the_dark_theme_darkens_the_charts_and_the_log_zoom_shows_the_tail(brows
 @pytest.fixture(scope="module")
 def no_model_url():
     """The page of an app whose model never loads: what a laptop without the model shows."""
-    from model_service.background import LoadingService
+    from model_service.models.switching import LoadingService
     from playground.page import build_demo
 
     with launched(build_demo(LoadingService("/nonexistent/no-model-here", "cpu"))) as url:

@@ -9,7 +9,7 @@ import pytest
 from gradio_client import Client
 from playwright.sync_api import expect
 
-from playground.scenes import load, scene_paths
+from playground.workshop.scenes import load, scene_paths
 
 from .conftest import ARTIFACTS
 

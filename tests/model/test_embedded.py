@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from model_service import SamplingSettings
-from model_service.decoder import Decoder
+from model_service.engine.runner import Decoder
 
 LESSON = "The capital of France is"
 GREEDY = SamplingSettings(temperature=0)

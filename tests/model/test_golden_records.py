@@ -29,7 +29,7 @@ RUNS = [  # (settings, max_new_tokens, stop)
 
 
 def records(service) -> dict:
-    from model_service.settings import Request, SamplingSettings
+    from model_service.records.settings import Request, SamplingSettings
 
     runs = [[r.to_dict() for r in service.generate(LESSON, SamplingSettings(**s), n, stop=stop)] for s, n, stop in RUNS]
     batch = [step.to_dict() for step in service.generate_batch(

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from model_service.lm_head import LmHeadView, _final_hidden, lm_head_breakdown
+from model_service.forward_pass.lm_head import LmHeadView, _final_hidden, lm_head_breakdown
 from playground.softmax.lm_head_view import lm_head_figure, lm_head_markdown
 
 from ..conftest import byte_tokenizer, tiny_llama

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from model_service import ModelLoadError, ModelService
-from model_service.loading import load, resolve
+from model_service.models.loading import load, resolve
 
 from ..conftest import ROOT
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from model_service import limits
-from model_service.many_draws import chi_square, draw_many
-from model_service.records import json_size
-from model_service.sampling import SamplingSettings, make_generator, run_stages
-from model_service.validation import InputError
+from model_service.records.step import json_size
+from model_service.records.validation import InputError
+from model_service.sampling.many_draws import chi_square, draw_many
+from model_service.sampling.pipeline import SamplingSettings, make_generator, run_stages
 
 ALPHA = 0.001
 PROMPTS = ["Hello", "The capital of France is", "Xin chào", "1 2 3"]

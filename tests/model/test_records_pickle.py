@@ -1,5 +1,5 @@
 """Every record a generation yields crosses a process boundary intact: ZeroGPU pickles each value a
-GPU function yields or returns (model_service/zero_gpu.py). Pickled and unpickled, a record is equal to
+GPU function yields or returns (model_service/deploy/zero_gpu.py). Pickled and unpickled, a record is equal to
 itself, holds no tensor, and stays small."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pickle
 import pytest
 
 from model_service import ModelService, Request, SamplingSettings
-from model_service.records import BatchStep, StepRecord, Waiting
+from model_service.records.step import BatchStep, StepRecord, Waiting
 
 from ..conftest import byte_tokenizer, tiny_llama
 
@@ -74,7 +74,7 @@ def test_the_lm_head_view(service):
 
 
 def test_what_the_page_reads_about_the_service(service):
-    from model_service.background import LoadStatus
+    from model_service.models.switching import LoadStatus
 
     round_trip(service.info)
     round_trip(service.room())

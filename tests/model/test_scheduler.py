@@ -13,8 +13,8 @@ import time
 import pytest
 
 from model_service import ModelService, Request, SamplingSettings, StepRecord
-from model_service.records import Room, Waiting
-from model_service.step_loop import RowState
+from model_service.engine.step import RowState
+from model_service.records.step import Room, Waiting
 from tests.conftest import byte_tokenizer, tiny_llama
 
 GREEDY = SamplingSettings(temperature=0)
@@ -187,7 +187,7 @@ def test_a_crash_in_one_row_fails_that_caller_only(tiny_service, monkeypatch):
 
 def test_a_failing_prefill_fails_that_request_only(tiny_service, monkeypatch):
     """Prompts read together: when their shared pass fails, each is read again alone to find whose it was."""
-    from model_service import decoder
+    from model_service.engine import runner as decoder
 
     original = decoder.Decoder._forward
     marker = tiny_service.encode("!!!")[-3:]

@@ -1,4 +1,4 @@
-"""The scheduler in a process of its own (model_service/scheduler_process.py), on the tiny random Llama saved to
+"""The scheduler in a process of its own (model_service/engine/scheduler_process.py), on the tiny random Llama saved to
 disk: the same records as the scheduler in a thread, cancels and refusals across the pipe, and a process that
 dies ends its callers' streams with a clear message instead of a hang."""
 
@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from model_service import ModelService, Request, SamplingSettings, StepRecord, limits, validation
-from model_service.scheduler_process import SchedulerProcess, _pack_error, _unpack_error
+from model_service import ModelService, Request, SamplingSettings, StepRecord, limits
+from model_service.engine.scheduler_process import SchedulerProcess, _pack_error, _unpack_error
+from model_service.records import validation
 from model_service.service import scheduler_mode
 from tests.conftest import byte_tokenizer, tiny_llama
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from model_service import SamplingSettings, StepRecord
-from model_service.decoder import Decoder
-from model_service.utf8 import incomplete_tail
+from model_service.engine.runner import Decoder
+from model_service.records.utf8 import incomplete_tail
 
 GREEDY = SamplingSettings(temperature=0)
 

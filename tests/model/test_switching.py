@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from model_service import SamplingSettings
-from model_service.background import LoadingService, ServiceNotReady
+from model_service.models.switching import LoadingService, ServiceNotReady
 
 from ..conftest import ROOT
 
@@ -18,7 +18,7 @@ SWITCH_AND_BACK = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from model_service import SamplingSettings
-from model_service.background import LoadingService
+from model_service.models.switching import LoadingService
 
 def rss_mb():
     with open("/proc/self/status") as f:
@@ -85,7 +85,7 @@ def test_a_switch_ends_requests_in_flight_with_a_clear_message(tmp_path):
 
 def test_while_switching_the_page_is_told_to_wait():
     loading = LoadingService.__new__(LoadingService)
-    from model_service.background import LoadStatus
+    from model_service.models.switching import LoadStatus
 
     loading._status, loading._switching = LoadStatus(0.4, "switching to gemma3-270m: reading weights", False), "gemma3-270m"
     with pytest.raises(ServiceNotReady, match="switching the model"):

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from model_service import ModelService
-from model_service.trace_records import Trace
-from model_service.tracing import ATTENTION_WINDOW, _Hooks, final_norm
+from model_service.forward_pass.tracing import ATTENTION_WINDOW, _Hooks, final_norm
+from model_service.records.trace import Trace
 
 from ..conftest import byte_tokenizer, tiny_llama
 

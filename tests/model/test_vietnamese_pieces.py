@@ -9,8 +9,8 @@ import json
 import pytest
 
 from model_service import SamplingSettings, StepRecord
-from model_service.trace_records import Trace
-from model_service.utf8 import incomplete_tail
+from model_service.records.trace import Trace
+from model_service.records.utf8 import incomplete_tail
 from playground.common.text import Shown, show_steps, show_token, show_tokens, token_bytes
 
 PROMPT = "Thủ đô của Pháp là"

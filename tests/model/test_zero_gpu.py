@@ -13,7 +13,7 @@ import types
 import pytest
 
 from model_service import ModelService, SamplingSettings, limits
-from model_service.records import StepRecord
+from model_service.records.step import StepRecord
 
 from ..conftest import byte_tokenizer, tiny_llama
 
@@ -49,7 +49,7 @@ def zero(monkeypatch):
 
     fake.GPU = GPU
     monkeypatch.setitem(sys.modules, "spaces", fake)
-    import model_service.zero_gpu as zero_gpu
+    import model_service.deploy.zero_gpu as zero_gpu
 
     module = importlib.reload(zero_gpu)
     inner = ModelService(tiny_llama(), byte_tokenizer())
@@ -158,7 +158,7 @@ def test_no_shared_scheduler_runs_in_the_app_process(zero):
 
 
 def test_without_the_spaces_package_the_decorator_changes_nothing():
-    import model_service.zero_gpu as zero_gpu
+    import model_service.deploy.zero_gpu as zero_gpu
 
     if zero_gpu.spaces is not None:
         pytest.skip("the spaces package is installed here")

@@ -1,4 +1,4 @@
-"""The model service on Ray Serve (model_service/serve.py) and the UI's RemoteService in front of it.
+"""The model service on Ray Serve (model_service/deploy/ray_serve.py) and the UI's RemoteService in front of it.
 
 A local Ray instance is started for this module and shut down after it; the replica serves the tiny random
 Llama, whose weights equal tests/conftest.py's tiny_service, so every remote record can be compared with the
@@ -16,8 +16,9 @@ import pytest
 ray = pytest.importorskip("ray", reason="Ray Serve is an optional dependency: requirements-scale.txt")
 from ray import serve  # noqa: E402
 
-from model_service import SamplingSettings, validation  # noqa: E402
-from model_service.remote import RemoteService  # noqa: E402
+from model_service import SamplingSettings
+from model_service.deploy.remote import RemoteService  # noqa: E402
+from model_service.records import validation
 from tests.conftest import ROOT, free_port, launched  # noqa: E402
 from tests.scale import factories  # noqa: E402
 
@@ -35,7 +36,7 @@ def _same(record) -> dict:
 
 @pytest.fixture(scope="module")
 def remote():
-    from model_service.serve import application
+    from model_service.deploy.ray_serve import application
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}})

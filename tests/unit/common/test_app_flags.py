@@ -86,7 +86,7 @@ def test_zero_gpu_without_the_spaces_package_stops_with_a_clear_message(env, mon
     monkeypatch.setitem(sys.modules, "spaces", None)  # `import spaces` fails as if it were not installed
     import importlib
 
-    import model_service.zero_gpu as zero_gpu
+    import model_service.deploy.zero_gpu as zero_gpu
 
     importlib.reload(zero_gpu)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from model_service.background import LoadStatus
+from model_service.models.switching import LoadStatus
 from playground.header import model_line
 
 from ...conftest import ROOT
@@ -28,7 +28,7 @@ def test_the_status_line_escapes_what_it_quotes():
 
 
 def test_the_device_and_dtype_are_in_the_status_line():
-    from model_service.records import ModelInfo
+    from model_service.records.step import ModelInfo
 
     info = ModelInfo(name="Llama-3.1-8B", source="hub", parameters=8_030_261_248, vocab_size=128256, hidden_size=4096,
                      num_layers=32, device="cuda:0", dtype="bfloat16", has_chat_template=False, adds_bos=True,
@@ -43,8 +43,8 @@ def test_the_page_imports_no_torch():
 
 
 def test_the_status_line_and_the_pickers_note_in_vietnamese():
-    from model_service.hosting import SwitchPolicy
     from playground.header import picker_note
+    from playground.workshop.hosting import SwitchPolicy
 
     assert model_line(LoadStatus(0.4, "x", False), "vi", "gemma3-270m").startswith("🔄 Người chủ trì đang đổi mô hình… 40%")
 

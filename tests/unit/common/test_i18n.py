@@ -58,14 +58,14 @@ def test_the_load_script_carries_the_hosts_language_only_when_valid():
 
 
 def test_the_english_catalogue_says_every_error_as_the_service_does():
-    from model_service.validation import MESSAGES
+    from model_service.records.validation import MESSAGES
 
     en = i18n.catalogue("en")
     assert {k: en[f"error.{k}"] for k in MESSAGES} == MESSAGES
 
 
 def test_a_keyed_error_is_said_in_the_pages_language_and_others_stay_english():
-    from model_service import validation
+    from model_service.records import validation
     from playground.common.errors import in_language
 
     with pytest.raises(validation.InputError) as caught:

@@ -4,8 +4,8 @@ Markdown, each escaped, the byte detail only in hovers and titles."""
 
 from __future__ import annotations
 
-from model_service.records import Token
-from model_service.trace_records import Candidate
+from model_service.records.step import Token
+from model_service.records.trace import Candidate
 from playground.common.text import (
     STOP_REASON_KEYS,
     STOP_REASONS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from model_service.settings import Request, SamplingSettings
+from model_service.records.settings import Request, SamplingSettings
 from playground.compare.columns import CompareRun, Comparison
 from playground.compare.views import columns_html, overlay_figure, settings_text, status_markdown, step_table_html
 from tests.unit.lab.test_charts import make_record

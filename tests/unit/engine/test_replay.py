@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from model_service.records import Waiting
-from model_service.settings import Request, SamplingSettings
+from model_service.records.settings import Request, SamplingSettings
+from model_service.records.step import Waiting
 from playground.engine import replay
 from playground.engine.replay import EngineRun
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from model_service import limits
-from model_service.validation import parse_stop_text
+from model_service.records.validation import parse_stop_text
 from playground.engine.table import COLUMNS, headers, parse_table, renumber, table_value
 
 GOOD = ["The capital of France is", 0, 0, 1, 0, "hf", "", 24, "\\n"]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from model_service.records import BatchStep, DrawInfo, Room, RoomRow, Stage, StepRecord, Token, Waiting
-from model_service.settings import SamplingSettings
+from model_service.records.settings import SamplingSettings
+from model_service.records.step import BatchStep, DrawInfo, Room, RoomRow, Stage, StepRecord, Token, Waiting
 from playground.engine.views import (
     batch_heatmap,
     batch_sizes_summary,

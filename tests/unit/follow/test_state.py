@@ -5,11 +5,11 @@ import gradio as gr
 import pytest
 
 from model_service import limits
-from playground.follow.bar import Seat, bar_text
-from playground.follow.state import defaults, follower_values, host_fields, page_state, parse_state
 from playground.lab.deep_link import CONTROLS, LINK_DEFAULTS
-from playground.links import DEFAULTS, TABS
-from playground.page_state import PageState
+from playground.workshop.follow.bar import Seat, bar_text
+from playground.workshop.follow.state import defaults, follower_values, host_fields, page_state, parse_state
+from playground.workshop.links import DEFAULTS, TABS
+from playground.workshop.page_state import PageState
 
 LAB = {name: LINK_DEFAULTS[name] for name in CONTROLS}
 ENGINE = [["Bonjour <b>", 0.5, 3, 0.9, 0.0, "vllm", "7", 12, ""], ["Hi", 1.0, 0, 1.0, 0.05, "hf", "", 8, "."]]
@@ -71,7 +71,7 @@ def test_a_state_that_is_no_dict_of_text_or_too_long_is_named_and_nothing_applie
 
 def test_the_full_state_of_a_big_page_fits_a_room():
     """The engine table as long as a link takes it and three long prompts still fit MAX_ROOM_STATE_CHARS."""
-    from playground.links import MAX_ENGINE_JSON
+    from playground.workshop.links import MAX_ENGINE_JSON
 
     prompt = "word " * 1200  # ~1024 tokens of a small model, the prompt limit
     rows = [["x" * 900, 1, 0, 1, 0, "hf", "", 8, ""] for _ in range(8)]

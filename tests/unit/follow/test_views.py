@@ -3,8 +3,8 @@
 import pytest
 
 from model_service import SamplingSettings
-from playground.follow.bar import Seat, bar_text
-from playground.follow.views import ViewCache, shared_run
+from playground.workshop.follow.bar import Seat, bar_text
+from playground.workshop.follow.views import ViewCache, shared_run
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from model_service.trace_records import (
+from model_service.records.trace import (
     AttentionMap,
     Candidate,
     Embedding,
@@ -230,7 +230,7 @@ def test_labels_cannot_inject_markup():
 
 def test_no_torch_needed():
     code = (
-        "import sys; import playground.forward.charts, playground.forward.text, model_service.trace_records; "
+        "import sys; import playground.forward.charts, playground.forward.text, model_service.records.trace; "
         "print([m for m in ('torch', 'transformers') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

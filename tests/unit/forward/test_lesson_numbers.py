@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from model_service.records import ModelInfo
+from model_service.records.step import ModelInfo
 from playground.forward.lesson_numbers import lesson_markdown, lesson_model
 
 

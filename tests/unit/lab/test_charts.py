@@ -10,17 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from model_service.records import DrawInfo, Stage, StepRecord, Token
+from model_service.records.step import DrawInfo, Stage, StepRecord, Token
 from playground.common.text import visible_piece
-from playground.lab.charts import (
-    BLUE,
-    GREY,
-    VERMILLION,
-    draw_figure,
-    empty_figure,
-    run_figure,
-    stage_figure,
-)
+from playground.lab.charts import BLUE, GREY, VERMILLION, draw_figure, empty_figure, run_figure, stage_figure
 
 ROOT = Path(__file__).resolve().parents[3]
 PIECES = [" Paris", " the", " London", "\n", "<b>"]

@@ -7,8 +7,8 @@ from html.parser import HTMLParser
 
 from plotly.colors import sample_colorscale, unlabel_rgb
 
-from model_service.records import DrawInfo, Stage, StepRecord
-from model_service.utf8 import incomplete_tail
+from model_service.records.step import DrawInfo, Stage, StepRecord
+from model_service.records.utf8 import incomplete_tail
 from playground.common.colours import NO_DATA, prob_colour, text_colour
 from playground.lab.chips import chip_title, chips_prefix, new_chips, token_chips_html
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from model_service import limits
-from model_service.validation import InputError
+from model_service.records.validation import InputError
 from playground.lab import charts
 from playground.lab.export import parse_run, run_json, token_table_csv
 from playground.lab.request import parse_request

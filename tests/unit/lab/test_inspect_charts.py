@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from model_service.records import ManyDraws, Token, json_size
+from model_service.records.step import ManyDraws, Token, json_size
 from playground.lab.inspect_charts import (
     TAIL_FLOOR,
     cost_figure,

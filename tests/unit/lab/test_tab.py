@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from model_service.records import Waiting
+from model_service.records.step import Waiting
 from playground.lab.request import ORDER_NOTES
 from playground.lab.tab import Run, order_note_text, placeholder_figures, status_markdown, waiting_markdown
 

@@ -2,9 +2,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from model_service.hosting import Host, detect
 from playground.engine.table import EXAMPLE_ROWS
-from playground.links import DEFAULTS, absolute, make_query, page_url, parse_query, space_direct_url
+from playground.workshop.hosting import Host, detect
+from playground.workshop.links import DEFAULTS, absolute, make_query, page_url, parse_query, space_direct_url
 
 EVERY_TAB = {  # one non-default value per field of every tab
     "lab": {"prompt": "Once upon a time", "chat": True, "temperature": 0.7, "top_k": 40, "top_p": 0.9, "min_p": 0.05,

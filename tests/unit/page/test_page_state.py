@@ -1,7 +1,7 @@
 import gradio as gr
 
 from model_service import limits
-from playground.page_state import PageState
+from playground.workshop.page_state import PageState
 
 
 def a_page():

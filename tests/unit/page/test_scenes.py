@@ -3,8 +3,8 @@ import json
 import pytest
 
 from playground.common.i18n import LANGUAGES
-from playground.links import TABS, parse_query
-from playground.scenes import BUILT_IN, SCENES_DIR, SceneError, load, parse_file, scene_paths
+from playground.workshop.links import TABS, parse_query
+from playground.workshop.scenes import BUILT_IN, SCENES_DIR, SceneError, load, parse_file, scene_paths
 
 GOOD = {"id": "my-scene", "tab": "lab", "settings": {"temperature": 0.5, "chat": False, "seed": "3"},
         "title": {"en": "Mine", "vi": "Của tôi"}, "caption": {"en": "A caption.", "vi": "Một chú thích."}}

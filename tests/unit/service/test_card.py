@@ -7,7 +7,7 @@ import json
 import pytest
 
 from model_service import limits
-from model_service.card import kv_bytes_per_token, rows_for_card
+from model_service.engine.card import kv_bytes_per_token, rows_for_card
 
 from ...conftest import ROOT
 
@@ -47,7 +47,7 @@ def test_a_card_too_small_still_runs_one_row_and_the_cap_holds():
 def test_cuda_means_bf16_and_the_cpu_float32(monkeypatch):
     import torch
 
-    from model_service.loading import pick_device
+    from model_service.models.loading import pick_device
 
     assert pick_device("cpu") == (torch.device("cpu"), torch.float32)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a simulated card (ZeroGPU answers so too)
@@ -61,7 +61,8 @@ def test_a_model_on_a_simulated_card_gets_rows_for_that_card(monkeypatch):
     """ModelService reads the card through card_rows: the tiny model 'on' a 1 MB card gets one row."""
     import torch
 
-    from model_service import card, service
+    from model_service import service
+    from model_service.engine import card
 
     from ...conftest import tiny_llama
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from model_service import catalog
-from model_service.catalog import CATALOG, canonical, choose, default_allowlist, load_target, parse_allowlist
+from model_service.models import catalog
+from model_service.models.catalog import CATALOG, canonical, choose, default_allowlist, load_target, parse_allowlist
 
 
 def test_the_offline_two_everywhere_the_larger_ones_on_a_gpu_the_gated_ones_with_a_token():

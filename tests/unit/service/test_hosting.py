@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from model_service.hosting import Host, defaults, detect, has_token, switch_policy
+from playground.workshop.hosting import Host, defaults, detect, has_token, switch_policy
 
 LAPTOP: dict = {}
 CPU_SPACE = {"SPACE_ID": "teacher/next-token", "SPACE_HOST": "teacher-next-token.hf.space", "ACCELERATOR": "none",

@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from model_service.many_draws import chi_square, draw_many, sample_step
-from model_service.records import Token
-from model_service.sampling import SamplingSettings, draw, make_generator, run_stages
+from model_service.records.step import Token
+from model_service.sampling.many_draws import chi_square, draw_many, sample_step
+from model_service.sampling.pipeline import SamplingSettings, draw, make_generator, run_stages
 
 
 def _pieces(i: int) -> Token:

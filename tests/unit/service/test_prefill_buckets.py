@@ -1,9 +1,9 @@
-"""How newcomers' first prompt chunks are grouped into padded passes (model_service/scheduler.py:_buckets)."""
+"""How newcomers' first prompt chunks are grouped into padded passes (model_service/engine/scheduler.py:_buckets)."""
 
 from types import SimpleNamespace
 
 from model_service import limits
-from model_service.scheduler import _buckets
+from model_service.engine.scheduler import _buckets
 
 
 def widths(lengths, chunk=limits.PREFILL_CHUNK_TOKENS):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from model_service import SamplingSettings, validation
-from model_service.background import ServiceNotReady
-from model_service.remote import RemoteService
+from model_service import SamplingSettings
+from model_service.deploy.remote import RemoteService
+from model_service.models.switching import ServiceNotReady
+from model_service.records import validation
 from tests.conftest import free_port
 
 

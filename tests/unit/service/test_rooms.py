@@ -3,8 +3,8 @@
 import pytest
 
 from model_service import limits
-from model_service.rooms import RoomRegistry, normalise_code
-from model_service.validation import InputError, Unavailable
+from model_service.records.validation import InputError, Unavailable
+from playground.workshop.rooms import RoomRegistry, normalise_code
 
 
 class Clock:

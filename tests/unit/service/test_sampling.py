@@ -15,8 +15,16 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
-from model_service import sampling
-from model_service.sampling import SamplingSettings, draw, make_generator, pipeline, run_stages, sample, stage_names
+from model_service.sampling import pipeline as sampling
+from model_service.sampling.pipeline import (
+    SamplingSettings,
+    draw,
+    make_generator,
+    pipeline,
+    run_stages,
+    sample,
+    stage_names,
+)
 
 NEG = float("-inf")
 

@@ -1,4 +1,4 @@
-"""The process set-up for serving the model next to a web server (model_service/loading.py)."""
+"""The process set-up for serving the model next to a web server (model_service/models/loading.py)."""
 
 import subprocess
 import sys
@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from model_service import limits
-from model_service.background import LoadingService
-from model_service.loading import keep_freed_memory, serve_beside_web_server
+from model_service.models.loading import keep_freed_memory, serve_beside_web_server
+from model_service.models.switching import LoadingService
 
 from ...conftest import ROOT
 
@@ -30,7 +30,7 @@ def test_the_scheduler_gets_the_gil_back_quickly_and_leaves_a_core(monkeypatch):
 
 FAULTS = """
 import resource, sys, torch
-from model_service.loading import keep_freed_memory
+from model_service.models.loading import keep_freed_memory
 if sys.argv[1] == "keep":
     assert keep_freed_memory()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from model_service.text_stream import TextStream
+from model_service.engine.text_stream import TextStream
 
 
 def byte_decode(ids):

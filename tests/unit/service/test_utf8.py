@@ -1,4 +1,4 @@
-"""Byte pieces read as characters (model_service/utf8.py): hand-made pieces with known bytes, and an
+"""Byte pieces read as characters (model_service/records/utf8.py): hand-made pieces with known bytes, and an
 oracle from Python's own UTF-8 codec for every way of cutting a mixed text into pieces."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from model_service.utf8 import (
+from model_service.records.utf8 import (
     REPLACEMENT,
     char_length,
     code_point_range,

@@ -1,0 +1,202 @@
+"""The model service on ZeroGPU: the same records, every forward pass inside a GPU lease.
+
+ZeroGPU (the `spaces` package) lends a GPU per call of a `@spaces.GPU(duration=...)` function: the
+call runs in a worker process forked from the app, with the weights that were moved to CUDA at
+startup; its arguments and every value it yields are pickled across the process boundary. So:
+
+- `import spaces` comes before anything touches CUDA (app.py imports this module first on ZeroGPU),
+  and the model is loaded and moved to CUDA before launch (`load`), not in the background;
+- the scheduler of a dedicated GPU (one thread owning the model for the whole room) cannot live in the
+  app process, where CUDA is only emulated. Each request runs in its own lease instead, through the
+  ordinary ModelService inside the worker, and yields the ordinary small records;
+- a Generate runs in slices of at most limits.ZERO_GPU_SLICE_TOKENS steps, each its own lease with a
+  duration sized from the slice (shorter leases get better queue priority, and a long run does not
+  hold a GPU that others wait for). The next slice resumes with `continue_from` and the run's seed,
+  which replays the seeded generator exactly (the Step button relies on the same property), so a
+  sliced run draws exactly the tokens of an unsliced one;
+- an error inside the worker crosses as a small Failure record and is raised again here with its own
+  message (`spaces` would replace an exception that is not a gr.Error with "ZeroGPU worker error").
+
+Without the `spaces` package, or off ZeroGPU, the decorator changes nothing (`spaces.GPU` is itself
+a no-op off ZeroGPU): the functions run in-process, which is how the tests run them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .. import limits
+from ..records import validation
+from ..records.step import Room, StepRecord
+
+try:  # optional: only a ZeroGPU Space needs it, and there it must come before CUDA is touched
+    import spaces
+except ImportError:
+    spaces = None
+
+
+def gpu(duration):
+    """`spaces.GPU(duration=...)` where the package is installed; otherwise the function as it is."""
+    if spaces is None:
+        return lambda fn: fn
+    return spaces.GPU(duration=duration)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An error raised inside the GPU worker, as it crosses back: its kind and its message."""
+
+    kind: str  # "ValueError" or "RuntimeError"
+    message: str
+
+    def raise_again(self):
+        raise (ValueError if self.kind == "ValueError" else RuntimeError)(self.message)
+
+
+def _failure(error: Exception) -> Failure:
+    return Failure("ValueError" if isinstance(error, ValueError) else "RuntimeError", str(error))
+
+
+_SERVICE = None  # the ModelService the GPU functions run; set before launch, inherited by forked workers
+
+
+def _slice_seconds(prompt, settings, max_new_tokens, stop, chat, top_n, continue_from, steps, capture, ignore_eos):
+    return limits.ZERO_GPU_BASE_SECONDS + steps * limits.ZERO_GPU_SECONDS_PER_TOKEN
+
+
+def _batch_seconds(requests, top_n):
+    return limits.ZERO_GPU_BASE_SECONDS + max(r.max_new_tokens for r in requests) * limits.ZERO_GPU_SECONDS_PER_TOKEN
+
+
+@gpu(duration=_slice_seconds)
+def generate_slice(prompt, settings, max_new_tokens, stop, chat, top_n, continue_from, steps, capture, ignore_eos):
+    """At most `steps` StepRecords of a run, resuming after `continue_from` (inside the lease)."""
+    try:
+        stream = _SERVICE.generate(prompt, settings, max_new_tokens, stop, chat, top_n, capture=capture,
+                                   ignore_eos=ignore_eos, continue_from=continue_from)
+        with stream:
+            for n, record in enumerate(stream, start=1):
+                yield record
+                if n >= steps:
+                    return  # closing the stream frees the row at once
+    except (ValueError, RuntimeError) as e:
+        yield _failure(e)
+
+
+@gpu(duration=_batch_seconds)
+def generate_batch_lease(requests, top_n):
+    try:
+        yield from _SERVICE.generate_batch(requests, top_n)
+    except (ValueError, RuntimeError) as e:
+        yield _failure(e)
+
+
+@gpu(duration=limits.ZERO_GPU_TRACE_SECONDS)
+def one_pass(method: str, args: tuple, kwargs: dict):
+    """trace, trace_attention, lm_head or sample_many: one forward pass, one record back."""
+    try:
+        return getattr(_SERVICE, method)(*args, **kwargs)
+    except (ValueError, RuntimeError) as e:
+        return _failure(e)
+
+
+def _unwrap(value):
+    if isinstance(value, Failure):
+        value.raise_again()
+    return value
+
+
+class ZeroGpuService:
+    """What the UI calls on ZeroGPU (a PlaygroundService): the checks run here, on the CPU, so bad input
+    costs no GPU time; every forward pass runs in a lease."""
+
+    def __init__(self, inner):
+        global _SERVICE
+        _SERVICE = inner
+        self.inner = inner
+        self.info = inner.info
+        self.max_rows, self.queue_size = inner.max_rows, inner.queue_size
+
+    @property
+    def description(self) -> str:
+        return f"{self.inner.description} · ZeroGPU: a GPU lease per request"
+
+    def encode(self, prompt: str, chat: bool = False) -> list[int]:
+        return self.inner.encode(prompt, chat)
+
+    def pieces_of(self, ids: Sequence[int]) -> dict[int, str]:
+        return self.inner.pieces_of(ids)
+
+    def room(self) -> Room:
+        """No shared batch here: each request has its own lease (ZeroGPU queues them)."""
+        return Room(rows=(), waiting=0, step=0, max_rows=self.max_rows, queue_size=self.queue_size)
+
+    def generate(self, prompt, settings=None, max_new_tokens=limits.DEFAULT_MAX_NEW_TOKENS, stop=(), chat=False,
+                 top_n=limits.DEFAULT_TOP_N, *, capture=True, ignore_eos=False, continue_from=(), report_waiting=False):
+        settings, _, max_new_tokens, stop, top_n, prefix = self.inner.check_generate(
+            prompt, settings, max_new_tokens, stop, chat, top_n, continue_from)
+        return self._slices(prompt, settings, max_new_tokens, stop, chat, top_n, prefix, capture, ignore_eos)
+
+    def _slices(self, prompt, settings, max_new_tokens, stop, chat, top_n, taken, capture, ignore_eos):
+        taken = list(taken)
+        while True:
+            last = None
+            steps = min(limits.ZERO_GPU_SLICE_TOKENS, max_new_tokens - len(taken))  # the lease asks for no more
+            for record in generate_slice(prompt, settings, max_new_tokens, stop, chat, top_n, tuple(taken), steps,
+                                         capture, ignore_eos):
+                record = _unwrap(record)
+                if isinstance(record, StepRecord):
+                    taken.append(record.token_id)
+                    last = record
+                    if settings.seed is None:  # the next slice follows this run's own seed
+                        settings = dataclasses.replace(settings, seed=record.seed)
+                yield record
+            if last is None or last.stop_reason is not None or len(taken) >= max_new_tokens:
+                return
+
+    def generate_batch(self, requests, top_n=limits.DEFAULT_TOP_N, *, report_waiting=False):
+        """One lease for the whole batch (the Engine tab's 8 rows, an API batch), sized from its longest."""
+        from ..records.settings import request_from
+
+        checked = []
+        for n, request in enumerate(requests, start=1):
+            try:
+                request = request_from(request)
+                self.inner._prompt(request.prompt, request.chat, request.max_new_tokens)
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"request {n}: {e}") from None
+            checked.append(request)
+        if not 1 <= len(checked) <= limits.MAX_BATCH_REQUESTS:
+            raise ValueError(f"a batch needs 1 to {limits.MAX_BATCH_REQUESTS} requests, got {len(checked)}")
+        return (_unwrap(step) for step in generate_batch_lease(tuple(checked), top_n))
+
+    def trace(self, prompt, chat=False, block=None, top_n=limits.DEFAULT_TRACE_TOP_N):
+        self.inner._prompt_ids(prompt, chat)
+        return _unwrap(one_pass("trace", (prompt, chat), {"block": block, "top_n": top_n}))
+
+    def trace_attention(self, prompt, chat=False, block=1):
+        self.inner._prompt_ids(prompt, chat)
+        return _unwrap(one_pass("trace_attention", (prompt, chat, block), {}))
+
+    def lm_head(self, prompt, chat=False, continue_from=(), top_k=limits.DEFAULT_LM_HEAD_TOP_K):
+        self.inner._prompt_ids(prompt, chat)
+        return _unwrap(one_pass("lm_head", (prompt, chat, tuple(continue_from)), {"top_k": top_k}))
+
+    def sample_many(self, prompt, settings=None, chat=False, continue_from=(), n=limits.DEFAULT_MANY_DRAWS, seed=None,
+                    top_n=limits.DEFAULT_TOP_N):
+        self.inner._prompt_ids(prompt, chat)
+        validation.number("draws", n, integer=True, low=limits.MIN_MANY_DRAWS, high=limits.MAX_MANY_DRAWS)
+        return _unwrap(one_pass("sample_many", (prompt, settings, chat, tuple(continue_from)),
+                                {"n": n, "seed": seed, "top_n": top_n}))
+
+
+def load(model: str | None, device: str | None = None, **room) -> ZeroGpuService:
+    """Load the model onto CUDA now, before launch: ZeroGPU packs the weights moved to CUDA at startup."""
+    from ..service import ModelService
+
+    return ZeroGpuService(ModelService.load(model, device, **room))
+
+
+__all__ = ["Failure", "ZeroGpuService", "gpu", "load", "spaces"]

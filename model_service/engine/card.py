@@ -1,0 +1,43 @@
+"""How many rows a GPU card can hold in one forward pass: plain arithmetic on the card's memory, the
+model's weights and the KV cache a full request grows.
+
+A decode step reads every weight once whatever the batch, so rows are almost free until memory runs
+out: the weights, then each row's KV cache for MAX_PROMPT_TOKENS + MAX_NEW_TOKENS tokens and the
+sampler's (rows, vocab) float32 tensors must fit in CARD_MEMORY_SHARE of the card. The result is capped
+at MAX_ROWS_GPU and never below 1. `rows_for_card` is pure so a test can hand it any card.
+"""
+
+from __future__ import annotations
+
+from .. import limits
+
+
+def kv_bytes_per_token(config, dtype_bytes: int) -> int:
+    """Keys and values of every layer for one token: 2 × layers × kv heads × head size × bytes."""
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    heads = config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    return 2 * config.num_hidden_layers * kv_heads * head_dim * dtype_bytes
+
+
+def rows_for_card(total_bytes: int, weights_bytes: int, kv_per_token: int, vocab_size: int,
+                  tokens_per_row: int = limits.MAX_PROMPT_TOKENS + limits.MAX_NEW_TOKENS,
+                  cap: int = limits.MAX_ROWS_GPU) -> int:
+    per_row = kv_per_token * tokens_per_row + limits.SAMPLER_TENSORS_PER_ROW * vocab_size * 4
+    free = total_bytes * limits.CARD_MEMORY_SHARE - weights_bytes
+    return max(1, min(cap, int(free // per_row)))
+
+
+def card_rows(model) -> int:
+    """rows_for_card for a model already on its GPU."""
+    import torch
+
+    device = model.device
+    total = torch.cuda.get_device_properties(device).total_memory
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    vocab = model.get_output_embeddings().weight.shape[0]
+    return rows_for_card(total, weights, kv_bytes_per_token(model.config, model.dtype.itemsize), vocab)
+
+
+__all__ = ["card_rows", "kv_bytes_per_token", "rows_for_card"]

@@ -1,0 +1,348 @@
+"""The scheduler that owns the model: one thread runs every forward pass, for every caller (on a CPU the app
+runs it in a process of its own, away from the web server's GIL: model_service/engine/scheduler_process.py).
+
+Continuous (iteration-level) batching, as vLLM and TGI do it. Requests from any caller (generate,
+Step, generate_batch, the API) wait in one FIFO queue; at every step boundary
+
+  1. cancelled rows leave the batch: a closed stream costs no compute after this point;
+  2. waiting requests take free rows, first come first served, at most `max_rows` rows in all. A
+     caller's requests (generate_batch) start together. A long request (more than
+     limits.LONG_REQUEST_TOKENS new tokens) may hold at most half the rows; shorter requests behind
+     one that would exceed that share go first, so a room of short requests is never starved;
+  3. newcomers read their prompt in chunks within a token budget per step (first chunks of several
+     newcomers in padded passes, prompts of similar length together; later chunks of a long prompt
+     alone, round-robin), so a 1,024-token prompt never stalls everyone for the whole of its prefill;
+  4. one forward pass for every decoding row, then one sampling pass over those rows plus the
+     newcomers whose prompt is read (the decode step of model_service/engine/step.py);
+  5. each row's record goes to its own caller; finished rows leave; newcomers' caches join the batch.
+
+Each row keeps its own settings, seeded generator and stop conditions, so a seeded request gets the
+same tokens alone, or joining strangers mid-flight. An error in one row (its prefill, its record)
+fails that row's caller only; an error in the shared forward or sampling pass fails the rows of that
+step, and the loop goes on.
+
+The model lock is held for each forward pass, so a trace or an LM-head view (which run their own
+forward passes outside the batch) waits at most one step.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import weakref
+from collections import deque
+
+import torch
+
+from .. import limits
+from ..records import validation
+from ..records.step import Room, RoomRow, Waiting
+from .runner import Decoder
+from .step import sample_rows
+from .streams import Job
+
+
+class Scheduler:
+    def __init__(self, service, max_rows: int, queue_size: int):
+        if max_rows < 1 or queue_size < 0:
+            raise ValueError(f"max_rows must be >= 1 and queue_size >= 0, got {max_rows} and {queue_size}")
+        self.service = service
+        self.max_rows, self.queue_size = max_rows, queue_size
+        self.lock = service.model_lock
+        tokenizer = service.tokenizer
+        self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(service.eos_token_ids), 0)
+        self._cond = threading.Condition()
+        self._queue: deque[list[Job]] = deque()  # one entry per caller: its jobs that wait for rows
+        self._prefilling: list[Job] = []  # hold a row, reading their prompt
+        self._running: list[Job] = []  # in the batch, in batch-row order
+        self._decoder = Decoder(service.model, self._pad)
+        self.steps = 0  # sampling steps run since start
+        self._stopping = False
+        self._reason: Exception = RuntimeError("the model service is shutting down")
+        self._thread = threading.Thread(target=self._loop, name="model-scheduler", daemon=True)
+        self._thread.start()
+        # A daemon thread killed inside a torch op at interpreter exit aborts the process: end the
+        # loop first (it finishes the step under way).
+        atexit.register(_stop, weakref.ref(self))
+
+    def stop(self, timeout: float = 10.0, reason: Exception | str = "the model service is shutting down") -> None:
+        """End the loop after the step under way; requests still in flight get `reason` as an error."""
+        with self._cond:
+            self._stopping = True
+            self._reason = reason if isinstance(reason, Exception) else RuntimeError(reason)
+            self._cond.notify()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    # ---- called from the callers' threads --------------------------------------------------------------
+
+    def submit(self, jobs: list[Job]) -> None:
+        """Queue one caller's jobs, or refuse them at once when the room's queue is full."""
+        with self._cond:
+            if self._stopping:
+                raise validation.again(self._reason)
+            waiting = sum(len(entry) for entry in self._queue)
+            if waiting + len(jobs) > self.queue_size:
+                raise validation.Unavailable("room_full", waiting=f"{waiting:,}", limit=f"{self.queue_size:,}")
+            self._queue.append(list(jobs))
+            self._cond.notify()
+
+    def cancel(self, jobs: list[Job]) -> None:
+        with self._cond:
+            for job in jobs:
+                job.cancelled = True
+            for entry in list(self._queue):  # a waiting request leaves the queue at once
+                entry[:] = [job for job in entry if not job.cancelled]
+                if not entry:
+                    self._queue.remove(entry)
+            self._cond.notify()
+
+    def room(self) -> Room:
+        with self._cond:
+            waiting = sum(len(entry) for entry in self._queue)
+            rows = list(self._running) + list(self._prefilling)
+        return Room(
+            rows=tuple(_room_row(job) for job in rows if job.live), waiting=waiting, step=self.steps,
+            max_rows=self.max_rows, queue_size=self.queue_size,
+        )
+
+    # ---- the loop ------------------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._queue or self._prefilling or self._running or self._stopping):
+                    self._cond.wait()
+                if self._stopping:
+                    self._shut()
+                    return
+                self._drop_cancelled()
+                self._admit()
+                self._report_waiting()
+            if not (self._prefilling or self._running):
+                continue
+            try:
+                self._step()
+            except Exception as error:  # the shared pass failed: this step's rows get the error, the loop goes on
+                for job in self._running + self._prefilling:
+                    self._fail(job, error)
+                self._running, self._prefilling = [], []
+                self._decoder = Decoder(self.service.model, self._pad)
+
+    def _shut(self) -> None:
+        error = self._reason
+        for job in self._running + self._prefilling + [job for entry in self._queue for job in entry]:
+            self._fail(job, error)
+            job.decoder = job.logits = None
+        self._queue.clear()
+        self._running, self._prefilling = [], []
+        self._decoder = None  # its cache and its hold on the model go with it (a switch frees the model)
+
+    def _drop_cancelled(self) -> None:
+        keep = [i for i, job in enumerate(self._running) if job.live]
+        if len(keep) < len(self._running):
+            self._decoder.keep(keep)
+            self._running = [self._running[i] for i in keep]
+        self._prefilling = [job for job in self._prefilling if job.live]
+
+    def _admit(self) -> None:
+        """Waiting requests take free rows, FIFO; see the module docstring for the long-request share."""
+        taken = self._running + self._prefilling
+        free = self.max_rows - len(taken)
+        longs = sum(job.long for job in taken)
+        long_share = max(1, self.max_rows // 2)
+        admitted: list[Job] = []
+        for entry in list(self._queue):
+            if free <= 0:
+                break
+            entry_longs = sum(job.long for job in entry)
+            if entry_longs and longs and longs + entry_longs > long_share:
+                continue  # it keeps its place; shorter requests behind it may pass
+            if free < len(entry) <= self.max_rows:
+                break  # a caller's requests start together, and nobody overtakes them
+            take = entry[:free]
+            del entry[:free]
+            if not entry:
+                self._queue.remove(entry)
+            free -= len(take)
+            longs += sum(job.long for job in take)
+            admitted += take
+        self._prefilling = self._prefilling + admitted
+
+    def _report_waiting(self) -> None:
+        total = sum(len(entry) for entry in self._queue)
+        ahead = 0
+        for entry in self._queue:
+            first = entry[0]
+            if getattr(first, "reported", None) != ahead:
+                first.reported = ahead
+                first.sink.waiting(Waiting(position=ahead + 1, ahead=ahead, queue_length=total))
+            ahead += len(entry)
+
+    def _step(self) -> None:
+        with self.lock:
+            prefill_ms = self._prefill_some()
+            decoding = self._running
+            logits = self._decoder.step([job.next_token for job in decoding]) if decoding else None
+        forward_ms = self._decoder.forward_ms if decoding else 0.0
+        newcomers = self._ready()
+        rows = decoding + newcomers
+        if not rows:
+            return  # only prompt chunks were read this step
+        parts = ([logits] if logits is not None else []) + [job.logits for job in newcomers]
+        all_logits = torch.cat(parts) if len(parts) > 1 else parts[0]
+        tokens, draws, summaries, sampling_ms = sample_rows(
+            all_logits, [job.row for job in rows], [job.top_n for job in rows], [job.capture for job in rows]
+        )
+        self.steps += 1
+        for b, job in enumerate(rows):
+            new = b >= len(decoding)
+            job.forwards += not new  # a newcomer's forward passes were counted chunk by chunk
+            if job.keep_logits:  # set before the record is delivered: the caller reads it once the record arrives
+                job.kept_logits = all_logits[b: b + 1].clone()
+            self._deliver(job, tokens[b], draws[b], summaries[b], job.prefill_ms if new else forward_ms,
+                          sampling_ms, 1 if new else len(decoding))
+        for sink in {id(job.sink): job.sink for job in rows}.values():
+            sink.end_step(all_logits.shape[-1], forward_ms + prefill_ms, sampling_ms)
+        # the batch of the next step: finished rows leave, newcomers join after the others
+        keep = [i for i, job in enumerate(decoding) if job.live]
+        self._decoder.keep(keep)
+        running = [decoding[i] for i in keep]
+        for job in newcomers:
+            if job.live:
+                self._decoder.join(job.decoder)
+                running.append(job)
+            job.decoder = job.logits = None
+        joined = {id(job) for job in newcomers}
+        self._running = running
+        self._prefilling = [job for job in self._prefilling if id(job) not in joined]
+
+    def _prefill_some(self) -> float:
+        """Read prompt chunks within this step's token budget (pads included). Newcomers' first chunks
+        are read together, left-padded, in as few passes as pays (`_buckets`: prompts of similar length
+        share a pass; most prompts are one chunk, and a pass of many costs about what one of them costs
+        alone); later chunks of long prompts one per newcomer in turn. Chunks start at fixed offsets
+        (multiples of the chunk size), whoever else is waiting."""
+        budget, chunk = limits.PREFILL_TOKENS_PER_STEP, limits.PREFILL_CHUNK_TOKENS
+        reading = [job for job in self._prefilling if job.logits is None and job.live]
+        together, width = [], 0
+        for job in reading:
+            if job.read == 0:
+                w = max(width, min(len(job.ids), chunk))
+                if not together or (len(together) + 1) * w <= budget:
+                    together.append(job)
+                    width = w
+        spent_ms = 0.0
+        if len(together) > 1:
+            for bucket in _buckets(together, chunk):
+                spent_ms += self._read_together(bucket) if len(bucket) > 1 else self._read_alone(bucket[0])
+                budget -= len(bucket) * min(chunk, max(len(job.ids) for job in bucket))
+        rest = [job for job in reading if job.live and (len(together) < 2 or job not in together)]
+        while budget > 0 and rest:
+            for job in list(rest):
+                if budget <= 0:
+                    break
+                size = min(chunk, len(job.ids) - job.read)
+                spent_ms += self._read_alone(job)
+                budget -= size
+                if not job.live or job.logits is not None:
+                    rest.remove(job)
+        self._prefilling = [job for job in self._prefilling if job.live]
+        return spent_ms
+
+    def _read_alone(self, job: Job) -> float:
+        """The next chunk of one prompt, in the job's own cache. Its failure is its caller's alone."""
+        part = job.ids[job.read: job.read + limits.PREFILL_CHUNK_TOKENS]
+        try:
+            if job.decoder is None:
+                job.decoder = Decoder(self.service.model, self._pad)
+            logits = job.decoder.extend(part)
+        except Exception as error:
+            self._fail(job, error)
+            return 0.0
+        job.read += len(part)
+        job.forwards += 1
+        job.prefill_ms += job.decoder.forward_ms
+        if job.read == len(job.ids):
+            job.logits = logits
+        return job.decoder.forward_ms
+
+    def _read_together(self, jobs: list[Job]) -> float:
+        """First chunks of several prompts in one padded forward pass, then one cache per job."""
+        parts = [job.ids[: limits.PREFILL_CHUNK_TOKENS] for job in jobs]
+        decoder = Decoder(self.service.model, self._pad)
+        try:
+            logits = decoder.prefill(parts)
+        except Exception:  # whose prompt failed? Read each alone: only that caller gets the error
+            return sum(self._read_alone(job) for job in jobs)
+        for i, (job, own) in enumerate(zip(jobs, decoder.split())):
+            job.decoder, job.read = own, len(parts[i])
+            job.forwards += 1
+            job.prefill_ms += decoder.forward_ms
+            if job.read == len(job.ids):
+                job.logits = logits[i: i + 1]
+        return decoder.forward_ms
+
+    def _ready(self) -> list[Job]:
+        """Newcomers whose prompt is read; a caller's requests join together, when all are read."""
+        still_reading = {id(job.sink) for job in self._prefilling if job.logits is None}
+        return [job for job in self._prefilling if job.logits is not None and id(job.sink) not in still_reading]
+
+    def _deliver(self, job: Job, token: int, draw_info, summary, forward_ms, sampling_ms, batch_size) -> None:
+        if job.cancelled:
+            return  # closed during this step: nobody reads it
+        try:
+            record = job.row.record(job.step, token, draw_info, summary, forward_ms, sampling_ms, batch_size)
+        except Exception as error:  # this row's failure is its caller's alone; the others go on
+            self._fail(job, error)
+            return
+        job.sink.put(job, record)
+        job.step += 1
+        job.next_token = token
+        if record.stop_reason is not None:
+            job.done = True
+
+    def _fail(self, job: Job, error: BaseException) -> None:
+        if job.live:
+            job.done = True
+            job.sink.fail(job, error)
+
+
+def _buckets(jobs: list[Job], chunk: int) -> list[list[Job]]:
+    """Newcomers' first chunks grouped into padded passes at the least cost: a pass costs its rows x its
+    widest chunk in token slots, plus limits.PREFILL_PASS_COST_TOKENS for reading the weights once. Groups
+    are runs of the chunks sorted by length (an exact minimum over those runs, n <= max_rows)."""
+    ordered = sorted(jobs, key=lambda job: min(len(job.ids), chunk))
+    sizes = [min(len(job.ids), chunk) for job in ordered]
+    fixed = limits.PREFILL_PASS_COST_TOKENS
+    best = [0.0] + [float("inf")] * len(ordered)  # best[i]: least cost of reading the i shortest
+    cut = [0] * (len(ordered) + 1)
+    for i in range(1, len(ordered) + 1):
+        for j in range(i):
+            cost = best[j] + fixed + (i - j) * sizes[i - 1]
+            if cost < best[i]:
+                best[i], cut[i] = cost, j
+    groups, i = [], len(ordered)
+    while i > 0:
+        groups.append(ordered[cut[i]: i])
+        i = cut[i]
+    return groups[::-1]
+
+
+def _room_row(job: Job) -> RoomRow:
+    settings = job.row.settings.to_dict()
+    seeded = settings.pop("seed") is not None
+    return RoomRow(
+        settings=settings, seeded=seeded, step=job.step, max_new_tokens=job.row.max_new_tokens,
+        prompt_tokens=len(job.ids), prefilling=job.next_token is None,
+    )
+
+
+def _stop(ref) -> None:
+    scheduler = ref()
+    if scheduler is not None:
+        scheduler.stop()

@@ -1,0 +1,358 @@
+"""The scheduler in a process of its own: the room's forward passes away from the web server's GIL.
+
+A forward pass is ~2,000 torch ops dispatched from Python, and the thread that runs it takes the GIL back
+after each one. In the app's process the web server's event loop holds the GIL for every record it streams
+(Gradio's postprocessing, diff, JSON, SSE: ~5 ms of Python per record, 16 records a step at N = 16), so the
+16-row pass waits at op after op: 1.7-1.8x as long as alone, against 1.0x beside the same work in another
+process (bench/bench_gil.py). vLLM runs its engine core in its own process for the same reason.
+
+    web process                                      scheduler process (spawned, one thread that matters)
+    ModelService.generate -> Job, RowState           ModelService (its own copy of the model) + Scheduler
+    SchedulerProcess.submit  --- ("submit", ...) --> the same Job rebuilt (settings, seed, prefix, stops)
+    Stream reads its sink    <-- ("step", records) - one message per step, sent by the scheduler thread
+    Stream.close -> cancel   --- ("cancel", ids) --> the row leaves at the next step boundary
+
+SchedulerProcess stands in for Scheduler (submit, cancel, room, stop, alive, steps), so generate,
+generate_batch, Step and sample_many are unchanged; traces and LM-head views keep using the web
+process's own copy of the model. Records, waits and errors arrive in the order the scheduler made them.
+Used on a CPU (app.py --scheduler, NTP_SCHEDULER): on a GPU the model would be loaded twice.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import pickle
+import queue
+import signal
+import threading
+
+from .. import limits
+from ..records import validation
+
+_GONE = "the model's scheduler process has stopped; restart the app"
+_NO_REPLY = object()
+
+
+def _pack_error(error: BaseException):
+    """An error as it can cross the pipe: a learner-facing one by its key, another if it pickles, else its text."""
+    if isinstance(error, validation._Keyed):
+        return ("keyed", type(error).__name__, error.key, error.values, str(error))
+    try:
+        pickle.loads(pickle.dumps(error))
+        return ("pickled", error)
+    except Exception:
+        return ("text", f"{type(error).__name__}: {error}")
+
+
+def _unpack_error(packed) -> Exception:
+    kind = packed[0]
+    if kind == "keyed":
+        keyed = getattr(validation, packed[1], None)
+        if isinstance(keyed, type) and issubclass(keyed, validation._Keyed):
+            return keyed(packed[2], **packed[3])
+        return RuntimeError(packed[4])  # a kind of error only the other side knows: its text
+    if kind == "pickled":
+        return packed[1]
+    return RuntimeError(packed[1])
+
+
+class _Pipe:
+    """One end of the pipe; sends are whole pickled messages, from any thread."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self._lock = threading.Lock()
+
+    def send(self, message) -> None:
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        with self._lock:
+            self.conn.send_bytes(data)
+
+    def recv(self):
+        return pickle.loads(self.conn.recv_bytes())
+
+
+# ---- the web process's side ------------------------------------------------------------------------------
+
+
+class SchedulerProcess:
+    """Scheduler's stand-in in the web process: the room's loop runs in a spawned process."""
+
+    def __init__(self, source: tuple, max_rows: int, queue_size: int):
+        """source: (model, device) as ModelService.load takes them; the process loads its own copy."""
+        context = multiprocessing.get_context("spawn")  # fork would copy the web server's threads and locks
+        mine, theirs = context.Pipe()
+        self.max_rows, self.queue_size = max_rows, queue_size
+        self.steps = 0
+        self._pipe = _Pipe(mine)
+        # Every send goes through one sender thread: cancel() may run inside a garbage-collected Stream's __del__,
+        # in any thread, even one that is itself sending; SimpleQueue.put is safe there, a lock would deadlock.
+        self._outgoing: queue.SimpleQueue = queue.SimpleQueue()
+        self._process = context.Process(target=serve, args=(theirs, source, max_rows, queue_size), daemon=True,
+                                        name="model-scheduler")
+        self._process.start()
+        theirs.close()
+        self._jobs: dict[int, object] = {}  # request id -> Job, until its last record or its error
+        self._ids = itertools.count()
+        self._replies: dict[int, list] = {}  # call id -> [Event, reply]
+        self._ready = threading.Event()
+        self._error: Exception | None = None  # why it stopped (or failed to start)
+        self._ended = False  # set once every caller still waiting has been told
+        self._reader = threading.Thread(target=self._read, daemon=True, name="model-scheduler-reader")
+        self._reader.start()
+        threading.Thread(target=self._write, daemon=True, name="model-scheduler-writer").start()
+
+    def wait_ready(self, timeout: float = limits.SCHEDULER_PROCESS_START_S) -> None:
+        """Block until the process has loaded its model; its load error, or a timeout, raises RuntimeError."""
+        if not self._ready.wait(timeout):
+            self.stop(reason="the model's scheduler process did not start in time")
+            raise RuntimeError(f"the model's scheduler process did not start within {timeout:.0f} s")
+        if self._error is not None:
+            raise validation.again(self._error)
+
+    @property
+    def alive(self) -> bool:
+        """False once the process is gone and every caller in flight has had its error (or its reason)."""
+        return not self._ended
+
+    def submit(self, jobs: list) -> None:
+        self.wait_ready()
+        for job in jobs:
+            job.rid = next(self._ids)
+            self._jobs[job.rid] = job
+        requests = [_request(job) for job in jobs]
+        try:
+            refused = self._call("submit", requests)
+        except BaseException:
+            self._forget(jobs)
+            raise
+        if refused is not None:
+            self._forget(jobs)
+            raise _unpack_error(refused)
+
+    def cancel(self, jobs: list) -> None:
+        for job in jobs:
+            job.cancelled = True
+        ids = [job.rid for job in jobs if self._jobs.pop(getattr(job, "rid", None), None) is not None]
+        if ids and self.alive:
+            self._outgoing.put(("cancel", ids))
+
+    def room(self):
+        return self._call("room")
+
+    def stop(self, timeout: float = 10.0, reason: Exception | str = "the model service is shutting down") -> None:
+        error = reason if isinstance(reason, Exception) else RuntimeError(reason)
+        if self._error is None:
+            self._error = error  # what later calls, and requests in flight, are told
+        if self._process.is_alive():
+            self._outgoing.put(("stop", _pack_error(error)))
+            self._process.join(timeout)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join(timeout)
+        self._end(error)
+
+    # ---- inside ----------------------------------------------------------------------------------------
+
+    def _call(self, kind: str, *args):
+        if self._error is not None:
+            raise validation.again(self._error)
+        call = next(self._ids)
+        waiter = self._replies[call] = [threading.Event(), _NO_REPLY]
+        self._outgoing.put((kind, call, *args))
+        while not waiter[0].wait(1.0) and self.alive:
+            pass
+        self._replies.pop(call, None)
+        if waiter[1] is _NO_REPLY:  # the process ended first
+            raise validation.again(self._error) if self._error else RuntimeError(_GONE)
+        return waiter[1]
+
+    def _forget(self, jobs) -> None:
+        for job in jobs:
+            self._jobs.pop(job.rid, None)
+
+    def _write(self) -> None:
+        """The sender thread: the only writer of this end of the pipe."""
+        while True:
+            message = self._outgoing.get()
+            try:
+                self._pipe.send(message)
+            except (OSError, ValueError):
+                return  # the process is gone; the reader tells the callers
+
+    def _read(self) -> None:
+        """The reader thread: hand each message to whoever waits for it, in the order it was sent. Whatever ends
+        it (the pipe closing, a message it cannot read), every caller still waiting is told."""
+        try:
+            while True:
+                message = self._pipe.recv()
+                kind = message[0]
+                if kind == "step":
+                    self._deliver(*message[1:])
+                elif kind == "reply":
+                    waiter = self._replies.pop(message[1], None)
+                    if waiter is not None:
+                        waiter[1] = message[2]
+                        waiter[0].set()
+                elif kind == "fail":
+                    job = self._jobs.pop(message[1], None)
+                    if job is not None:
+                        job.done = True
+                        job.sink.fail(job, _unpack_error(message[2]))
+                elif kind == "waiting":
+                    job = self._jobs.get(message[1])
+                    if job is not None:
+                        job.sink.waiting(message[2])
+                elif kind == "ready":
+                    self._ready.set()
+                elif kind == "load_error":
+                    self._error = _unpack_error(message[1])
+                    self._ready.set()
+        except (EOFError, OSError):
+            pass
+        finally:
+            self._end(RuntimeError(_GONE))
+
+    def _deliver(self, records: list, vocab: int, forward_ms: float, sampling_ms: float, steps: int) -> None:
+        """One scheduler step's records, as Scheduler._step hands them to the sinks."""
+        self.steps = steps
+        sinks = {}
+        for rid, record, kept_logits in records:
+            job = self._jobs.get(rid)
+            if job is None or job.cancelled:
+                continue
+            if kept_logits is not None:
+                job.kept_logits = kept_logits
+            job.sink.put(job, record)
+            sinks[id(job.sink)] = job.sink
+            if record.stop_reason is not None:
+                job.done = True
+                self._jobs.pop(rid, None)
+        for sink in sinks.values():
+            sink.end_step(vocab, forward_ms, sampling_ms)
+
+    def _end(self, error: Exception) -> None:
+        """Stopped: callers still waiting get `error`, and nothing waits for a reply any more."""
+        if self._error is None:
+            self._error = error
+        self._ready.set()
+        jobs, self._jobs = list(self._jobs.values()), {}
+        for job in jobs:
+            if not job.done:
+                job.done = True
+                job.sink.fail(job, validation.again(self._error))
+        self._ended = True
+        for waiter in list(self._replies.values()):
+            waiter[0].set()
+
+
+def _request(job) -> dict:
+    """What the scheduler process needs to rebuild a Job: its seed (drawn here for an unseeded request), so both
+    sides agree, beside its settings as the caller gave them (the room shows whether a learner chose a seed)."""
+    row = job.row
+    return {
+        "rid": job.rid, "ids": job.ids, "first_step": job.step, "top_n": job.top_n, "capture": job.capture,
+        "index": job.index, "keep_logits": job.keep_logits, "settings": row.settings, "seed": row.seed,
+        "max_new_tokens": row.max_new_tokens, "stop": row.stop, "prefix": row.prefix, "ignore_eos": row.ignore_eos,
+        "caller": id(job.sink), "report_waiting": job.sink.report_waiting,
+    }
+
+
+# ---- the scheduler process -------------------------------------------------------------------------------
+
+
+class _Outbox:
+    """The sinks of every request in the scheduler process: a step's records leave in one message, sent by the
+    scheduler thread when the step ends (no other thread of this process needs the GIL meanwhile)."""
+
+    def __init__(self, pipe: _Pipe, scheduler):
+        self.pipe, self.scheduler = pipe, scheduler
+        self.records: list = []
+        self.live: dict[int, object] = {}  # request id -> Job
+
+
+class _CallerSink:
+    """One caller's sink (a caller's requests share it, as in the web process)."""
+
+    def __init__(self, outbox: _Outbox, first_rid: int, report_waiting: bool):
+        self.outbox, self.first_rid, self.report_waiting = outbox, first_rid, report_waiting
+
+    def put(self, job, record) -> None:
+        self.outbox.records.append((job.rid, record, job.kept_logits if job.keep_logits else None))
+        if record.stop_reason is not None:
+            self.outbox.live.pop(job.rid, None)
+
+    def fail(self, job, error) -> None:
+        self.outbox.live.pop(job.rid, None)
+        self.outbox.pipe.send(("fail", job.rid, _pack_error(error)))
+
+    def waiting(self, waiting) -> None:
+        if self.report_waiting:
+            self.outbox.pipe.send(("waiting", self.first_rid, waiting))
+
+    def end_step(self, vocab: int, forward_ms: float, sampling_ms: float) -> None:
+        outbox = self.outbox
+        if outbox.records:  # the first of the step's sinks sends every caller's records
+            records, outbox.records = outbox.records, []
+            outbox.pipe.send(("step", records, vocab, forward_ms, sampling_ms, outbox.scheduler.steps))
+
+
+def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
+    """The scheduler process: load the model, then take submissions, cancels and room queries until told to
+    stop or the web process goes away."""
+    from ..models.loading import serve_beside_web_server
+    from ..service import ModelService
+    from .step import RowState
+    from .streams import Job
+
+    pipe = _Pipe(conn)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the web process's to handle; it stops this one
+    try:
+        serve_beside_web_server()
+        service = ModelService.load(*source, max_rows=max_rows, queue_size=queue_size)
+        scheduler = service.scheduler
+    except Exception as error:  # noqa: BLE001 - whatever it is, the web process must hear it
+        pipe.send(("load_error", _pack_error(error)))
+        return
+    outbox = _Outbox(pipe, scheduler)
+    pipe.send(("ready",))
+    while True:
+        try:
+            if not conn.poll(1.0):
+                if not scheduler.alive:
+                    break  # its loop died: end the process, and the web process tells every caller
+                continue
+            message = pipe.recv()
+        except (EOFError, OSError):
+            break  # the web process is gone
+        kind = message[0]
+        if kind == "submit":
+            call, requests = message[1], message[2]
+            sinks, jobs = {}, []
+            try:
+                for r in requests:
+                    if r["caller"] not in sinks:  # a caller's requests share a sink, as in the web process
+                        sinks[r["caller"]] = _CallerSink(outbox, r["rid"], r["report_waiting"])
+                    sink = sinks[r["caller"]]
+                    row = RowState(service, r["settings"], r["max_new_tokens"], r["stop"], r["prefix"], r["ignore_eos"],
+                                   seed=r["seed"])
+                    job = Job(r["ids"], row, r["first_step"], r["top_n"], r["capture"], sink, index=r["index"])
+                    job.rid, job.keep_logits = r["rid"], r["keep_logits"]
+                    jobs.append(job)
+                for job in jobs:
+                    outbox.live[job.rid] = job
+                scheduler.submit(jobs)
+                pipe.send(("reply", call, None))
+            except Exception as error:  # noqa: BLE001 - a refusal (room full) is the caller's answer
+                for job in jobs:
+                    outbox.live.pop(job.rid, None)
+                pipe.send(("reply", call, _pack_error(error)))
+        elif kind == "cancel":
+            scheduler.cancel([outbox.live.pop(rid) for rid in message[1] if rid in outbox.live])
+        elif kind == "room":
+            pipe.send(("reply", message[1], service.room()))
+        elif kind == "stop":
+            service.close(_unpack_error(message[1]))
+            return
+    service.close()

@@ -1,0 +1,235 @@
+"""One validator per kind of input, shared by the service, the UI, the links, the API and the CLI.
+
+Every error is an InputError (a ValueError) whose message names the field, repeats the value and says
+what is allowed ("temperature must be a number between 0 and 100, got 'abc'"), so a learner knows what
+to fix and a script's author sees it in `AppError`. It also carries a key and its values, so the page
+can say the same in the learner's language (playground/common/errors.py). Values arrive as Python
+numbers (the API, the service), as text (the seed box, deep links, table cells) or as whatever a
+fuzzer sends.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from .. import limits
+
+# key -> the English message; the page's catalogues have "error.<key>" with the same {placeholders}
+MESSAGES = {
+    "number": "{field} must be a number, got {got}",
+    "number_between": "{field} must be a number between {low} and {high}, got {got}",
+    "number_between_open": "{field} must be a number between {low} and {high} ({low} excluded), got {got}",
+    "number_min": "{field} must be a number of at least {low}, got {got}",
+    "number_max": "{field} must be a number of at most {high}, got {got}",
+    "whole": "{field} must be a whole number, got {got}",
+    "whole_between": "{field} must be a whole number between {low} and {high}, got {got}",
+    "whole_min": "{field} must be a whole number of at least {low}, got {got}",
+    "whole_max": "{field} must be a whole number of at most {high}, got {got}",
+    "boolean": "{field} must be true or false (also 1/0, yes/no, on/off), got {got}",
+    "text": "{field} must be text, got {got}",
+    "surrogate": "{field} contains characters that are not valid Unicode (a lone surrogate)",
+    "empty": "{field} is empty: type some text for the model to continue",
+    "prompt_empty": "the prompt is empty: type some text for the model to continue",
+    "choice": "{field} must be one of {choices}, got {got}",
+    "stop_list": "{field} must be a list of strings, got {got}",
+    "stop_count": "{field}: at most {limit} stop strings, got {count}",
+    "stop_item": "{field}: each stop string must be non-empty text, got {got}",
+    "stop_length": "{field}: a stop string may have at most {limit} characters, got {count}",
+    "stop_text": "{field} must be text (stop strings separated by |), got {got}",
+    "prompt_too_long": "prompt is {count} tokens; the limit here is {limit}",
+    "no_chat_template": "{model} has no chat template; turn the chat toggle off",
+    "room_full": "the room is full: {waiting} requests are waiting for the model (the limit here is {limit}); try again in a minute",
+    "loading": "The model is still loading ({percent}: {message}). Try again in a moment.",
+    "load_failed": "The model failed to load: {error}",
+    "service_away": "the model service at {url} is not answering; try again in a moment",
+    "service_lost": "the model service stopped during this run (a replica restarted); run it again",
+    "switching": "The host is switching the model ({percent}: {message}). Try again in a moment.",
+    "switched": "The host switched the model to {model}; press the button again in a moment.",
+    "switch_busy": "a model is loading already; wait until it is ready",
+    "switch_off": "switching the model is off here (the Model panel says why)",
+    "host_key": "host key: that is not the host's key",
+    "room_code": "room code must be {length} letters and digits from the host's screen, got {got}",
+    "room_unknown": "there is no open room {code}: check the code with the host (rooms close after hours without the host)",
+    "room_not_host": "only the host of room {code} may change what it shows",
+    "room_state": "a room's state must be a dict of text fields, got {got}",
+    "room_state_long": "the page's state has {count} characters, more than a room carries ({limit}): shorten a prompt or the engine table",
+    "rooms_full": "this server already has {limit} open rooms: close one, or try again later",
+    "run_json": "the run file is not JSON: {error}",
+    "run_size": "the run file has {size} bytes; the limit here is {limit}",
+    "run_field": "the run file's {field} must be {expected}, got {got}",
+    "run_missing": "the run file has no {field}",
+    "run_unknown": "the run file's {field} is not part of a run (expected: {known})",
+    "model_choice": "{field} must be one of the host's models ({choices}), got {got}",
+}
+
+
+class _Keyed:
+    """A learner-facing error: `key` names the message, `values` fill it (already formatted as text)."""
+
+    def __init__(self, key: str, **values):
+        self.key, self.values = key, {name: str(value) for name, value in values.items()}
+        super().__init__(MESSAGES[key].format(**self.values))
+
+
+def again(error: Exception) -> Exception:
+    """A fresh copy of an error to raise once more (the same instance raised in many threads would share
+    one traceback)."""
+    if isinstance(error, _Keyed):
+        return type(error)(error.key, **error.values)
+    return type(error)(*error.args)
+
+
+class InputError(_Keyed, ValueError):
+    """Bad input: the message names the field and the value."""
+
+
+class Unavailable(_Keyed, RuntimeError):
+    """Good input the service cannot take now (the room is full, the model is loading)."""
+
+
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def is_blank(value) -> bool:
+    """Nothing typed: None, an empty or all-space string, or a table's NaN."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or (
+        isinstance(value, str) and not value.strip()
+    )
+
+
+def number(field: str, value, *, integer: bool = False, low=None, high=None, low_open: bool = False,
+           blank=...):
+    """A finite real number (or whole number) in [low, high] ((low, high] with low_open).
+
+    Text is parsed ("0.8", " 3 "); whole numbers are parsed from text with int(), so a 17-digit seed
+    keeps every digit. bools, NaN, inf, lists, None are refused, unless `blank` is given: then None,
+    NaN and empty text return it."""
+    if blank is not ... and is_blank(value):
+        return blank
+    both_whole = isinstance(low, int) and isinstance(high, int)  # "between 0 and 1,000,000", not "1e+06"
+    bounds = {name: (f"{v:,}" if both_whole else f"{v:g}") for name, v in (("low", low), ("high", high)) if v is not None}
+    key = ("whole" if integer else "number") + (
+        "_between" if low is not None and high is not None else "_min" if low is not None else "_max" if high is not None else ""
+    ) + ("_open" if low_open and low is not None and high is not None and not integer else "")
+
+    def refuse():
+        return InputError(key, field=field, got=_show(value), **bounds)
+
+    parsed = value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            parsed = int(text) if integer and text.lstrip("+-").isdigit() else float(text)
+        except ValueError:
+            raise refuse() from None
+    if isinstance(parsed, bool) or not isinstance(parsed, numbers.Real):
+        raise refuse()
+    if isinstance(parsed, float) and not math.isfinite(parsed):
+        raise refuse()
+    if integer:
+        if parsed != int(parsed):
+            raise refuse()
+        parsed = int(parsed)
+    else:
+        parsed = float(parsed)
+    too_low = low is not None and (parsed <= low if low_open else parsed < low)
+    if too_low or (high is not None and parsed > high):
+        raise refuse()
+    return parsed
+
+
+def boolean(field: str, value) -> bool:
+    """True/False, or text: true/1/yes/on, false/0/no/off (any case). Anything else is an error."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise InputError("boolean", field=field, got=_show(value))
+
+
+def text(field: str, value, *, required: bool = True) -> str:
+    """A string that encodes to UTF-8 (a lone surrogate from a JSON caller does not)."""
+    if not isinstance(value, str):
+        raise InputError("text", field=field, got=_show(value))
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError("surrogate", field=field) from None
+    if required and not value.strip():
+        raise InputError("empty", field=field)
+    return value
+
+
+def choice(field: str, value, choices) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise InputError("choice", field=field, choices=", ".join(choices), got=_show(value))
+    return value
+
+
+def seed(field: str, value) -> int | None:
+    """Blank = fresh randomness; else a whole number in [0, MAX_SEED] (exact in a JavaScript number)."""
+    return number(field, value, integer=True, low=0, high=limits.MAX_SEED, blank=None)
+
+
+def stop_strings(field: str, value) -> tuple[str, ...]:
+    """A list of stop strings, each kept exactly as given (newlines included). A single string is
+    one stop string, never split into characters."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise InputError("stop_list", field=field, got=_show(value))
+    if len(value) > limits.MAX_STOP_STRINGS:
+        raise InputError("stop_count", field=field, limit=limits.MAX_STOP_STRINGS, count=len(value))
+    out = []
+    for s in value:
+        if not isinstance(s, str) or s == "":
+            raise InputError("stop_item", field=field, got=_show(s))
+        text(field, s, required=False)
+        if len(s) > limits.MAX_STOP_CHARS:
+            raise InputError("stop_length", field=field, limit=limits.MAX_STOP_CHARS, count=len(s))
+        out.append(s)
+    return tuple(out)
+
+
+def parse_stop_text(field: str, value) -> tuple[str, ...]:
+    """Stop strings typed in one line (the lab's box, an engine cell, a link): separated by "|";
+    "\\|" is a bar, "\\n" a newline, "\\t" a tab, "\\\\" a backslash; spaces count. Blank = none."""
+    if is_blank(value):
+        return ()
+    if not isinstance(value, str):
+        raise InputError("stop_text", field=field, got=_show(value))
+    parts, current, i = [], [], 0
+    escapes = {"|": "|", "n": "\n", "t": "\t", "\\": "\\"}
+    while i < len(value):
+        c = value[i]
+        if c == "\\" and i + 1 < len(value) and value[i + 1] in escapes:
+            current.append(escapes[value[i + 1]])
+            i += 2
+            continue
+        if c == "|":
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+        i += 1
+    parts.append("".join(current))
+    return stop_strings(field, [p for p in parts if p])
+
+
+def format_stop_text(stops) -> str:
+    """The inverse of parse_stop_text: what the box shows for these stop strings."""
+    def one(s: str) -> str:
+        return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", "\\n").replace("\t", "\\t")
+
+    return "|".join(one(s) for s in stops)

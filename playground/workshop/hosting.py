@@ -1,0 +1,138 @@
+"""Where the app runs, and the defaults that follow: a laptop, a Hugging Face Space on a CPU, on a
+dedicated GPU (L4, A10G, A100, ...) or on ZeroGPU. Locally nothing changes; on a Space the app serves a
+room (0.0.0.0) with a GPU model where there is a GPU.
+
+Read from the environment only (no torch here: on ZeroGPU `spaces` must be imported before anything
+touches CUDA, and app.py asks this module first). The variables are the ones Spaces set (hub-docs
+spaces-overview "Built-in environment variables": SPACE_ID, SPACE_HOST, ACCELERATOR, CPU_CORES, MEMORY;
+Gradio also reads SYSTEM=spaces) and the one the `spaces` package reads for ZeroGPU (SPACES_ZERO_GPU,
+true when it is "1", "t" or "true", any case).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+ENV_SPACE_ID = "SPACE_ID"
+ENV_SPACE_HOST = "SPACE_HOST"  # the Space's own address (owner-name.hf.space), for links outside its page
+ENV_SYSTEM = "SYSTEM"
+ENV_ZERO_GPU = "SPACES_ZERO_GPU"
+ENV_ACCELERATOR = "ACCELERATOR"
+ENV_TOKENS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+LOCAL_HOST = "127.0.0.1"
+ROOM_HOST = "0.0.0.0"
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+@dataclass(frozen=True)
+class Host:
+    """The machine as its environment describes it."""
+
+    space_id: str | None = None  # "owner/name" on a Space
+    zero_gpu: bool = False
+    accelerator: str | None = None  # a Space's hardware flavour ("l4x1", "a10g-small", ...); None on a CPU
+    space_host: str | None = None  # "owner-name.hf.space" on a Space
+
+    @property
+    def on_space(self) -> bool:
+        return self.space_id is not None
+
+    @property
+    def gpu(self) -> bool:
+        """A GPU serves this Space (False off a Space: there, torch is asked)."""
+        return self.zero_gpu or self.accelerator is not None
+
+    def describe(self) -> str:
+        if not self.on_space:
+            return "this machine"
+        hardware = "ZeroGPU" if self.zero_gpu else self.accelerator or "CPU"
+        return f"the Space {self.space_id} ({hardware})"
+
+
+def detect(env: Mapping[str, str] | None = None) -> Host:
+    env = os.environ if env is None else env
+    space = (env.get(ENV_SPACE_ID) or "").strip()
+    if not space and env.get(ENV_SYSTEM) == "spaces":
+        space = "unknown/space"
+    accelerator = (env.get(ENV_ACCELERATOR) or "").strip().lower()
+    return Host(
+        space_id=space or None,
+        zero_gpu=(env.get(ENV_ZERO_GPU) or "").strip().lower() in ("1", "t", "true"),
+        accelerator=None if accelerator in ("", "none", "cpu") else accelerator,
+        space_host=(env.get(ENV_SPACE_HOST) or "").strip() or None,
+    )
+
+
+def has_token(env: Mapping[str, str] | None = None) -> bool:
+    env = os.environ if env is None else env
+    return any((env.get(name) or "").strip() for name in ENV_TOKENS)
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """What app.py uses where no flag or NTP_* variable says otherwise."""
+
+    host: str  # the address to serve on
+    model: str  # the model to start with (a catalog key)
+    gpu: bool  # a GPU serves the room (the allowlist offers the larger models)
+    token: bool  # a Hub token is set (the allowlist offers the gated models)
+
+
+def defaults(where: Host, *, cuda: bool = False, env: Mapping[str, str] | None = None) -> Defaults:
+    """cuda: whether torch sees a GPU (asked by the caller, off a Space only)."""
+    from model_service.models.catalog import SPACE_GPU_MODEL
+    from model_service.models.loading import DEFAULT_MODEL
+
+    gpu = where.gpu if where.on_space else cuda
+    return Defaults(
+        host=ROOM_HOST if where.on_space else LOCAL_HOST,
+        model=SPACE_GPU_MODEL if where.on_space and gpu else DEFAULT_MODEL,
+        gpu=gpu,
+        token=has_token(env),
+    )
+
+
+WHY = {  # the page says these in its language (assets/i18n: page.picker.why.<reason>)
+    "one_model": "The host offers one model.",
+    "zero_gpu": "On ZeroGPU the model is fixed at startup (the Space's NTP_MODEL variable).",
+    "key": "The host's key switches the model for everyone in the room.",
+    "local": "This app is reachable from this machine only: switching needs no key.",
+    "no_key": "Switching is off in a shared room unless the host sets NTP_HOST_KEY.",
+}
+
+
+@dataclass(frozen=True)
+class SwitchPolicy:
+    """Who may switch the room's model: "open" (anyone: the app is reachable from this machine only),
+    "key" (whoever types the host key), or "off"; `reason` keys why (WHY)."""
+
+    mode: str
+    reason: str
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+    @property
+    def why(self) -> str:
+        return WHY[self.reason]
+
+
+def switch_policy(where: Host, *, models: tuple[str, ...], bind: str, share: bool, host_key: str | None) -> SwitchPolicy:
+    """A switch reloads the one model that serves everyone, so it is the host's act, never a visitor's."""
+    if len(models) < 2:
+        return SwitchPolicy("off", "one_model")
+    if where.zero_gpu:
+        # ZeroGPU packs the weights moved to CUDA at startup and forks GPU workers from that state; a model
+        # loaded later would not reach workers already forked. Restart the Space with NTP_MODEL instead.
+        return SwitchPolicy("off", "zero_gpu")
+    if host_key:
+        return SwitchPolicy("key", "key")
+    if not where.on_space and not share and bind in _LOOPBACK:
+        return SwitchPolicy("open", "local")
+    return SwitchPolicy("off", "no_key")
+
+
+__all__ = ["WHY", "Defaults", "Host", "SwitchPolicy", "defaults", "detect", "has_token", "switch_policy"]

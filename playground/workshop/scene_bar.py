@@ -1,0 +1,193 @@
+"""The scene bar at the top of the page: a picker, ← / → (and PageUp / PageDown, Alt+← / Alt+→), the scene's
+caption in the page's language, and absolute links to the scene or to the whole page as it is now.
+
+Opening a scene sets its tab and settings through PageState (the same path as a link), then, in the
+browser, scrolls to its section and presses its run button if it has one (scenes.py). The page's load
+opens `?scene=<id>` the same way.
+"""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+
+from model_service.records import validation
+
+from ..common.errors import unchanged, user_error, warn
+from ..common.i18n import DEFAULT, T, tr
+from ..common.text import escape_html
+from .links import absolute, make_query, page_url
+from .page_state import PageState
+from .scenes import Scene, SceneList
+
+# after a scene's values reach the page: open its section if it is a closed accordion, scroll to it, press its
+# button (a tab's components may mount a moment after the tab is selected: look again for a few seconds)
+ACTION_JS = """(action) => {
+  let a; try { a = JSON.parse(action || "{}"); } catch (e) { return; }
+  if (!a.id) return;
+  let tries = 0;
+  const go = () => {
+    const el = a.focus && document.getElementById(a.focus);
+    if (a.focus && !el && tries++ < 20) { setTimeout(go, 250); return; }
+    if (el) {
+      const wrap = el.querySelector(":scope > .label-wrap, :scope > button.label-wrap");
+      if (wrap && !wrap.classList.contains("open")) wrap.click();
+      const bar = document.getElementById("scene-bar");  // sticky on a wide screen: land just under it
+      const under = bar && getComputedStyle(bar).position === "sticky" ? bar.offsetHeight + 8 : 0;
+      window.scrollTo({top: el.getBoundingClientRect().top + window.scrollY - under});
+    }
+    if (a.run) {
+      const b = document.getElementById(a.run);
+      const button = b && (b.tagName === "BUTTON" ? b : b.querySelector("button"));
+      if (button) button.click();
+    }
+  };
+  setTimeout(go, 200);
+}"""
+
+# PageDown / Alt+→: next scene; PageUp / Alt+←: previous (plain arrows move sliders; Alt+← is the browser's Back)
+KEYS_JS = """() => {
+  if (window.ntpSceneKeys) return;
+  window.ntpSceneKeys = true;
+  document.addEventListener("keydown", (e) => {
+    const typing = e.target && (e.target.tagName === "TEXTAREA" || e.target.isContentEditable);
+    let id = null;
+    if (e.key === "PageDown" && !typing) id = "scene-next";
+    if (e.key === "PageUp" && !typing) id = "scene-prev";
+    if (e.altKey && e.key === "ArrowRight") id = "scene-next";
+    if (e.altKey && e.key === "ArrowLeft") id = "scene-prev";
+    if (!id) return;
+    const button = document.getElementById(id);
+    if (button) { e.preventDefault(); button.click(); }
+  });
+}"""
+
+
+def caption_markdown(scene: Scene | None, scenes: SceneList, lang=DEFAULT) -> str:
+    """The caption under the bar: the scene's title and paragraph (the host's Markdown, HTML escaped)."""
+    if scene is None:
+        return tr(lang, "scenes.none") if len(scenes) else tr(lang, "scenes.empty")
+    n = scenes.ids().index(scene.id) + 1
+    return tr(lang, "scenes.caption", n=n, total=len(scenes), title=escape_html(scene.label(lang)),
+              caption=escape_html(scene.text("caption", lang)))
+
+
+def action(scene: Scene) -> str:
+    """What the browser does after the values arrived (ACTION_JS)."""
+    return json.dumps({"id": scene.id, "focus": scene.focus, "run": scene.run})
+
+
+class SceneBar:
+    """Build inside the Blocks context, above the tabs; wire() once PageState and the tabs exist."""
+
+    def __init__(self, scenes: SceneList):
+        self.scenes = scenes
+        with gr.Column(elem_id="scene-bar"):
+            with gr.Row(equal_height=False):
+                self.prev = gr.Button("←", size="sm", scale=0, min_width=48, elem_id="scene-prev")
+                self.picker = gr.Dropdown(scenes.choices(DEFAULT), value=None, show_label=False, scale=4,
+                                          label=T("scenes.picker"), elem_id="scene-picker")
+                self.next = gr.Button("→", size="sm", scale=0, min_width=48, elem_id="scene-next")
+                self.scene_link_btn = gr.Button(T("scenes.link.scene"), size="sm", scale=0, elem_id="scene-link")
+                self.page_link_btn = gr.Button(T("scenes.link.page"), size="sm", scale=0, elem_id="page-link")
+            self.caption = gr.Markdown(caption_markdown(None, scenes), elem_id="scene-caption")
+            # the browser's part of opening a scene (ACTION_JS reads it after each opening)
+            self.action = gr.Textbox("", visible=False, elem_id="scene-action")
+        # below the bar, not in it: the bar stays at the top of a wide screen, and must stay small there
+        self.link = gr.Textbox(show_label=False, placeholder=T("scenes.link.placeholder"), buttons=["copy"],
+                               elem_id="scene-link-text", max_lines=1)
+
+    def open_scene(self, state: PageState, scene: Scene, lang, extra: dict | None = None) -> dict:
+        """Every update that opens `scene` (and then a link's other fields, `extra`), in `lang`."""
+        # a scene's lesson prompt follows the page's language; a link's own fields (extra) are as written
+        updates, problems = state.apply_state({**scene.query, "tab": scene.tab}, lang, lesson_follows_language=True)
+        if extra:
+            more, more_problems = state.apply_state(extra, lang)
+            updates, problems = updates | more, problems + more_problems
+        for problem in problems:
+            warn(tr(lang, "page.link.problem", problem=problem))
+        return updates | {self.picker: gr.Dropdown(value=scene.id), self.caption: caption_markdown(scene, self.scenes, lang),
+                          self.action: action(scene)}
+
+    def wire(self, state: PageState, language: gr.Radio, follow=None, host_lang=None) -> list:
+        """The bar's events. follow: (fn, inputs, outputs) run after a scene's values are set (the forward
+        tab traces its prompt there). Returns the outputs of an opening, for the page's load."""
+        outputs = [*state.outputs, self.picker, self.caption, self.action]
+
+        def go(scene_id, lang, by: int):
+            scene = self.scenes.step(scene_id, by) if by else self.scenes.get(scene_id)
+            if scene is None:
+                return unchanged(self.caption)
+            return self.open_scene(state, scene, lang)
+
+        def then(event):
+            if follow is not None:
+                event = event.then(*follow, api_visibility="private", show_progress="minimal", preprocess=False)
+            event.then(None, self.action, None, js=ACTION_JS, api_visibility="private")
+
+        def open_scene(scene_id, lang):
+            try:
+                validation.choice("scene", scene_id, self.scenes.ids())
+            except ValueError as e:
+                raise user_error(e, lang) from None
+            return go(scene_id, lang, 0)
+
+        def previous_scene(scene_id, lang):
+            return go(scene_id, lang, -1)
+
+        def next_scene(scene_id, lang):
+            return go(scene_id, lang, 1)
+
+        # preprocess=False: a scene id that is none of the picker's is named by our check, not Gradio's
+        then(self.picker.input(open_scene, [self.picker, language], outputs, api_name="open_scene",
+                               show_progress="hidden", preprocess=False))
+        then(self.prev.click(previous_scene, [self.picker, language], outputs, api_visibility="private",
+                             show_progress="hidden", preprocess=False))
+        then(self.next.click(next_scene, [self.picker, language], outputs, api_visibility="private",
+                             show_progress="hidden", preprocess=False))
+
+        def scene_link(scene_id, lang, request: gr.Request = None):
+            if self.scenes.get(scene_id) is None:
+                warn(tr(lang, "scenes.link.pick"))
+                return unchanged(self.link)
+            query = make_query({}, lang=lang, host_lang=host_lang, scene=scene_id)
+            return {self.link: absolute(base_url(request), query)}
+
+        def page_link(request: gr.Request, *values):  # Gradio gives the request only to a parameter before *values
+            *values, lang = values
+            query = make_query(state.current_state(*values), lang=lang, host_lang=host_lang)
+            return {self.link: absolute(base_url(request), query)}
+
+        self.scene_link_btn.click(scene_link, [self.picker, language], self.link, api_name="scene_link",
+                                  show_progress="hidden", preprocess=False)
+        self.page_link_btn.click(page_link, [*state.inputs, language], self.link, api_name="page_link",
+                                 show_progress="hidden", preprocess=False)
+
+        def relabel(lang, scene_id):
+            scene = self.scenes.get(scene_id)
+            return {self.picker: gr.Dropdown(choices=self.scenes.choices(lang), value=scene_id if scene else None),
+                    self.caption: caption_markdown(scene, self.scenes, lang)}
+
+        language.change(relabel, [language, self.picker], [self.picker, self.caption], api_visibility="private",
+                        show_progress="hidden")
+        self.then = then
+        return outputs
+
+
+def base_url(request: gr.Request | None) -> str:
+    """The page's public address for this request (links.page_url; Gradio's root_path; hosting's Space)."""
+    from . import hosting
+
+    if request is None:
+        return page_url({}, host=hosting.detect())
+    headers = dict(getattr(request, "headers", {}) or {})
+    raw = getattr(request, "request", None)
+    root = getattr(getattr(raw, "scope", None) or {}, "get", lambda *_: "")("root_path", "") or ""
+    app = getattr(raw, "app", None)
+    root = getattr(app, "root_path", "") or root
+    url = str(getattr(raw, "url", "") or "")
+    return page_url(headers, url=url, root_path=root, host=hosting.detect())
+
+
+__all__ = ["ACTION_JS", "KEYS_JS", "SceneBar", "base_url", "caption_markdown"]
