@@ -24,33 +24,18 @@ a GPU (ACCELERATOR, or SPACES_ZERO_GPU=true), the GPU model of catalog.SPACE_GPU
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from model_service import limits
-from model_service.records import validation
+from model_service import env, limits
 from playground.workshop import hosting
 
 LANGUAGE_MODELS = {"en": None, "vi": "gemma3-270m"}  # --lang -> the model it runs when none is named
 
 
-def _env_bool(name: str) -> bool:
-    """NTP_SHARE=true/1/yes/on or false/0/no/off (unset = off); anything else stops the start."""
-    value = os.environ.get(name, "")
-    if not value.strip():
-        return False
+def _from_env(read, *args):
+    """A variable read by model_service/env.py; a bad value stops the start with the variable named."""
     try:
-        return validation.boolean(name, value)
-    except ValueError as e:
-        sys.exit(f"error: {e}")
-
-
-def _env_int(name: str, default, low: int, high: int):
-    value = os.environ.get(name)
-    if value is None or not value.strip():
-        return default
-    try:
-        return validation.number(name, value, integer=True, low=low, high=high)
+        return read(*args)
     except ValueError as e:
         sys.exit(f"error: {e}")
 
@@ -67,32 +52,32 @@ def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespa
 
     where = where or hosting.detect()
     d = hosting.defaults(where, cuda=False if where.on_space else _cuda())
-    env = os.environ.get
+    text = env.text
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default=env("NTP_MODEL"),
+    p.add_argument("--model", default=text(env.MODEL),
                    help=f"smollm2, gemma3-270m, another catalog key, a directory or a Hugging Face id (default {d.model})")
-    p.add_argument("--models", default=env("NTP_MODELS"), help="the model picker's allowlist, comma-separated")
-    p.add_argument("--device", default=env("NTP_DEVICE"), help="cpu or cuda (default: CUDA if present)")
-    p.add_argument("--host", default=env("NTP_HOST", d.host), help=f"0.0.0.0 to serve a room (default {d.host})")
-    p.add_argument("--port", type=int, default=_env_int("NTP_PORT", 7860, 1, 65535))
-    p.add_argument("--share", action="store_true", default=_env_bool("NTP_SHARE"), help="a public gradio.live link")
-    p.add_argument("--max-rows", type=int, default=_env_int("NTP_MAX_ROWS", None, 1, 1024),
+    p.add_argument("--models", default=text(env.MODELS), help="the model picker's allowlist, comma-separated")
+    p.add_argument("--device", default=text(env.DEVICE), help="cpu or cuda (default: CUDA if present)")
+    p.add_argument("--host", default=text(env.HOST, d.host), help=f"0.0.0.0 to serve a room (default {d.host})")
+    p.add_argument("--port", type=int, default=_from_env(env.port))
+    p.add_argument("--share", action="store_true", default=_from_env(env.flag, env.SHARE), help="a public gradio.live link")
+    p.add_argument("--max-rows", type=int, default=_from_env(env.max_rows),
                    help=f"rows in one forward pass (default: {limits.MAX_ROWS_CPU} on CPU; on a GPU what the card holds, "
                         f"at most {limits.MAX_ROWS_GPU})")
-    p.add_argument("--queue-size", type=int, default=_env_int("NTP_QUEUE_SIZE", limits.QUEUE_SIZE, 1, 100_000),
+    p.add_argument("--queue-size", type=int, default=_from_env(env.queue_size),
                    help=f"requests that may wait for a row (default {limits.QUEUE_SIZE})")
-    p.add_argument("--scheduler", default=env("NTP_SCHEDULER", "auto"), choices=limits.SCHEDULER_MODES,
+    p.add_argument("--scheduler", default=text(env.SCHEDULER, "auto"), choices=limits.SCHEDULER_MODES,
                    help="where the room's forward passes run: in a process of their own (away from the web server's "
                         "GIL, with a second copy of the model), in a thread of this one, or auto: a process on a CPU, "
                         "a thread on a GPU (default auto)")
-    p.add_argument("--lang", default=env("NTP_LANG"), choices=sorted(LANGUAGE_MODELS),
+    p.add_argument("--lang", default=text(env.LANG), choices=sorted(LANGUAGE_MODELS),
                    help="the page's language for every visitor (default: each browser's own; a link's ?lang= still "
                         "wins); with no --model, vi runs the multilingual gemma3-270m where the default is SmolLM2")
-    p.add_argument("--host-key", default=env("NTP_HOST_KEY"), help="the key that lets the host switch the model")
-    p.add_argument("--service", default=env("NTP_SERVICE"),
+    p.add_argument("--host-key", default=text(env.HOST_KEY), help="the key that lets the host switch the model")
+    p.add_argument("--service", default=text(env.SERVICE),
                    help="URL of a model service started with `python -m model_service.deploy.ray_serve` (Ray Serve): this process "
                         "then runs only the page, and the model options above are the service's business")
-    p.add_argument("--scenes", default=env("NTP_SCENES"),
+    p.add_argument("--scenes", default=text(env.SCENES),
                    help="the host's scene files (JSON, comma-separated), after the lessons' (assets/scenes)")
     args = p.parse_args(argv)
     if args.service and not args.service.startswith(("http://", "https://")):

@@ -46,6 +46,12 @@ MAX_ROWS_CPU = 16
 MAX_ROWS_GPU = 64
 # Requests waiting for a row; past this a caller is told the room is full. Env: NTP_QUEUE_SIZE.
 QUEUE_SIZE = 256
+# What a host may set them to (--max-rows / NTP_MAX_ROWS, --queue-size / NTP_QUEUE_SIZE; 0 waiting = refuse at once)
+MAX_ROWS_CEILING = 1024
+QUEUE_SIZE_CEILING = 100_000
+# The model's CPU threads a host may ask for (NTP_THREADS); the port the page serves on unless told (NTP_PORT)
+MAX_THREADS = 1024
+DEFAULT_PORT = 7860
 # A long prompt is read in chunks, round-robin with other newcomers, within a token budget per step:
 # on 2 CPU cores 128 tokens of prefill cost ~0.2 s, so a 1,024-token prompt adds at most ~0.45 s to each of
 # four steps instead of stalling every stream for ~1.8 s at once. Chunks start at fixed offsets, so a

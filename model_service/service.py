@@ -7,13 +7,12 @@ The UI only calls the methods of `PlaygroundService`; it never sees a tensor. A 
 from __future__ import annotations
 
 import numbers
-import os
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
-from . import limits
+from . import env, limits
 from .engine.pieces import PieceTable
 from .engine.step import RowState
 from .engine.streams import BatchStream, GroupSink, Job, Stream, StreamSink
@@ -85,15 +84,6 @@ def _default_rows(model) -> int:
     return limits.MAX_ROWS_GPU if model.device.type != "cpu" else limits.MAX_ROWS_CPU
 
 
-def _env_count(name: str, value: int | None, default: int, low: int) -> int:
-    """An explicit value, else the environment variable, else the default; a whole number >= low."""
-    if value is None:
-        value = os.environ.get(name, "")
-        if not value.strip():
-            return default
-    return validation.number(name, value, integer=True, low=low)
-
-
 class ModelService:
     def __init__(self, model, tokenizer, info: ModelInfo | None = None, *, max_rows: int | None = None,
                  queue_size: int | None = None):
@@ -109,8 +99,11 @@ class ModelService:
         self.eos_token_ids = set(self.info.eos_token_ids)
         config = model.config.get_text_config()
         self.max_context = getattr(config, "max_position_embeddings", None) or 1 << 20
-        self.max_rows = _env_count("NTP_MAX_ROWS", max_rows, _default_rows(model), 1)
-        self.queue_size = _env_count("NTP_QUEUE_SIZE", queue_size, limits.QUEUE_SIZE, 0)
+        if max_rows is None:
+            max_rows = env.max_rows() or _default_rows(model)
+        self.max_rows = validation.number("max_rows", max_rows, integer=True, low=1, high=limits.MAX_ROWS_CEILING)
+        self.queue_size = validation.number("queue_size", env.queue_size() if queue_size is None else queue_size,
+                                            integer=True, low=0, high=limits.QUEUE_SIZE_CEILING)
         # Every forward pass holds it: the scheduler's steps, and traces / LM-head views beside them.
         self.model_lock = threading.RLock()
         if getattr(model, "device", None) is not None and model.device.type == "cuda":

@@ -26,7 +26,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from ray import serve
 
-from .. import limits
+from .. import env, limits
 from ..records import validation, wire
 from ..records.settings import settings_from
 
@@ -191,7 +191,7 @@ def main(argv=None) -> None:
     import ray
 
     ap = argparse.ArgumentParser(description="Serve the playground's model over HTTP with Ray Serve.")
-    ap.add_argument("--model", default=os.environ.get("NTP_MODEL"), help="catalog key (default: the embedded model)")
+    ap.add_argument("--model", default=env.text(env.MODEL), help="catalog key (default: the embedded model)")
     ap.add_argument("--replicas", type=int, default=None, help="a fixed number of replicas")
     ap.add_argument("--min-replicas", type=int, default=1)
     ap.add_argument("--max-replicas", type=int, default=1)
@@ -206,7 +206,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     # replicas import model_service from this checkout, wherever Ray starts their processes
-    runtime_env = {"env_vars": {"PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}}
+    runtime_env = {"env_vars": {"PYTHONPATH": root + os.pathsep + (env.text(env.PYTHONPATH) or "")}}
     ray.init(address=args.address, include_dashboard=False, runtime_env=runtime_env)
     serve.start(http_options={"host": args.host, "port": args.port})
     serve.run(application(args.model, replicas=args.replicas, min_replicas=args.min_replicas,

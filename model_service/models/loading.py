@@ -20,14 +20,10 @@ from pathlib import Path
 
 import torch
 
-from .. import limits
+from .. import env, limits
 
 Progress = Callable[[float, str], None]
 
-ENV_MODEL = "NTP_MODEL"
-ENV_DEVICE = "NTP_DEVICE"
-ENV_CACHE = "NTP_CACHE_DIR"
-ENV_THREADS = "NTP_THREADS"
 
 
 class ModelLoadError(RuntimeError):
@@ -88,12 +84,12 @@ ALIASES = {"smollm2-135m": "smollm2", "smollm2-135m-instruct": "smollm2", "gemma
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get(ENV_CACHE) or Path.home() / ".cache" / "next-token-playground")
+    return env.cache_dir()
 
 
 def pick_device(device: str | None = None) -> tuple[torch.device, torch.dtype]:
     """Auto: CUDA in bf16 when present, else the CPU in float32 (bf16 matmuls are slow on CPUs)."""
-    name = device or os.environ.get(ENV_DEVICE) or ("cuda" if torch.cuda.is_available() else "cpu")
+    name = device or env.text(env.DEVICE) or ("cuda" if torch.cuda.is_available() else "cpu")
     try:
         dev = torch.device(name)
     except RuntimeError as e:
@@ -137,13 +133,11 @@ def serving_threads() -> int:
     Measured on 2 cores: one intra-op thread runs SmolLM2's forward as fast as two, and when the web
     server or a browser wants the other core, two threads spin-wait on each other (sampling went
     from 3 ms to 400 ms a step under load). NTP_THREADS overrides."""
-    value = os.environ.get(ENV_THREADS)
-    if value:
-        try:
-            return max(1, int(value))
-        except ValueError:
-            raise ModelLoadError(f"{ENV_THREADS} must be a whole number, got {value!r}") from None
-    return max(1, (os.cpu_count() or 2) - 1)
+    try:
+        threads = env.threads()
+    except ValueError as e:
+        raise ModelLoadError(str(e)) from None
+    return threads or max(1, (os.cpu_count() or 2) - 1)
 
 
 def _dequantised_dir(spec: EmbeddedModel, progress: Progress) -> tuple[Path, bool]:
@@ -177,7 +171,7 @@ def _dequantised_dir(spec: EmbeddedModel, progress: Progress) -> tuple[Path, boo
 
 def resolve(model: str | None) -> tuple[str, str, EmbeddedModel | None]:
     """(display name, what to pass to from_pretrained, embedded spec or None)."""
-    key = (model or os.environ.get(ENV_MODEL) or DEFAULT_MODEL).strip()
+    key = (model or env.text(env.MODEL) or DEFAULT_MODEL).strip()
     short = ALIASES.get(key.lower(), key.lower())
     if short in EMBEDDED:
         spec = EMBEDDED[short]
@@ -235,7 +229,7 @@ def _load_failure(name: str, target: str, error: BaseException) -> str:
         return (f"{name} is gated on the Hugging Face Hub: accept its licence on the model's page, then give "
                 f"the app a token that can read it (the HF_TOKEN secret or environment variable)")
     tried = f"short names {', '.join(EMBEDDED)}; a local directory; the Hugging Face Hub id {target!r}"
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on") and "/" in target:
+    if env.hub_offline() and "/" in target:
         return (f"{name} is not in this machine's Hugging Face cache and HF_HUB_OFFLINE is set (tried {tried}): "
                 f"download it first, or pick an offline model")
     first = text.splitlines()[0] if text else type(error).__name__

@@ -11,16 +11,11 @@ true when it is "1", "t" or "true", any case).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-ENV_SPACE_ID = "SPACE_ID"
-ENV_SPACE_HOST = "SPACE_HOST"  # the Space's own address (owner-name.hf.space), for links outside its page
-ENV_SYSTEM = "SYSTEM"
-ENV_ZERO_GPU = "SPACES_ZERO_GPU"
-ENV_ACCELERATOR = "ACCELERATOR"
-ENV_TOKENS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+from model_service import env as environment
+
 LOCAL_HOST = "127.0.0.1"
 ROOM_HOST = "0.0.0.0"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -52,22 +47,21 @@ class Host:
 
 
 def detect(env: Mapping[str, str] | None = None) -> Host:
-    env = os.environ if env is None else env
-    space = (env.get(ENV_SPACE_ID) or "").strip()
-    if not space and env.get(ENV_SYSTEM) == "spaces":
+    env = environment.variables() if env is None else env
+    space = (env.get(environment.SPACE_ID) or "").strip()
+    if not space and env.get(environment.SYSTEM) == "spaces":
         space = "unknown/space"
-    accelerator = (env.get(ENV_ACCELERATOR) or "").strip().lower()
+    accelerator = (env.get(environment.ACCELERATOR) or "").strip().lower()
     return Host(
         space_id=space or None,
-        zero_gpu=(env.get(ENV_ZERO_GPU) or "").strip().lower() in ("1", "t", "true"),
+        zero_gpu=(env.get(environment.ZERO_GPU) or "").strip().lower() in ("1", "t", "true"),
         accelerator=None if accelerator in ("", "none", "cpu") else accelerator,
-        space_host=(env.get(ENV_SPACE_HOST) or "").strip() or None,
+        space_host=(env.get(environment.SPACE_HOST) or "").strip() or None,
     )
 
 
 def has_token(env: Mapping[str, str] | None = None) -> bool:
-    env = os.environ if env is None else env
-    return any((env.get(name) or "").strip() for name in ENV_TOKENS)
+    return environment.has_token(env)
 
 
 @dataclass(frozen=True)

@@ -17,18 +17,18 @@ the scene and the field, rather than a scene that half-opens in front of a room.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from model_service import env
 
 from ..common.i18n import LANGUAGES, language
 from .links import COMPARE_COLUMNS, TABS, parse_query
 
 SCENES_DIR = Path(__file__).resolve().parents[2] / "assets" / "scenes"
 BUILT_IN = ("lesson10.json", "lesson13.json")
-ENV_SCENES = "NTP_SCENES"  # the host's scene files, separated by commas
 ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")  # safe in a link, an element id and a dropdown value
 KEYS = {"id", "tab", "settings", "focus", "run", "title", "caption"}
 MAX_SCENES = 200
@@ -185,8 +185,8 @@ def load(paths: Iterable[str | Path]) -> SceneList:
 
 def scene_paths(extra: str | None = None) -> list[Path]:
     """The lessons' scenes, then the host's files (a comma-separated list: the --scenes flag, else NTP_SCENES)."""
-    extra = extra if extra is not None else os.environ.get(ENV_SCENES, "")
+    extra = extra if extra is not None else (env.text(env.SCENES) or "")
     return [SCENES_DIR / name for name in BUILT_IN] + [Path(p.strip()) for p in extra.split(",") if p.strip()]
 
 
-__all__ = ["ENV_SCENES", "Scene", "SceneError", "SceneList", "load", "parse_file", "scene_paths"]
+__all__ = ["Scene", "SceneError", "SceneList", "load", "parse_file", "scene_paths"]
