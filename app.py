@@ -48,7 +48,6 @@ def _cuda() -> bool:
 
 def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespace:
     from model_service.models.catalog import parse_allowlist
-    from model_service.models.loading import DEFAULT_MODEL
 
     where = where or hosting.detect()
     d = hosting.defaults(where, cuda=False if where.on_space else _cuda())
@@ -89,7 +88,7 @@ def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespa
     if args.model is None:
         # SmolLM2 writes gibberish in Vietnamese; Gemma 3 does not (a GPU Space's default is multilingual already)
         language_model = LANGUAGE_MODELS.get(args.lang) if args.lang else None
-        args.model = language_model if language_model and d.model == DEFAULT_MODEL else d.model
+        args.model = language_model if language_model and d.model == limits.DEFAULT_MODEL else d.model
     args.models = parse_allowlist(args.models, start=args.model, gpu=d.gpu, token=d.token)
     args.policy = hosting.switch_policy(where, models=args.models, bind=args.host, share=args.share,
                                         host_key=args.host_key)
@@ -152,7 +151,8 @@ def main(argv=None) -> None:
 def announce(demo, args: argparse.Namespace) -> None:
     """Say in the terminal where the page is, then what the model's first load is doing (the first start
     dequantises the embedded GGUF, which takes a while), until it serves or fails."""
-    from model_service.models.switching import LoadingService, wait_until_ready
+    from model_service.client import wait_until_ready
+    from model_service.models.switching import LoadingService
 
     local = f"http://127.0.0.1:{args.port}/" if args.host in ("0.0.0.0", "::") else demo.local_url
     print(f"Next-Token Playground: serving on {local}", flush=True)

@@ -106,9 +106,9 @@ def sampler(service, sizes: tuple[int, ...], rounds: int) -> None:
     each = the sum of those, cycled like the batch."""
     n = len(MIXED)
     logits = real_logits(service, max(sizes))
-    rows = [RowState(service, MIXED[i % n][1], 10_000) for i in range(max(sizes))]
+    rows = [RowState(service.loaded, MIXED[i % n][1], 10_000) for i in range(max(sizes))]
     # the same knobs, all in one order: no regrouping of a mixed-order batch
-    one_order = [RowState(service, replace(MIXED[i % n][1], order="hf"), 10_000) for i in range(max(sizes))]
+    one_order = [RowState(service.loaded, replace(MIXED[i % n][1], order="hf"), 10_000) for i in range(max(sizes))]
 
     def timed(first, b, capture, batch_rows=rows):
         started = time.perf_counter()

@@ -173,7 +173,7 @@ def solo_overhead(service, tokens=64, rounds=5):
 
     def in_thread():
         started = time.perf_counter()
-        row = RowState(service, settings, tokens, ignore_eos=True)
+        row = RowState(service.loaded, settings, tokens, ignore_eos=True)
         decoder = Decoder(service.model)
         with torch.inference_mode():
             logits = decoder.prefill([service.encode(prompt)])

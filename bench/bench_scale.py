@@ -117,7 +117,7 @@ def step_costs(batches=(1, 4, 16)) -> dict[int, float]:
     out = {}
     for b in batches:
         decoder = Decoder(service.model)
-        rows = [RowState(service, SamplingSettings(temperature=TEMPERATURE, top_p=TOP_P, seed=i), 64) for i in range(b)]
+        rows = [RowState(service.loaded, SamplingSettings(temperature=TEMPERATURE, top_p=TOP_P, seed=i), 64) for i in range(b)]
         with torch.inference_mode():
             logits = decoder.prefill([service.encode(PROMPTS[i % len(PROMPTS)]) for i in range(b)])
             times = []

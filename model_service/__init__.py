@@ -32,8 +32,9 @@ _EXPORTS = {
     "Room": "records.step",
     "RoomRow": "records.step",
     "ModelService": "service",
-    "PlaygroundService": "service",
-    "as_settings": "service",
+    "ModelClient": "client",
+    "settings_from": "records.settings",
+    "request_from": "records.settings",
 }
 __all__ = sorted(_EXPORTS)
 

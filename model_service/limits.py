@@ -39,6 +39,9 @@ DEFAULT_MANY_DRAWS = 1_000
 # number (a float64), so seeds live below 2**53 (fresh ones are drawn there too).
 MAX_SEED = 2**53 - 1
 
+# The model a start runs when none is named: the embedded SmolLM2-135M-Instruct (models/catalog.py)
+DEFAULT_MODEL = "smollm2"
+
 # ---- limits on the room (the scheduler that owns the model) --------------------------------------------
 # Rows sampled in one forward pass: a few on a 2-core CPU (each row still costs its share of the
 # step), many on a GPU, where a step of 64 rows costs about what one row costs. Env: NTP_MAX_ROWS.

@@ -91,7 +91,7 @@ def wire_header(loaded, service, header: dict, watchers: list[Watcher], policy: 
 
     def track_loading(lang):
         """On page load: progress while the model loads, then the model's numbers."""
-        from model_service.models.switching import wait_until_ready
+        from model_service.client import wait_until_ready
 
         for status in wait_until_ready(service):
             yield {status_md: model_line(status, lang, getattr(service, "switching", None))}

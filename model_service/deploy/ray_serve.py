@@ -116,6 +116,8 @@ class ModelDeployment:
             return self.service.generate(
                 b.get("prompt"), settings_from(b.get("settings")), b.get("max_new_tokens", limits.DEFAULT_MAX_NEW_TOKENS),
                 b.get("stop"), _chat(b), b.get("top_n", limits.DEFAULT_TOP_N), continue_from=b.get("continue_from") or (),
+                capture=validation.boolean("capture", b.get("capture", True)),
+                ignore_eos=validation.boolean("ignore_eos", b.get("ignore_eos", False)),
                 report_waiting=validation.boolean("report_waiting", b.get("report_waiting", False)))
         return await self._stream(request, start)
 

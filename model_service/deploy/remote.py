@@ -1,4 +1,4 @@
-"""A PlaygroundService whose model runs elsewhere: the Ray Serve deployment of model_service/deploy/ray_serve.py.
+"""A ModelClient (model_service/client.py) whose model runs elsewhere: the Ray Serve deployment of model_service/deploy/ray_serve.py.
 
 `app.py --service http://host:8000` puts a RemoteService where a LoadingService would be; the UI does not
 change. It answers like a LoadingService (status, service, epoch, the one model) and returns the same frozen
@@ -15,24 +15,23 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 
 import httpx
 
-from .. import limits
+from ..client import BatchCall, DrawCall, GenerateCall, ModelClient
 from ..forward_pass.lm_head import LmHeadView
-from ..models.switching import LoadStatus, ServiceNotReady
-from ..records import wire
-from ..records.settings import SamplingSettings, request_from
-from ..records.settings import settings_from as as_settings
-from ..records.step import ManyDraws, ModelInfo, Room, Token
+from ..models.switching import ServiceNotReady
+from ..records import validation, wire
+from ..records.settings import request_from, settings_from
+from ..records.step import LoadStatus, ManyDraws, ModelInfo, Room, Token
 from ..records.trace import AttentionMap, Trace
 from ..records.validation import Unavailable
 
 INFO_TTL_S = 1.0  # the page polls status often; one /info call per second is plenty
 
 
-class RemoteService:
+class RemoteService(ModelClient):
     switching = None  # a remote model is switched where it runs, not from the page
 
     def __init__(self, url: str, connect_timeout: float = 5.0):
@@ -103,7 +102,7 @@ class RemoteService:
     def switch(self, key: str):
         raise Unavailable("model_choice", field="model", choices=self.current, got=key)
 
-    # ---- the PlaygroundService calls ---------------------------------------------------------------------------
+    # ---- the client interface (client.py) ---------------------------------------------------------------------------
 
     def _post(self, path: str, body: dict):
         try:
@@ -126,54 +125,50 @@ class RemoteService:
             _json_or_raise(response)
         return _RemoteStream(response, self)
 
-    def generate(self, prompt: str, settings: SamplingSettings | Mapping | None = None,
-                 max_new_tokens: int = limits.DEFAULT_MAX_NEW_TOKENS, stop: Sequence[str] = (), chat: bool = False,
-                 top_n: int = limits.DEFAULT_TOP_N, *, continue_from: Sequence[int] = (),
-                 report_waiting: bool = False) -> Iterator:
-        body = {"prompt": prompt, "settings": as_settings(settings).to_dict(), "max_new_tokens": max_new_tokens,
-                "stop": list(stop), "chat": chat, "top_n": top_n, "continue_from": [int(t) for t in continue_from],
-                "report_waiting": report_waiting}
+    def _generate(self, call: GenerateCall) -> Iterator:
+        body = {"prompt": call.prompt, "settings": settings_from(call.settings).to_dict(),
+                "max_new_tokens": call.max_new_tokens, "stop": list(validation.stop_strings("stop", call.stop)),
+                "chat": call.chat, "top_n": call.top_n, "capture": call.capture, "ignore_eos": call.ignore_eos,
+                "continue_from": list(call.continue_from), "report_waiting": call.report_waiting}
         return self._stream("/generate", body)
 
-    def generate_batch(self, requests: Sequence, top_n: int = limits.DEFAULT_TOP_N, *, report_waiting: bool = False):
+    def _generate_batch(self, call: BatchCall):
         rows = []
-        for n, r in enumerate(requests, start=1):
+        for n, r in enumerate(call.requests, start=1):
             try:
                 rows.append(request_from(r).to_dict())
             except (ValueError, TypeError) as e:
                 raise ValueError(f"request {n}: {e}") from None
-        return self._stream("/generate_batch", {"requests": rows, "top_n": top_n, "report_waiting": report_waiting})
+        return self._stream("/generate_batch", {"requests": rows, "top_n": call.top_n,
+                                                "report_waiting": call.report_waiting})
 
-    def room(self) -> Room:
+    def _room(self) -> Room:
         try:
             response = self._http.get("/room", timeout=5.0)
         except httpx.HTTPError:
             raise _away(self.url) from None
         return wire.room(_json_or_raise(response))
 
-    def trace(self, prompt: str, chat: bool = False, block: int | None = None, top_n: int = limits.DEFAULT_TRACE_TOP_N):
+    def _trace(self, prompt, chat, block, top_n):
         return Trace.from_dict(self._post("/trace", {"prompt": prompt, "chat": chat, "block": block, "top_n": top_n}))
 
-    def trace_attention(self, prompt: str, chat: bool = False, block: int = 1):
+    def _trace_attention(self, prompt, chat, block):
         return AttentionMap.from_dict(self._post("/trace_attention", {"prompt": prompt, "chat": chat, "block": block}))
 
-    def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (),
-                top_k: int = limits.DEFAULT_LM_HEAD_TOP_K):
-        body = {"prompt": prompt, "chat": chat, "continue_from": [int(t) for t in continue_from], "top_k": top_k}
+    def _lm_head(self, prompt, chat, continue_from, top_k):
+        body = {"prompt": prompt, "chat": chat, "continue_from": list(continue_from), "top_k": top_k}
         return LmHeadView.from_dict(self._post("/lm_head", body))
 
-    def sample_many(self, prompt: str, settings: SamplingSettings | Mapping | None = None, chat: bool = False,
-                    continue_from: Sequence[int] = (), n: int = limits.DEFAULT_MANY_DRAWS, seed: int | None = None,
-                    top_n: int = limits.DEFAULT_TOP_N) -> ManyDraws:
-        body = {"prompt": prompt, "settings": as_settings(settings).to_dict(), "chat": chat,
-                "continue_from": [int(t) for t in continue_from], "n": n, "seed": seed, "top_n": top_n}
+    def _sample_many(self, call: DrawCall) -> ManyDraws:
+        body = {"prompt": call.prompt, "settings": settings_from(call.settings).to_dict(), "chat": call.chat,
+                "continue_from": list(call.continue_from), "n": call.n, "seed": call.seed, "top_n": call.top_n}
         return ManyDraws.from_dict(self._post("/sample_many", body))
 
-    def pieces_of(self, ids: Sequence[int]) -> dict[int, Token]:
-        data = self._post("/pieces", {"ids": [int(i) for i in ids]})
+    def _pieces_of(self, ids) -> dict[int, Token]:
+        data = self._post("/pieces", {"ids": list(ids)})
         return {int(i): wire.token(t) for i, t in data.items()}
 
-    def encode(self, prompt: str, chat: bool = False) -> list[int]:
+    def _encode(self, prompt, chat) -> list[int]:
         return list(self._post("/encode", {"prompt": prompt, "chat": chat})["ids"])
 
 

@@ -24,11 +24,11 @@ a no-op off ZeroGPU): the functions run in-process, which is how the tests run t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import limits
-from ..records import validation
+from ..client import BatchCall, DrawCall, GenerateCall, ModelClient
+from ..records import validation, wire
 from ..records.step import Room, StepRecord
 
 try:  # optional: only a ZeroGPU Space needs it, and there it must come before CUDA is touched
@@ -46,23 +46,23 @@ def gpu(duration):
 
 @dataclass(frozen=True)
 class Failure:
-    """An error raised inside the GPU worker, as it crosses back: its kind and its message."""
+    """An error raised inside the GPU worker, as it crosses back: the one error codec's form (records/wire.py),
+    so a learner-facing error keeps its key and is said in the visitor's language."""
 
-    kind: str  # "ValueError" or "RuntimeError"
-    message: str
+    error: dict
 
     def raise_again(self):
-        raise (ValueError if self.kind == "ValueError" else RuntimeError)(self.message)
+        raise wire.decode_error(self.error)
 
 
 def _failure(error: Exception) -> Failure:
-    return Failure("ValueError" if isinstance(error, ValueError) else "RuntimeError", str(error))
+    return Failure(wire.encode_error(error))
 
 
 _SERVICE = None  # the ModelService the GPU functions run; set before launch, inherited by forked workers
 
 
-def _slice_seconds(prompt, settings, max_new_tokens, stop, chat, top_n, continue_from, steps, capture, ignore_eos):
+def _slice_seconds(call, steps):
     return limits.ZERO_GPU_BASE_SECONDS + steps * limits.ZERO_GPU_SECONDS_PER_TOKEN
 
 
@@ -71,11 +71,10 @@ def _batch_seconds(requests, top_n):
 
 
 @gpu(duration=_slice_seconds)
-def generate_slice(prompt, settings, max_new_tokens, stop, chat, top_n, continue_from, steps, capture, ignore_eos):
-    """At most `steps` StepRecords of a run, resuming after `continue_from` (inside the lease)."""
+def generate_slice(call, steps):
+    """At most `steps` StepRecords of a GenerateCall, resuming after its continue_from (inside the lease)."""
     try:
-        stream = _SERVICE.generate(prompt, settings, max_new_tokens, stop, chat, top_n, capture=capture,
-                                   ignore_eos=ignore_eos, continue_from=continue_from)
+        stream = _SERVICE._generate(call)
         with stream:
             for n, record in enumerate(stream, start=1):
                 yield record
@@ -108,8 +107,8 @@ def _unwrap(value):
     return value
 
 
-class ZeroGpuService:
-    """What the UI calls on ZeroGPU (a PlaygroundService): the checks run here, on the CPU, so bad input
+class ZeroGpuService(ModelClient):
+    """What the UI calls on ZeroGPU (a ModelClient: model_service/client.py): the checks run here, on the CPU, so bad input
     costs no GPU time; every forward pass runs in a lease."""
 
     def __init__(self, inner):
@@ -123,29 +122,29 @@ class ZeroGpuService:
     def description(self) -> str:
         return f"{self.inner.description} · ZeroGPU: a GPU lease per request"
 
-    def encode(self, prompt: str, chat: bool = False) -> list[int]:
+    def _encode(self, prompt, chat) -> list[int]:
         return self.inner.encode(prompt, chat)
 
-    def pieces_of(self, ids: Sequence[int]) -> dict[int, str]:
+    def _pieces_of(self, ids) -> dict[int, str]:
         return self.inner.pieces_of(ids)
 
-    def room(self) -> Room:
+    def _room(self) -> Room:
         """No shared batch here: each request has its own lease (ZeroGPU queues them)."""
         return Room(rows=(), waiting=0, step=0, max_rows=self.max_rows, queue_size=self.queue_size)
 
-    def generate(self, prompt, settings=None, max_new_tokens=limits.DEFAULT_MAX_NEW_TOKENS, stop=(), chat=False,
-                 top_n=limits.DEFAULT_TOP_N, *, capture=True, ignore_eos=False, continue_from=(), report_waiting=False):
-        settings, _, max_new_tokens, stop, top_n, prefix = self.inner.check_generate(
-            prompt, settings, max_new_tokens, stop, chat, top_n, continue_from)
-        return self._slices(prompt, settings, max_new_tokens, stop, chat, top_n, prefix, capture, ignore_eos)
+    def _generate(self, call: GenerateCall):
+        checked = self.inner.check_generate(call)
+        return self._slices(call, checked)
 
-    def _slices(self, prompt, settings, max_new_tokens, stop, chat, top_n, taken, capture, ignore_eos):
-        taken = list(taken)
+    def _slices(self, call: GenerateCall, checked):
+        taken, settings = list(checked.prefix), checked.settings
         while True:
             last = None
-            steps = min(limits.ZERO_GPU_SLICE_TOKENS, max_new_tokens - len(taken))  # the lease asks for no more
-            for record in generate_slice(prompt, settings, max_new_tokens, stop, chat, top_n, tuple(taken), steps,
-                                         capture, ignore_eos):
+            steps = min(limits.ZERO_GPU_SLICE_TOKENS, checked.max_new_tokens - len(taken))  # the lease asks for no more
+            sliced = dataclasses.replace(call, settings=settings, max_new_tokens=checked.max_new_tokens,
+                                         stop=checked.stop, top_n=checked.top_n, continue_from=tuple(taken),
+                                         report_waiting=False)
+            for record in generate_slice(sliced, steps):
                 record = _unwrap(record)
                 if isinstance(record, StepRecord):
                     taken.append(record.token_id)
@@ -153,43 +152,42 @@ class ZeroGpuService:
                     if settings.seed is None:  # the next slice follows this run's own seed
                         settings = dataclasses.replace(settings, seed=record.seed)
                 yield record
-            if last is None or last.stop_reason is not None or len(taken) >= max_new_tokens:
+            if last is None or last.stop_reason is not None or len(taken) >= checked.max_new_tokens:
                 return
 
-    def generate_batch(self, requests, top_n=limits.DEFAULT_TOP_N, *, report_waiting=False):
+    def _generate_batch(self, call: BatchCall):
         """One lease for the whole batch (the Engine tab's 8 rows, an API batch), sized from its longest."""
         from ..records.settings import request_from
 
         checked = []
-        for n, request in enumerate(requests, start=1):
+        for n, request in enumerate(call.requests, start=1):
             try:
                 request = request_from(request)
-                self.inner._prompt(request.prompt, request.chat, request.max_new_tokens)
+                self.inner.prompt_and_budget(request.prompt, request.chat, request.max_new_tokens)
             except (ValueError, TypeError) as e:
                 raise ValueError(f"request {n}: {e}") from None
             checked.append(request)
         if not 1 <= len(checked) <= limits.MAX_BATCH_REQUESTS:
             raise ValueError(f"a batch needs 1 to {limits.MAX_BATCH_REQUESTS} requests, got {len(checked)}")
-        return (_unwrap(step) for step in generate_batch_lease(tuple(checked), top_n))
+        return (_unwrap(step) for step in generate_batch_lease(tuple(checked), call.top_n))
 
-    def trace(self, prompt, chat=False, block=None, top_n=limits.DEFAULT_TRACE_TOP_N):
-        self.inner._prompt_ids(prompt, chat)
+    def _trace(self, prompt, chat, block, top_n):
+        self.inner.prompt_ids(prompt, chat)
         return _unwrap(one_pass("trace", (prompt, chat), {"block": block, "top_n": top_n}))
 
-    def trace_attention(self, prompt, chat=False, block=1):
-        self.inner._prompt_ids(prompt, chat)
+    def _trace_attention(self, prompt, chat, block):
+        self.inner.prompt_ids(prompt, chat)
         return _unwrap(one_pass("trace_attention", (prompt, chat, block), {}))
 
-    def lm_head(self, prompt, chat=False, continue_from=(), top_k=limits.DEFAULT_LM_HEAD_TOP_K):
-        self.inner._prompt_ids(prompt, chat)
+    def _lm_head(self, prompt, chat, continue_from, top_k):
+        self.inner.prompt_ids(prompt, chat)
         return _unwrap(one_pass("lm_head", (prompt, chat, tuple(continue_from)), {"top_k": top_k}))
 
-    def sample_many(self, prompt, settings=None, chat=False, continue_from=(), n=limits.DEFAULT_MANY_DRAWS, seed=None,
-                    top_n=limits.DEFAULT_TOP_N):
-        self.inner._prompt_ids(prompt, chat)
-        validation.number("draws", n, integer=True, low=limits.MIN_MANY_DRAWS, high=limits.MAX_MANY_DRAWS)
-        return _unwrap(one_pass("sample_many", (prompt, settings, chat, tuple(continue_from)),
-                                {"n": n, "seed": seed, "top_n": top_n}))
+    def _sample_many(self, call: DrawCall):
+        self.inner.prompt_ids(call.prompt, call.chat)
+        validation.number("draws", call.n, integer=True, low=limits.MIN_MANY_DRAWS, high=limits.MAX_MANY_DRAWS)
+        return _unwrap(one_pass("sample_many", (call.prompt, call.settings, call.chat, call.continue_from),
+                                {"n": call.n, "seed": call.seed, "top_n": call.top_n}))
 
 
 def load(model: str | None, device: str | None = None, **room) -> ZeroGpuService:

@@ -9,7 +9,8 @@ at MAX_ROWS_GPU and never below 1. `rows_for_card` is pure so a test can hand it
 
 from __future__ import annotations
 
-from .. import limits
+from .. import env, limits
+from ..records import validation
 
 
 def kv_bytes_per_token(config, dtype_bytes: int) -> int:
@@ -40,4 +41,19 @@ def card_rows(model) -> int:
     return rows_for_card(total, weights, kv_bytes_per_token(model.config, model.dtype.itemsize), vocab)
 
 
-__all__ = ["card_rows", "kv_bytes_per_token", "rows_for_card"]
+def room_limits(model, max_rows: int | None = None, queue_size: int | None = None) -> tuple[int, int]:
+    """The room's (rows per step, requests that may wait): as given, else NTP_MAX_ROWS / NTP_QUEUE_SIZE, else
+    a few rows on a CPU and as many as the card holds on a GPU (card_rows), and limits.QUEUE_SIZE. The service
+    and a scheduler process both size their room here."""
+    if max_rows is None:
+        max_rows = env.max_rows()
+    if max_rows is None:
+        kind = model.device.type
+        max_rows = card_rows(model) if kind == "cuda" else limits.MAX_ROWS_CPU if kind == "cpu" else limits.MAX_ROWS_GPU
+    rows = validation.number("max_rows", max_rows, integer=True, low=1, high=limits.MAX_ROWS_CEILING)
+    waiting = validation.number("queue_size", env.queue_size() if queue_size is None else queue_size,
+                                integer=True, low=0, high=limits.QUEUE_SIZE_CEILING)
+    return rows, waiting
+
+
+__all__ = ["card_rows", "kv_bytes_per_token", "room_limits", "rows_for_card"]

@@ -37,25 +37,25 @@ import torch
 from .. import limits
 from ..records import validation
 from ..records.step import Room, RoomRow, Waiting
+from .loaded import LoadedModel
 from .runner import Decoder
 from .step import sample_rows
 from .streams import Job
 
 
 class Scheduler:
-    def __init__(self, service, max_rows: int, queue_size: int):
+    def __init__(self, loaded: LoadedModel, max_rows: int, queue_size: int):
         if max_rows < 1 or queue_size < 0:
             raise ValueError(f"max_rows must be >= 1 and queue_size >= 0, got {max_rows} and {queue_size}")
-        self.service = service
+        self.loaded = loaded
         self.max_rows, self.queue_size = max_rows, queue_size
-        self.lock = service.model_lock
-        tokenizer = service.tokenizer
-        self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(service.eos_token_ids), 0)
+        self.lock = loaded.lock
+        self._pad = loaded.pad_id
         self._cond = threading.Condition()
         self._queue: deque[list[Job]] = deque()  # one entry per caller: its jobs that wait for rows
         self._prefilling: list[Job] = []  # hold a row, reading their prompt
         self._running: list[Job] = []  # in the batch, in batch-row order
-        self._decoder = Decoder(service.model, self._pad)
+        self._decoder = Decoder(loaded.model, self._pad)
         self.steps = 0  # sampling steps run since start
         self._stopping = False
         self._reason: Exception = RuntimeError("the model service is shutting down")
@@ -131,7 +131,7 @@ class Scheduler:
                 for job in self._running + self._prefilling:
                     self._fail(job, error)
                 self._running, self._prefilling = [], []
-                self._decoder = Decoder(self.service.model, self._pad)
+                self._decoder = Decoder(self.loaded.model, self._pad)
 
     def _shut(self) -> None:
         error = self._reason
@@ -259,7 +259,7 @@ class Scheduler:
         part = job.ids[job.read: job.read + limits.PREFILL_CHUNK_TOKENS]
         try:
             if job.decoder is None:
-                job.decoder = Decoder(self.service.model, self._pad)
+                job.decoder = Decoder(self.loaded.model, self._pad)
             logits = job.decoder.extend(part)
         except Exception as error:
             self._fail(job, error)
@@ -274,7 +274,7 @@ class Scheduler:
     def _read_together(self, jobs: list[Job]) -> float:
         """First chunks of several prompts in one padded forward pass, then one cache per job."""
         parts = [job.ids[: limits.PREFILL_CHUNK_TOKENS] for job in jobs]
-        decoder = Decoder(self.service.model, self._pad)
+        decoder = Decoder(self.loaded.model, self._pad)
         try:
             logits = decoder.prefill(parts)
         except Exception:  # whose prompt failed? Read each alone: only that caller gets the error

@@ -7,7 +7,7 @@ after each one. In the app's process the web server's event loop holds the GIL f
 process (bench/bench_gil.py). vLLM runs its engine core in its own process for the same reason.
 
     web process                                      scheduler process (spawned, one thread that matters)
-    ModelService.generate -> Job, RowState           ModelService (its own copy of the model) + Scheduler
+    ModelService.generate -> Job, RowState           LoadedModel (its own copy of the model) + Scheduler
     SchedulerProcess.submit  --- ("submit", ...) --> the same Job rebuilt (settings, seed, prefix, stops)
     Stream reads its sink    <-- ("step", records) - one message per step, sent by the scheduler thread
     Stream.close -> cancel   --- ("cancel", ids) --> the row leaves at the next step boundary
@@ -28,33 +28,10 @@ import signal
 import threading
 
 from .. import limits
-from ..records import validation
+from ..records import validation, wire
 
 _GONE = "the model's scheduler process has stopped; restart the app"
 _NO_REPLY = object()
-
-
-def _pack_error(error: BaseException):
-    """An error as it can cross the pipe: a learner-facing one by its key, another if it pickles, else its text."""
-    if isinstance(error, validation._Keyed):
-        return ("keyed", type(error).__name__, error.key, error.values, str(error))
-    try:
-        pickle.loads(pickle.dumps(error))
-        return ("pickled", error)
-    except Exception:
-        return ("text", f"{type(error).__name__}: {error}")
-
-
-def _unpack_error(packed) -> Exception:
-    kind = packed[0]
-    if kind == "keyed":
-        keyed = getattr(validation, packed[1], None)
-        if isinstance(keyed, type) and issubclass(keyed, validation._Keyed):
-            return keyed(packed[2], **packed[3])
-        return RuntimeError(packed[4])  # a kind of error only the other side knows: its text
-    if kind == "pickled":
-        return packed[1]
-    return RuntimeError(packed[1])
 
 
 class _Pipe:
@@ -129,7 +106,7 @@ class SchedulerProcess:
             raise
         if refused is not None:
             self._forget(jobs)
-            raise _unpack_error(refused)
+            raise wire.decode_error(refused)
 
     def cancel(self, jobs: list) -> None:
         for job in jobs:
@@ -146,7 +123,7 @@ class SchedulerProcess:
         if self._error is None:
             self._error = error  # what later calls, and requests in flight, are told
         if self._process.is_alive():
-            self._outgoing.put(("stop", _pack_error(error)))
+            self._outgoing.put(("stop", wire.encode_error(error)))
             self._process.join(timeout)
             if self._process.is_alive():
                 self._process.kill()
@@ -199,7 +176,7 @@ class SchedulerProcess:
                     job = self._jobs.pop(message[1], None)
                     if job is not None:
                         job.done = True
-                        job.sink.fail(job, _unpack_error(message[2]))
+                        job.sink.fail(job, wire.decode_error(message[2]))
                 elif kind == "waiting":
                     job = self._jobs.get(message[1])
                     if job is not None:
@@ -207,7 +184,7 @@ class SchedulerProcess:
                 elif kind == "ready":
                     self._ready.set()
                 elif kind == "load_error":
-                    self._error = _unpack_error(message[1])
+                    self._error = wire.decode_error(message[1])
                     self._ready.set()
         except (EOFError, OSError):
             pass
@@ -285,7 +262,7 @@ class _CallerSink:
 
     def fail(self, job, error) -> None:
         self.outbox.live.pop(job.rid, None)
-        self.outbox.pipe.send(("fail", job.rid, _pack_error(error)))
+        self.outbox.pipe.send(("fail", job.rid, wire.encode_error(error)))
 
     def waiting(self, waiting) -> None:
         if self.report_waiting:
@@ -301,8 +278,10 @@ class _CallerSink:
 def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
     """The scheduler process: load the model, then take submissions, cancels and room queries until told to
     stop or the web process goes away."""
-    from ..models.loading import serve_beside_web_server
-    from ..service import ModelService
+    from ..models.loading import load, serve_beside_web_server
+    from .card import room_limits
+    from .loaded import LoadedModel
+    from .scheduler import Scheduler
     from .step import RowState
     from .streams import Job
 
@@ -310,10 +289,11 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the web process's to handle; it stops this one
     try:
         serve_beside_web_server()
-        service = ModelService.load(*source, max_rows=max_rows, queue_size=queue_size)
-        scheduler = service.scheduler
+        model, tokenizer, info = load(*source)
+        loaded = LoadedModel.of(model, tokenizer, info.eos_token_ids)
+        scheduler = Scheduler(loaded, *room_limits(model, max_rows, queue_size))
     except Exception as error:  # noqa: BLE001 - whatever it is, the web process must hear it
-        pipe.send(("load_error", _pack_error(error)))
+        pipe.send(("load_error", wire.encode_error(error)))
         return
     outbox = _Outbox(pipe, scheduler)
     pipe.send(("ready",))
@@ -335,7 +315,7 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
                     if r["caller"] not in sinks:  # a caller's requests share a sink, as in the web process
                         sinks[r["caller"]] = _CallerSink(outbox, r["rid"], r["report_waiting"])
                     sink = sinks[r["caller"]]
-                    row = RowState(service, r["settings"], r["max_new_tokens"], r["stop"], r["prefix"], r["ignore_eos"],
+                    row = RowState(loaded, r["settings"], r["max_new_tokens"], r["stop"], r["prefix"], r["ignore_eos"],
                                    seed=r["seed"])
                     job = Job(r["ids"], row, r["first_step"], r["top_n"], r["capture"], sink, index=r["index"])
                     job.rid, job.keep_logits = r["rid"], r["keep_logits"]
@@ -347,12 +327,13 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
             except Exception as error:  # noqa: BLE001 - a refusal (room full) is the caller's answer
                 for job in jobs:
                     outbox.live.pop(job.rid, None)
-                pipe.send(("reply", call, _pack_error(error)))
+                pipe.send(("reply", call, wire.encode_error(error)))
         elif kind == "cancel":
             scheduler.cancel([outbox.live.pop(rid) for rid in message[1] if rid in outbox.live])
         elif kind == "room":
-            pipe.send(("reply", message[1], service.room()))
+            pipe.send(("reply", message[1], scheduler.room()))
         elif kind == "stop":
-            service.close(_unpack_error(message[1]))
+            scheduler.stop(reason=wire.decode_error(message[1]))
+            loaded.model = None
             return
-    service.close()
+    scheduler.stop()

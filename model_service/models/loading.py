@@ -79,7 +79,7 @@ EMBEDDED = {
         assemble="assemble",
     ),
 }
-DEFAULT_MODEL = "smollm2"
+DEFAULT_MODEL = limits.DEFAULT_MODEL
 ALIASES = {"smollm2-135m": "smollm2", "smollm2-135m-instruct": "smollm2", "gemma": "gemma3-270m", "gemma3": "gemma3-270m"}
 
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import ctypes
 import gc
 import threading
-import time
-from dataclasses import dataclass
 
+from ..client import ModelClient
+from ..records.step import LoadStatus
 from ..records.validation import Unavailable
 
 
@@ -28,18 +28,7 @@ class ServiceNotReady(Unavailable):
     """The model is still loading (or failed to); the message says which."""
 
 
-@dataclass(frozen=True)
-class LoadStatus:
-    fraction: float
-    message: str
-    ready: bool
-    error: str | None = None
-
-    def to_dict(self) -> dict:
-        return {"fraction": self.fraction, "message": self.message, "ready": self.ready, "error": self.error}
-
-
-class LoadingService:
+class LoadingService(ModelClient):
     # what a page reads before the first load (and what a test's bare instance has)
     _service = None
     _switching: str | None = None
@@ -163,6 +152,38 @@ class LoadingService:
             raise ServiceNotReady("loading", percent=f"{s.fraction:.0%}", message=s.message)
         return service
 
+    @property
+    def description(self) -> str:
+        return self.service.description
+
+    # the client interface: the loaded service's, or ServiceNotReady while it loads
+    def _generate(self, call):
+        return self.service._generate(call)
+
+    def _generate_batch(self, call):
+        return self.service._generate_batch(call)
+
+    def _sample_many(self, call):
+        return self.service._sample_many(call)
+
+    def _trace(self, *args):
+        return self.service._trace(*args)
+
+    def _trace_attention(self, *args):
+        return self.service._trace_attention(*args)
+
+    def _lm_head(self, *args):
+        return self.service._lm_head(*args)
+
+    def _room(self):
+        return self.service._room()
+
+    def _encode(self, *args):
+        return self.service._encode(*args)
+
+    def _pieces_of(self, ids):
+        return self.service._pieces_of(ids)
+
     def __getattr__(self, name):
         # generate, encode, info, ... of the loaded service (only reached for names not defined here)
         if name.startswith("_"):
@@ -184,14 +205,3 @@ def release_memory(device: str = "cpu") -> None:
         pass
 
 
-def wait_until_ready(loader: LoadingService, poll: float = 0.25, timeout: float = 600.0):
-    """Yield LoadStatus while loading, at most every `poll` seconds; ends when loaded or failed."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        status = loader.wait(poll)
-        if status != last:
-            yield status
-            last = status
-        if status.ready or status.error or time.monotonic() > deadline:
-            return

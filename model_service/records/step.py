@@ -58,6 +58,17 @@ class ModelInfo:
         return asdict(self)
 
 
+
+@dataclass(frozen=True)
+class LoadStatus:
+    fraction: float
+    message: str
+    ready: bool
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"fraction": self.fraction, "message": self.message, "ready": self.ready, "error": self.error}
+
 @dataclass(frozen=True)
 class Token:
     id: int

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model_service import env as environment
+from model_service import limits
 
 LOCAL_HOST = "127.0.0.1"
 ROOM_HOST = "0.0.0.0"
@@ -77,12 +78,11 @@ class Defaults:
 def defaults(where: Host, *, cuda: bool = False, env: Mapping[str, str] | None = None) -> Defaults:
     """cuda: whether torch sees a GPU (asked by the caller, off a Space only)."""
     from model_service.models.catalog import SPACE_GPU_MODEL
-    from model_service.models.loading import DEFAULT_MODEL
 
     gpu = where.gpu if where.on_space else cuda
     return Defaults(
         host=ROOM_HOST if where.on_space else LOCAL_HOST,
-        model=SPACE_GPU_MODEL if where.on_space and gpu else DEFAULT_MODEL,
+        model=SPACE_GPU_MODEL if where.on_space and gpu else limits.DEFAULT_MODEL,
         gpu=gpu,
         token=has_token(env),
     )

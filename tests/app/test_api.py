@@ -15,7 +15,8 @@ def test_model_info_names_the_model_the_room_and_the_caps(client, embedded):
 
 
 def test_model_info_while_loading_reports_progress_not_an_error():
-    from model_service.models.switching import LoadingService, LoadStatus
+    from model_service.models.switching import LoadingService
+    from model_service.records.step import LoadStatus
     from playground.page import build_demo
 
     loading = LoadingService.__new__(LoadingService)  # a load that never finishes

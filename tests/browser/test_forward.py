@@ -73,8 +73,8 @@ ENGLISH = ["Traced", "Press", "Input: tokenizer", "after each block", "what bloc
 def test_a_vietnamese_browser_gets_the_tab_in_vietnamese_and_english_redraws_without_a_new_trace(vi_page, embedded, monkeypatch):
     page = vi_page
     traces = []
-    real_trace = embedded.trace
-    monkeypatch.setattr(embedded, "trace", lambda *a, **k: traces.append(a) or real_trace(*a, **k))
+    real_trace = embedded._trace  # every client's trace() ends here (model_service/client.py)
+    monkeypatch.setattr(embedded, "_trace", lambda *a: traces.append(a) or real_trace(*a))
     assert page.evaluate("document.documentElement.lang") == "vi"
 
     page.get_by_role("tab", name="Forward pass").click()  # traces the lesson prompt on its own

@@ -74,7 +74,7 @@ def test_the_lm_head_view(service):
 
 
 def test_what_the_page_reads_about_the_service(service):
-    from model_service.models.switching import LoadStatus
+    from model_service.records.step import LoadStatus
 
     round_trip(service.info)
     round_trip(service.room())

@@ -305,7 +305,7 @@ def test_limits_are_checked_before_anything_is_queued(tiny_service, monkeypatch)
     monkeypatch.setattr(limits, "MAX_PROMPT_TOKENS", 10)
     with pytest.raises(ValueError, match="prompt is 16 tokens; the limit here is 10"):
         tiny_service.generate("sixteen bytes!!!", GREEDY, 5)
-    with pytest.raises(ValueError, match="max_new_tokens must be between 1 and 512"):
+    with pytest.raises(ValueError, match="max_new_tokens must be a whole number between 1 and 512"):
         tiny_service.generate("ok", GREEDY, 513)
 
 

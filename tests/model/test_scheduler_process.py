@@ -10,8 +10,8 @@ import time
 import pytest
 
 from model_service import ModelService, Request, SamplingSettings, StepRecord, limits
-from model_service.engine.scheduler_process import SchedulerProcess, _pack_error, _unpack_error
-from model_service.records import validation
+from model_service.engine.scheduler_process import SchedulerProcess
+from model_service.records import validation, wire
 from model_service.service import scheduler_mode
 from tests.conftest import byte_tokenizer, tiny_llama
 
@@ -178,19 +178,34 @@ def test_a_model_that_fails_to_load_fails_the_load_and_stops_the_process(tmp_pat
         ModelService.load(str(tmp_path / "no-model-here"), "cpu", scheduler="process")
 
 
-def test_errors_cross_the_pipe_with_their_meaning():
+def test_one_error_codec_keeps_the_meaning_on_every_boundary():
+    """The scheduler process's pipe, the Ray Serve route and the ZeroGPU lease carry errors one way (wire)."""
+    from model_service.deploy.zero_gpu import Failure, _failure
+
     keyed = validation.Unavailable("room_full", waiting="3", limit="3")
-    back = _unpack_error(_pack_error(keyed))
-    assert type(back) is validation.Unavailable and back.key == "room_full" and str(back) == str(keyed)
-    plain = _unpack_error(_pack_error(ValueError("max_new_tokens must be at most 4")))
+    for back in (wire.decode_error(wire.encode_error(keyed)), _raised(_failure(keyed))):
+        assert type(back) is validation.Unavailable and back.key == "room_full" and str(back) == str(keyed)
+    named = validation.InputError("stop_count", field="stop", limit=8, count=1000)
+    back = _raised(_failure(named))
+    assert type(back) is validation.InputError and back.key == "stop_count"  # ZeroGPU kept only the text before
+    plain = wire.decode_error(wire.encode_error(ValueError("max_new_tokens must be at most 4")))
     assert type(plain) is ValueError and str(plain) == "max_new_tokens must be at most 4"
 
     class Odd(Exception):
         def __init__(self, a, b):
             super().__init__(f"{a}/{b}")
 
-    odd = _unpack_error(_pack_error(Odd(1, 2)))  # does not pickle: its text survives
+    odd = wire.decode_error(wire.encode_error(Odd(1, 2)))  # another kind of error: its text survives
     assert isinstance(odd, RuntimeError) and "1/2" in str(odd)
+    assert isinstance(_failure(keyed), Failure)
+
+
+def _raised(failure) -> Exception:
+    try:
+        failure.raise_again()
+    except Exception as e:  # noqa: BLE001 - whatever it raises is what the test reads
+        return e
+    raise AssertionError("raise_again raised nothing")
 
 
 def test_the_mode_comes_from_the_argument_and_app_py_reads_the_environment(monkeypatch):

@@ -77,7 +77,7 @@ def test_max_tokens_stops_with_a_reason_on_the_last_step_only(tiny_service):
 
 def test_eos_stops_and_is_not_part_of_the_text(tiny_service, monkeypatch):
     first = next(iter(tiny_service.generate("x", GREEDY, max_new_tokens=1))).token_id
-    monkeypatch.setattr(tiny_service, "eos_token_ids", {first})
+    monkeypatch.setattr(tiny_service.loaded, "eos_token_ids", {first})
     records = list(tiny_service.generate("x", GREEDY, max_new_tokens=5))
     assert len(records) == 1 and records[0].stop_reason == "eos" and records[0].text == ""
     ignored = list(tiny_service.generate("x", GREEDY, max_new_tokens=5, ignore_eos=True))

@@ -85,7 +85,7 @@ def test_a_switch_ends_requests_in_flight_with_a_clear_message(tmp_path):
 
 def test_while_switching_the_page_is_told_to_wait():
     loading = LoadingService.__new__(LoadingService)
-    from model_service.models.switching import LoadStatus
+    from model_service.records.step import LoadStatus
 
     loading._status, loading._switching = LoadStatus(0.4, "switching to gemma3-270m: reading weights", False), "gemma3-270m"
     with pytest.raises(ServiceNotReady, match="switching the model"):

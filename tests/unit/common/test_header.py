@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from model_service.models.switching import LoadStatus
+from model_service.records.step import LoadStatus
 from playground.header import model_line
 
 from ...conftest import ROOT

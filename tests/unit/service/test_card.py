@@ -58,10 +58,10 @@ def test_cuda_means_bf16_and_the_cpu_float32(monkeypatch):
 
 
 def test_a_model_on_a_simulated_card_gets_rows_for_that_card(monkeypatch):
-    """ModelService reads the card through card_rows: the tiny model 'on' a 1 MB card gets one row."""
+    """The room is sized through card_rows (card.room_limits, which the service and a scheduler process call):
+    the tiny model 'on' a 1 MB card gets one row."""
     import torch
 
-    from model_service import service
     from model_service.engine import card
 
     from ...conftest import tiny_llama
@@ -71,4 +71,4 @@ def test_a_model_on_a_simulated_card_gets_rows_for_that_card(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: type("P", (), {"total_memory": 10**6})())
     assert card.card_rows(model) == 1
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: type("P", (), {"total_memory": 10**12})())
-    assert service._default_rows(model) == limits.MAX_ROWS_GPU
+    assert card.room_limits(model) == (limits.MAX_ROWS_GPU, limits.QUEUE_SIZE)

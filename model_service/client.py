@@ -1,0 +1,178 @@
+"""The one declared client interface: what the page, the API and scripts call on a model, wherever it runs.
+
+    ModelClient                     this file: every call's signature and defaults, written once
+    ├── ModelService                service.py: in this process (its scheduler in a thread or a process of its own)
+    ├── RemoteService               deploy/remote.py: a Ray Serve deployment elsewhere (deploy/ray_serve.py)
+    ├── ZeroGpuService              deploy/zero_gpu.py: a GPU lease per request on a ZeroGPU Space
+    └── LoadingService              models/switching.py: any of these while it loads, or while the host switches
+
+As vLLM's EngineCoreClient has an in-process and a multiprocess client behind one interface, the public
+methods here take the arguments once and hand each implementation one frozen call (GenerateCall, BatchCall,
+DrawCall) or plain positional values: an implementation cannot drift to other defaults or drop a knob.
+Every call returns records (model_service/records), never a tensor; bad input raises a ValueError that names
+its field (records/validation.py); an unavailable model raises validation.Unavailable.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from . import limits
+from .records.settings import Request, SamplingSettings
+from .records.step import BatchStep, LoadStatus, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting
+
+
+@dataclass(frozen=True)
+class GenerateCall:
+    """One generate() call as given (checked by the implementation that runs it)."""
+
+    prompt: str
+    settings: SamplingSettings | Mapping | None = None
+    max_new_tokens: int = limits.DEFAULT_MAX_NEW_TOKENS
+    stop: Sequence[str] | str | None = ()
+    chat: bool = False
+    top_n: int = limits.DEFAULT_TOP_N
+    capture: bool = True
+    ignore_eos: bool = False
+    continue_from: tuple[int, ...] = ()
+    report_waiting: bool = False
+
+
+@dataclass(frozen=True)
+class BatchCall:
+    requests: tuple  # Request objects or mappings of their fields (records/settings.py:request_from)
+    top_n: int = limits.DEFAULT_TOP_N
+    report_waiting: bool = False
+
+
+@dataclass(frozen=True)
+class DrawCall:
+    """sample_many(): the step after prompt + continue_from, drawn n times."""
+
+    prompt: str
+    settings: SamplingSettings | Mapping | None = None
+    chat: bool = False
+    continue_from: tuple[int, ...] = ()
+    n: int = limits.DEFAULT_MANY_DRAWS
+    seed: int | None = None
+    top_n: int = limits.DEFAULT_TOP_N
+
+
+class ModelClient(ABC):
+    info: ModelInfo  # the model served: name, size, device, vocabulary, EOS ids, ...
+
+    # ---- what every client says about itself (a loading or switching one overrides these) ---------------
+    @property
+    def description(self) -> str:
+        return self.info.describe()
+
+    @property
+    def status(self) -> LoadStatus:
+        return LoadStatus(1.0, self.description, True)
+
+    switching: str | None = None  # the model a host switch is loading
+    epoch = 1  # models served so far: a page that saw another epoch re-reads its numbers
+
+    def wait(self, timeout: float | None = None) -> LoadStatus:
+        return self.status
+
+    # ---- the calls ----------------------------------------------------------------------------------------
+    def generate(self, prompt: str, settings: SamplingSettings | Mapping | None = None,
+                 max_new_tokens: int = limits.DEFAULT_MAX_NEW_TOKENS, stop: Sequence[str] | str | None = (),
+                 chat: bool = False, top_n: int = limits.DEFAULT_TOP_N, *, capture: bool = True,
+                 ignore_eos: bool = False, continue_from: Sequence[int] = (),
+                 report_waiting: bool = False) -> Iterator[StepRecord | Waiting]:
+        """Stream one StepRecord per generated token; the request joins the room's running batch, and
+        closing the iterator (or dropping it) cancels it. continue_from: tokens already generated (the
+        lab's Step): the run resumes after them, seeded generator included. capture=False skips the stage
+        summaries (a benchmark's baseline); ignore_eos keeps going past end-of-text; report_waiting yields
+        Waiting records while the request waits for a row. Bad input raises before anything is queued."""
+        return self._generate(GenerateCall(prompt, settings, max_new_tokens, stop, chat, top_n, capture, ignore_eos,
+                                           tuple(continue_from), report_waiting))
+
+    def generate_batch(self, requests: Sequence[Request | Mapping], top_n: int = limits.DEFAULT_TOP_N, *,
+                       report_waiting: bool = False) -> Iterator[BatchStep | Waiting]:
+        """Run requests together, each with its own settings and stops; a BatchStep per step. Each request's
+        tokens equal what generate gives it alone. A bad request is named by its number and field."""
+        return self._generate_batch(BatchCall(tuple(requests), top_n, report_waiting))
+
+    def sample_many(self, prompt: str, settings: SamplingSettings | Mapping | None = None, chat: bool = False,
+                    continue_from: Sequence[int] = (), n: int = limits.DEFAULT_MANY_DRAWS, seed: int | None = None,
+                    top_n: int = limits.DEFAULT_TOP_N) -> ManyDraws:
+        """Freeze the step after prompt + continue_from and draw n tokens from its final distribution: counts
+        of its top_n tokens, the rest, and the chi-square test (sampling/many_draws.py)."""
+        return self._sample_many(DrawCall(prompt, settings, chat, tuple(continue_from), n, seed, top_n))
+
+    def trace(self, prompt: str, chat: bool = False, block: int | None = None,
+              top_n: int = limits.DEFAULT_TRACE_TOP_N):
+        """Lesson 10: one forward pass traced from token ids to logits at every position (a Trace record).
+        block: whose attention to keep (1-based; None: the middle block)."""
+        return self._trace(prompt, chat, block, top_n)
+
+    def trace_attention(self, prompt: str, chat: bool = False, block: int = 1):
+        """One block's attention (1-based) for the prompt: an AttentionMap."""
+        return self._trace_attention(prompt, chat, block)
+
+    def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (),
+                top_k: int = limits.DEFAULT_LM_HEAD_TOP_K):
+        """The LM head after prompt + continue_from: for the top tokens, logit = ‖h‖·‖w‖·cos (an LmHeadView)."""
+        return self._lm_head(prompt, chat, tuple(continue_from), top_k)
+
+    def room(self) -> Room:
+        """The live room, anonymised: every row's settings and progress (no prompts), the queue."""
+        return self._room()
+
+    def encode(self, prompt: str, chat: bool = False) -> list[int]:
+        """Prompt -> token ids: the raw completion (with the tokenizer's own BOS), or the chat template."""
+        return self._encode(prompt, chat)
+
+    def pieces_of(self, ids: Sequence[int]) -> dict[int, Token]:
+        """Each token as a record: how it reads on its own and, when it holds part of a character, its bytes."""
+        return self._pieces_of(tuple(ids))
+
+    # ---- what an implementation provides --------------------------------------------------------------------
+    @abstractmethod
+    def _generate(self, call: GenerateCall) -> Iterator[StepRecord | Waiting]: ...
+
+    @abstractmethod
+    def _generate_batch(self, call: BatchCall) -> Iterator[BatchStep | Waiting]: ...
+
+    @abstractmethod
+    def _sample_many(self, call: DrawCall) -> ManyDraws: ...
+
+    @abstractmethod
+    def _trace(self, prompt, chat, block, top_n): ...
+
+    @abstractmethod
+    def _trace_attention(self, prompt, chat, block): ...
+
+    @abstractmethod
+    def _lm_head(self, prompt, chat, continue_from, top_k): ...
+
+    @abstractmethod
+    def _room(self) -> Room: ...
+
+    @abstractmethod
+    def _encode(self, prompt, chat) -> list[int]: ...
+
+    @abstractmethod
+    def _pieces_of(self, ids) -> dict[int, Token]: ...
+
+
+def wait_until_ready(client: ModelClient, poll: float = 0.25, timeout: float = 600.0) -> Iterator[LoadStatus]:
+    """Yield the client's LoadStatus while it loads, at most every `poll` seconds; ends once loaded or failed."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        status = client.wait(poll)
+        if status != last:
+            yield status
+            last = status
+        if status.ready or status.error or time.monotonic() > deadline:
+            return
+
+
+__all__ = ["BatchCall", "DrawCall", "GenerateCall", "ModelClient", "wait_until_ready"]
