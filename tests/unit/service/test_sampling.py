@@ -16,6 +16,7 @@ from transformers.generation.logits_process import (
 )
 
 from model_service.sampling import pipeline as sampling
+from model_service.sampling import window as ranking
 from model_service.sampling.pipeline import (
     SamplingSettings,
     draw,
@@ -143,7 +144,7 @@ def test_pipeline_matches_oracle_over_grid(order, vocab, scale):
 
 @pytest.mark.parametrize("order", ["hf", "vllm", "llama.cpp"])
 def test_tiny_window_forces_every_fallback(order, monkeypatch):
-    monkeypatch.setattr(sampling, "WINDOW", 4)
+    monkeypatch.setattr(ranking, "WINDOW", 4)
     x = random_logits(300, seed=1, scale=2.0)
     for knobs in GRID[::3]:
         assert_stages_match(x, SamplingSettings(**knobs, order=order), ORACLES[order])
@@ -318,15 +319,15 @@ def test_only_the_rows_whose_cut_falls_beyond_the_window_are_ranked_wider(monkey
                 SamplingSettings(min_p=0.05, order="llama.cpp"), SamplingSettings(top_k=40, top_p=0.8)]
     x = torch.stack(peaked)
     calls = []  # (rows ranked, width)
-    ranked = sampling._ranked_window
-    monkeypatch.setattr(sampling, "_ranked_window", lambda z, width: calls.append(
+    ranked = ranking.ranked_window
+    monkeypatch.setattr(ranking, "ranked_window", lambda z, width: calls.append(
         ([i for i in range(6) if any(torch.equal(r, x[i]) for r in z)], width)) or ranked(z, width))
     batched = run_stages(x, settings)
-    first = sampling.WINDOW // 4
+    first = ranking.WINDOW // 4
     assert calls[0] == (list(range(6)), first)  # the whole batch once, narrow
     wider = calls[1:]
     assert {r for rows, _ in wider for r in rows} == {2, 3} and all(len(rows) == 1 for rows, _ in wider), calls
-    assert max(w for rows, w in wider if rows == [2]) == 4 * sampling.WINDOW
+    assert max(w for rows, w in wider if rows == [2]) == 4 * ranking.WINDOW
     assert max(w for rows, w in wider if rows == [3]) == vocab
     for i, s in enumerate(settings):
         alone = dict(pipeline(x[i], s))
@@ -353,7 +354,7 @@ def test_reading_the_narrow_window_first_draws_what_the_whole_bar_draws():
     settings = [SamplingSettings(), SamplingSettings(top_p=0.99), SamplingSettings(temperature=0),
                 SamplingSettings(top_k=3000, min_p=0.01)]
     stages = run_stages(x, settings)
-    assert stages.window.shape[-1] < sampling.WINDOW  # the narrow window is what the draw reads first
+    assert stages.window.shape[-1] < ranking.WINDOW  # the narrow window is what the draw reads first
     on_the_bar = dataclasses.replace(stages, window=stages.bar)
     greedy = [s.greedy for s in settings]
     landed_beyond = 0
@@ -389,7 +390,7 @@ def test_draw_follows_the_final_distribution():
 
 
 def test_draw_interval_is_the_tokens_probability_even_beyond_the_window(monkeypatch):
-    monkeypatch.setattr(sampling, "WINDOW", 2)
+    monkeypatch.setattr(ranking, "WINDOW", 2)
     x = torch.zeros(10)  # uniform: most draws land beyond a 2-token window
     for seed in range(20):
         token, (d,) = sample(x, SamplingSettings(seed=seed))
@@ -448,7 +449,7 @@ def test_the_order_is_written_once_in_the_module_docstring():
 
 
 def test_draw_rank_is_the_raw_rank_in_and_beyond_the_window(monkeypatch):
-    monkeypatch.setattr(sampling, "WINDOW", 16)
+    monkeypatch.setattr(ranking, "WINDOW", 16)
     x = random_logits(400, seed=8, scale=0.5)  # flat: many draws fall beyond a 16-token window
     order = sorted(range(400), key=lambda i: (-x[i].item(), i))
     for seed in range(40):

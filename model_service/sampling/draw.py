@@ -1,0 +1,105 @@
+"""The draw: one token per row from the final distribution, by inverse CDF on a cumulative bar, with each row's
+own seeded generator (so a seeded row draws the same tokens alone or among strangers), and what the page shows
+of it: u, the token's interval [low, high) on the bar, its rank (records/step.py:DrawInfo)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from ..records.step import DrawInfo
+from . import window as ranking
+
+
+def draw(stages, greedy: Sequence[bool], generators: Sequence[torch.Generator | None]):
+    """Draw one token per row from stages.probs["final"] by inverse CDF (the same law as multinomial).
+
+    Layout of the cumulative bar: the bar's WINDOW tokens from most to least probable, then the rest in
+    id order; u ~ U[0, 1) picks the token whose interval [low, high) holds it. Each row uses its own
+    generator, so a seeded row's draw does not depend on its batch-mates.
+    Returns (token_ids (B,) int64, [DrawInfo per row]).
+    """
+    final = stages.probs["final"]  # (B, V) float32
+    # Every row consumes one draw per step, greedy or not, so the generator's state after k steps is
+    # the same whatever the settings were: a run continued step by step replays a full run.
+    us = [float(torch.rand((), generator=gen, device=gen.device)) for gen in generators]
+    us = [None if g else v for g, v in zip(greedy, us)]
+    u = torch.tensor([0.0 if v is None else v for v in us], dtype=torch.float64, device=final.device)
+    total = final.sum(dim=-1, dtype=torch.float64)
+    target = (u * total).unsqueeze(1)  # scaled, so float round-off never runs past the end
+    vocab, width = final.shape[-1], min(ranking.WINDOW, final.shape[-1])
+    greedy_t = torch.tensor(list(greedy), device=final.device)
+    # Read on the bar, or first on a narrower window: up to a token whose logit beats the window's edge, the window
+    # and the bar hold the same tokens in the same order, so the same sums: the same token. A draw that lands
+    # further is read again on the bar, its row alone.
+    narrow = stages.window.shape[-1] < width
+    window = stages.window if narrow else stages.bar
+    tokens, high, position, beyond = _read_bar(final, window, target, total, tail=not narrow)
+    edge = stages.logits.gather(1, window[:, -1:]).squeeze(1)
+    if narrow:
+        value = stages.logits.gather(1, tokens.unsqueeze(1)).squeeze(1)
+        again = (beyond | (value <= edge)) & ~greedy_t
+        if bool(again.any()):
+            rows = again.nonzero().view(-1)
+            bar = ranking.ranked_window(stages.logits[rows], width)
+            t, h, p, b = _read_bar(final[rows], bar, target[rows], total[rows])
+            tokens, high, position, beyond = (tokens.index_copy(0, rows, t), high.index_copy(0, rows, h),
+                                              position.index_copy(0, rows, p), beyond.index_copy(0, rows, b))
+            edge = edge.index_copy(0, rows, stages.logits[rows].gather(1, bar[:, -1:]).squeeze(1))
+    if bool(greedy_t.any()):
+        tokens = torch.where(greedy_t, final.argmax(dim=-1), tokens)
+        high = torch.where(greedy_t, torch.ones_like(high), high)
+    p_token = final.gather(1, tokens.unsqueeze(1)).squeeze(1)
+    # A bar token's rank is its position (the bar is the raw ranking, ties by lower id) when its logit beats
+    # every token outside the bar; otherwise (drawn beyond it, or tied with its edge) count over the vocabulary.
+    value = stages.logits.gather(1, tokens.unsqueeze(1)).squeeze(1)
+    exact = greedy_t | (~beyond & (value > edge)) | (width == vocab)
+    ranks = torch.where(greedy_t, torch.zeros_like(position), position)
+    if not bool(exact.all()):
+        ranks = torch.where(exact, ranks, rank_of(stages.logits, tokens))
+    draws = [
+        DrawInfo(u=v, rank=int(r), low=max(0.0, (h - p) / t), high=min(1.0, h / t))
+        for v, r, h, p, t in zip(us, ranks.tolist(), high.tolist(), p_token.tolist(), total.tolist())
+    ]
+    return tokens, draws
+
+
+def _read_bar(final: torch.Tensor, window: torch.Tensor, target: torch.Tensor, total: torch.Tensor, tail=True):
+    """Where each row's target (B, 1) lands on the cumulative bar of `final` (B, V), of mass `total` (B,), laid
+    out as `window`'s tokens (B, W), then the rest in id order. Returns (tokens, the upper end of each token's
+    interval, its position on the bar, whether it lies beyond the window), each (B,). tail=False leaves the
+    token and interval of a row that lands beyond the window unread (its caller reads that row again)."""
+    inside = final.gather(1, window).double()  # (B, W); float64 only where the cumulative bar is read
+    cum_inside = inside.cumsum(dim=-1)
+    rest_mass = (total - cum_inside[:, -1]).clamp(min=0)
+    position = torch.searchsorted(cum_inside, target, right=True).squeeze(1)  # W = beyond the window
+    # past the window's end with nothing left beyond it (round-off): the last token that has mass
+    position = torch.where((position >= window.shape[-1]) & (rest_mass <= 0), (inside > 0).sum(dim=-1) - 1, position)
+    beyond = position >= window.shape[-1]
+    last = position.clamp(max=window.shape[-1] - 1).unsqueeze(1)
+    tokens = window.gather(1, last).squeeze(1)
+    high = cum_inside.gather(1, last).squeeze(1)
+    if tail and bool(beyond.any()):
+        r = beyond.nonzero().view(-1)  # only these rows lay out their tail
+        rest = final[r].scatter(1, window[r], 0.0).double()  # the tail, in id order
+        cum_rest = cum_inside[r, -1:] + rest.cumsum(dim=-1)
+        in_rest = torch.searchsorted(cum_rest, target[r], right=True).squeeze(1).clamp(max=final.shape[-1] - 1)
+        tokens = tokens.index_copy(0, r, in_rest)
+        high = high.index_copy(0, r, cum_rest.gather(1, in_rest.unsqueeze(1)).squeeze(1))
+    return tokens, high, position, beyond
+
+
+def rank_of(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """0-based rank of each row's token under the raw logits (ties ranked by lower id). (B,)"""
+    value = logits.gather(1, tokens.unsqueeze(1))
+    ids = torch.arange(logits.shape[-1], device=logits.device)
+    ahead = (logits > value) | ((logits == value) & (ids < tokens.unsqueeze(1)))
+    return ahead.sum(dim=-1)
+
+
+def make_generator(seed: int, device="cpu") -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(seed)
+
+
+__all__ = ["draw", "make_generator", "rank_of"]

@@ -1,0 +1,39 @@
+"""One step of the sampler, plainly: read this first. The same math as pipeline.py, on one row of logits over the
+whole vocabulary, with no batch, no ranking window and no summaries; the tests hold the pipeline to it (beside
+transformers' own warpers). Semantics, ties and the engines' orders: docs/sampling.md."""
+
+from __future__ import annotations
+
+import torch
+
+from ..records.settings import ORDERS, SamplingSettings
+
+
+def reference_step(logits: torch.Tensor, s: SamplingSettings, u: float | None = None):
+    """logits (V,) -> (the final distribution (V,), the token u ~ U[0, 1) picks, or None without u)."""
+    z = logits.float().clone()
+    ranking = torch.sort(z, descending=True, stable=True).indices  # most probable first, ties by lower id
+    if s.greedy:  # temperature 0: the argmax of the raw logits, nothing drawn
+        final = torch.zeros_like(z).scatter_(0, ranking[:1], 1.0)
+        return final, int(ranking[0])
+    for knob in ORDERS[s.order]:  # the order is the engine's: hf, vllm or llama.cpp
+        if knob == "temperature":
+            z = z / s.effective_temperature  # T < 1 sharpens, T > 1 flattens; the ranking stays
+        elif knob == "top_k" and 0 < s.top_k < len(z):
+            z[z < z[ranking[s.top_k - 1]]] = float("-inf")  # keep the k largest (and ties with the k-th)
+        elif knob == "top_p" and s.top_p < 1:
+            p = z.softmax(-1)[ranking]  # most probable first
+            before = p.cumsum(-1) - p  # the mass of the tokens ranked above each token
+            z[ranking[1:][before[1:] >= s.top_p]] = float("-inf")  # keep the head that reaches p, the top always
+        elif knob == "min_p" and s.min_p > 0:
+            p = z.softmax(-1)
+            z[p < s.min_p * p.max()] = float("-inf")  # keep tokens at least min_p x as likely as the top one
+    final = z.softmax(-1)  # every removed token is -inf: the survivors renormalised
+    if u is None:
+        return final, None
+    bar = final[ranking].double().cumsum(-1)  # the cumulative bar, most probable first
+    position = int(torch.searchsorted(bar, u * float(bar[-1]), right=True).clamp(max=len(bar) - 1))
+    return final, int(ranking[position])
+
+
+__all__ = ["reference_step"]
