@@ -35,7 +35,7 @@ from gradio import utils as gr_utils
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 import playground.lab.charts as lab_charts  # noqa: E402
-import playground.lab.tab as lab  # noqa: E402
+import playground.lab.handlers as lab  # noqa: E402  (the streaming handler calls the views from here)
 from model_service import ModelService, SamplingSettings  # noqa: E402
 from model_service.models.switching import LoadingService  # noqa: E402
 from playground.page import build_demo, launch_options  # noqa: E402

@@ -131,3 +131,14 @@ HOST_PUBLISH_SECONDS = 0.5  # how often the host's page sends its tab, settings 
 # and up to three prompts (lab, forward, compare; MAX_PROMPT_TOKENS of ~4-6 characters each) plus a few hundred
 # characters of settings: ~27,000 at most, so 4096 (the lab alone) became 32 KiB. MAX_ROOMS of them is 2 MiB.
 MAX_ROOM_STATE_CHARS = 32_768
+
+# ---- the page's own limits (each module names its use; the number lives here) -------------------------
+TOY_MAX_ABS_LOGIT = 1e6  # a logit beyond this is a typo, not a lesson (playground/softmax/toy.py)
+MAX_FORCED_STEPS = 16  # forced steps in one path (a link stays short; a tree of a lesson is a few branches) (playground/lab/branches.py)
+MAX_BRANCHES = 12  # branches kept in one tree; the oldest forced ones make way (playground/lab/branches.py)
+LINK_MAX_BLOCK = 1000  # a link's block must be a whole number; the model's own depth is checked when it traces (playground/workshop/links.py)
+LINK_MAX_ENGINE_JSON = 8000  # characters: the table's JSON in a link (playground/workshop/links.py)
+MAX_SCENES = 200  # playground/workshop/scenes.py
+COMPARE_MAX_NEW_TOKENS = 24  # four columns side by side stay readable (playground/compare/columns.py)
+FORWARD_MAX_CHIPS = 256  # playground/forward/text.py
+FORWARD_DEFAULT_BLOCKS = 30  # the slider's range until the first trace tells the real depth (playground/forward/components.py)

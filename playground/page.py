@@ -4,14 +4,17 @@ UI code only lays out and wires; the service (any PlaygroundService, here usuall
 LoadingService) is passed in, so a remote service can stand in without touching this file.
 Each tab builds and wires its own components (playground/<tab>/tab.py); this module places them
 and wires what crosses tabs: deep links into the lab, the page's language, and each tab's watcher of
-the room's model (playground/header.py).
+the room's model (playground/header.py). build_demo lays the page out (PageParts), then wires it: the page's own
+handlers take what they read (Page) first, bound to it, and return {component: value}.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from types import MethodType
 
 import gradio as gr
 
@@ -24,13 +27,15 @@ from .compare.tab import build_compare_tab
 from .engine.tab import build_engine_tab
 from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
-from .lab.branch_panel import build_branch_panel
+from .lab.branch_panel import BranchPanel, build_branch_panel
+from .lab.components import LabComponents
 from .lab.deep_link import CONTROLS, check_controls, make_query
 from .lab.greedy_loop import build_greedy_loop
+from .lab.handlers import watcher as lab_watcher
 from .lab.run_files import build_run_files
 from .lab.tab import build_lab
 from .softmax.tab import build_softmax_tab
-from .workshop.follow.bar import build_follow_bar, wire_follow
+from .workshop.follow.bar import FollowBar, build_follow_bar, wire_follow
 from .workshop.hosting import SwitchPolicy
 from .workshop.links import absolute
 from .workshop.page_state import PageState
@@ -43,6 +48,43 @@ ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TITLE = "Next-Token Playground"
 # the one file input is the lab's run import: Gradio's upload route takes nothing bigger than a run file
 MAX_UPLOAD = limits.MAX_RUN_FILE_BYTES
+# each tab's id (in links: ?tab=) and its label's key, in the page's order
+TAB_LABELS = {"lab": "page.tab.lab", "softmax": "page.tab.softmax", "engine": "page.tab.engine",
+              "compare": "page.tab.compare", "forward": "page.tab.forward"}
+
+
+@dataclass(frozen=True)
+class PageParts:
+    """The page's parts, as lay_out builds them: the header's, the scene bar, the room's bar, each tab's."""
+
+    language: gr.Radio  # every server-built text reads this; the page's load event sets it (see common/i18n.py)
+    view_toggles: dict
+    header: dict
+    bar: SceneBar
+    room: FollowBar
+    tabs: gr.Tabs
+    tab_items: dict  # tab id -> gr.Tab, in TAB_LABELS' order
+    lab: LabComponents
+    branch: BranchPanel
+    link_button: gr.Button
+    link: gr.Textbox
+    softmax: dict
+    engine: dict
+    compare: dict
+    forward: dict
+
+
+@dataclass(frozen=True)
+class Page:
+    """What the page's own handlers read: the service and the host's choices, the parts, and the PageState that
+    moves the whole page (a link, a scene, a room)."""
+
+    service: object
+    policy: SwitchPolicy
+    default_language: str | None
+    scenes: SceneList
+    parts: PageParts
+    state: PageState
 
 
 def build_demo(service, default_language: str | None = None, policy: SwitchPolicy | None = None,
@@ -55,114 +97,133 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
     skip_absent_matplotlib()
     scenes = scenes if scenes is not None else load(scene_paths())
     with gr.Blocks(title=TITLE) as demo:
-        with gr.Row(elem_id="header"):
-            gr.Markdown(T("page.header"), elem_id="title")
-            view_toggles = build_toggles()
-            # every server-built text reads this; the page's load event sets it (see common/i18n.py)
-            language = gr.Radio([(name, code) for code, name in LANGUAGES.items()], value="en", show_label=False,
-                                label=T("page.language"), elem_id="language", scale=0, min_width=220)
-        header = build_header(service, policy)
-        model_status = header["status"]
-        bar = SceneBar(scenes)
-        room = build_follow_bar()
-        with gr.Tabs(elem_id="tabs") as tabs:
-            with gr.Tab(T("page.tab.lab"), id="lab") as lab_tab:
-                lab = build_lab(service, language=language)
-                branch = build_branch_panel(service, lab, language)
-                with gr.Row():
-                    link_btn = gr.Button(T("page.link.button"), size="sm", scale=0, elem_id="make-link")
-                    link = gr.Textbox(show_label=False, placeholder=T("page.link.placeholder"),
-                                      buttons=["copy"], scale=4, elem_id="link")
-                build_run_files(lab, language)
-                with gr.Accordion(T("page.greedy_loop"), open=False, elem_id="greedy-loop-box"):
-                    build_greedy_loop(service, language=language)
-            with gr.Tab(T("page.tab.softmax"), id="softmax") as softmax_tab:
-                softmax = build_softmax_tab(service, lab, language=language)
-            with gr.Tab(T("page.tab.engine"), id="engine") as engine_tab:
-                engine = build_engine_tab(service, language=language)
-            with gr.Tab(T("page.tab.compare"), id="compare") as compare_tab:
-                compare = build_compare_tab(service, language=language)
-            with gr.Tab(T("page.tab.forward"), id="forward") as forward_tab:
-                forward = build_forward_tab(service, lab, tabs=tabs, language=language)
-            forward_tab.select(
-                forward["trace_if_new"], forward["select_inputs"], forward["select_outputs"],
-                api_visibility="private", show_progress="minimal", preprocess=False,  # trace_if_new checks the block
-            )
+        parts = lay_out(service, policy, scenes)
         register_api(service)
-        wire_presenter(demo, view_toggles, lab, language)
-
-        names = list(CONTROLS)  # the lab controls its own link carries, by name
-        toy = softmax["toy"]
-        state = PageState({**{name: lab[name] for name in names}, "toy_logits": toy.logits, "toy_shift": toy.shift,
-                           "toy_temperature": toy.temperature, "engine": engine["table"],
-                           "fw_prompt": forward["prompt"], "fw_chat": forward["chat"], "fw_block": forward["block"],
-                           "fw_head": forward["head"], "compare_prompt": compare["prompt"], "compare_seed": compare["seed"],
-                           "compare_max_new": compare["max_new_tokens"], "compare_table": compare["table"]},
-                          tabs, {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab, "compare": compare_tab,
-                                 "forward": forward_tab})
-        # the room carries the page as its link would (every tab's fields), through the same PageState
-        resume_room = wire_follow(demo, room, lab, state, language)
-
-        def follow_forward(tab, *inputs):
-            """After a link or scene: the forward tab traces its prompt, as selecting it does."""
-            if tab != "forward":
-                return unchanged(forward["state"])
-            return forward["trace_if_new"](*inputs)
-
-        opened = bar.wire(state, language, (follow_forward, [state.tab, *forward["select_inputs"]],
-                                            forward["select_outputs"]), host_lang=default_language)
-
-        def apply_link(lang, request: gr.Request):
-            """Set the page from its query (a scene, then any other field); warn (escaped) about anything ignored.
-            lang: the page's language, chosen on load (the link's, the host's or the browser's)."""
-            query = dict(request.query_params) if request else {}
-            scene_id = query.pop("scene", None)
-            scene = scenes.get(scene_id) if scene_id else None
-            if scene_id and scene is None:
-                warn(tr(lang, "page.link.problem", problem=tr(lang, "scenes.unknown", scene=repr(scene_id))))
-            if scene is not None:
-                return bar.open_scene(state, scene, lang, query)
-            updates, problems = state.apply_state(query, lang)
-            for problem in problems:
-                warn(tr(lang, "page.link.problem", problem=problem))
-            return updates or unchanged(state.tab)
-
-        def make_link(request: gr.Request, *values):  # a request after *values would never be given: no host
-            *values, lang = values  # the page's language travels with the settings
-            try:  # raw values (preprocess=False): a script's "hot" temperature or NaN is named, not a bare error
-                controls = check_controls(dict(zip(names, values)))
-            except ValueError as e:
-                raise user_error(e, lang) from None
-            query = make_query(controls, lang=lang, host_lang=default_language)
-            return {link: absolute(base_url(request), query)}
-
-        demo.load(None, None, None, js=KEYS_JS, api_visibility="private")
-        link_btn.click(make_link, [*(lab[name] for name in names), language], link, api_name="make_link",
-                       show_progress="hidden", preprocess=False)
-
-        # the page's language: chosen on load (link, host, browser), then by the picker; Gradio's own
-        # strings follow in the browser, and each tab re-renders its server-built text on .change. Then the
-        # header follows the model: loading progress, and each tab's numbers once it serves (header.py)
-        loaded = demo.load(None, None, language, js=html_lang_script(default_language), api_visibility="private")
-        applied = loaded.then(apply_link, language, opened, api_visibility="private", show_progress="hidden")
-        bar.then(applied)
-        resume_room(applied)  # a reloaded host page hosts its room again, after its own link (the room's is newer)
-        branch["wire_replay"](applied)  # a link with branch=: the Branches panel runs it
-        wire_header(loaded, service, header, [lab["watch"], softmax["watch"], forward["watch"]], policy, host_key,
-                    language)
-        language.change(None, language, None, js=SWITCH_JS, api_visibility="private", show_progress="hidden")
-        tab_keys = {lab_tab: "page.tab.lab", softmax_tab: "page.tab.softmax", engine_tab: "page.tab.engine",
-                    compare_tab: "page.tab.compare", forward_tab: "page.tab.forward"}
-
-        def relabel(lang):
-            # Gradio translates a tab's label only once the tab has been shown: set them all here
-            return {model_status: model_line(service.status, lang, getattr(service, "switching", None)),
-                    header["note"]: picker_note(service, policy, lang),
-                    **{tab: gr.Tab(label=tr(lang, key)) for tab, key in tab_keys.items()}}
-
-        language.change(relabel, language, [model_status, header["note"], *tab_keys], api_visibility="private",
-                        show_progress="hidden", preprocess=False)
+        wire_presenter(demo, parts.view_toggles, parts.lab, parts.language)
+        page = Page(service, policy, default_language, scenes, parts, page_state(parts))
+        wire(demo, page, host_key)
     return demo
+
+
+def lay_out(service, policy: SwitchPolicy, scenes: SceneList) -> PageParts:
+    """The header, the scene bar and the room's bar, then one tab per lesson (each builds and wires its own)."""
+    with gr.Row(elem_id="header"):
+        gr.Markdown(T("page.header"), elem_id="title")
+        view_toggles = build_toggles()
+        language = gr.Radio([(name, code) for code, name in LANGUAGES.items()], value="en", show_label=False,
+                            label=T("page.language"), elem_id="language", scale=0, min_width=220)
+    header = build_header(service, policy)
+    bar = SceneBar(scenes)
+    room = build_follow_bar()
+    with gr.Tabs(elem_id="tabs") as tabs:
+        with gr.Tab(T(TAB_LABELS["lab"]), id="lab") as lab_tab:
+            lab = build_lab(service, language=language)
+            branch = build_branch_panel(service, lab, language)
+            with gr.Row():
+                link_btn = gr.Button(T("page.link.button"), size="sm", scale=0, elem_id="make-link")
+                link = gr.Textbox(show_label=False, placeholder=T("page.link.placeholder"),
+                                  buttons=["copy"], scale=4, elem_id="link")
+            build_run_files(lab, language)
+            with gr.Accordion(T("page.greedy_loop"), open=False, elem_id="greedy-loop-box"):
+                build_greedy_loop(service, language=language)
+        with gr.Tab(T(TAB_LABELS["softmax"]), id="softmax") as softmax_tab:
+            softmax = build_softmax_tab(service, lab, language=language)
+        with gr.Tab(T(TAB_LABELS["engine"]), id="engine") as engine_tab:
+            engine = build_engine_tab(service, language=language)
+        with gr.Tab(T(TAB_LABELS["compare"]), id="compare") as compare_tab:
+            compare = build_compare_tab(service, language=language)
+        with gr.Tab(T(TAB_LABELS["forward"]), id="forward") as forward_tab:
+            # "Sample from here" sets the lab's prompt and chat
+            forward = build_forward_tab(service, lab, tabs=tabs, language=language)
+        forward_tab.select(
+            forward["trace_if_new"], forward["select_inputs"], forward["select_outputs"],
+            api_visibility="private", show_progress="minimal", preprocess=False,  # trace_if_new checks the block
+        )
+    tab_items = {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab, "compare": compare_tab,
+                 "forward": forward_tab}
+    return PageParts(language, view_toggles, header, bar, room, tabs, tab_items, lab, branch, link_btn, link, softmax,
+                     engine, compare, forward)
+
+
+def page_state(parts: PageParts) -> PageState:
+    """Which component each field of a link (and a scene, and a room) sets, on every tab."""
+    toy, engine, forward, compare = parts.softmax["toy"], parts.engine, parts.forward, parts.compare
+    fields = {**{name: parts.lab.control(name) for name in CONTROLS},  # the lab controls its own link carries
+              "toy_logits": toy.logits, "toy_shift": toy.shift, "toy_temperature": toy.temperature,
+              "engine": engine["table"], "fw_prompt": forward["prompt"], "fw_chat": forward["chat"],
+              "fw_block": forward["block"], "fw_head": forward["head"], "compare_prompt": compare["prompt"],
+              "compare_seed": compare["seed"], "compare_max_new": compare["max_new_tokens"],
+              "compare_table": compare["table"]}
+    return PageState(fields, parts.tabs, parts.tab_items)
+
+
+def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
+    """What crosses tabs: the room, the scenes, links, the header, the page's language. Each of the page's own
+    handlers takes `page` first: bound to it, Gradio reads the rest of its signature."""
+    parts, lab, language, forward = page.parts, page.parts.lab, page.parts.language, page.parts.forward
+    bound = lambda handler: MethodType(handler, page)
+    # the room carries the page as its link would (every tab's fields), through the same PageState
+    resume_room = wire_follow(demo, parts.room, lab, page.state, language)
+    opened = parts.bar.wire(page.state, language, (bound(follow_forward), [page.state.tab, *forward["select_inputs"]],
+                                                   forward["select_outputs"]), host_lang=page.default_language)
+    demo.load(None, None, None, js=KEYS_JS, api_visibility="private")
+    parts.link_button.click(bound(make_link), [*(lab.control(name) for name in CONTROLS), language], parts.link,
+                            api_name="make_link", show_progress="hidden", preprocess=False)
+
+    # the page's language: chosen on load (link, host, browser), then by the picker; Gradio's own
+    # strings follow in the browser, and each tab re-renders its server-built text on .change. Then the
+    # header follows the model: loading progress, and each tab's numbers once it serves (header.py)
+    loaded = demo.load(None, None, language, js=html_lang_script(page.default_language), api_visibility="private")
+    applied = loaded.then(bound(apply_link), language, opened, api_visibility="private", show_progress="hidden")
+    parts.bar.then(applied)
+    resume_room(applied)  # a reloaded host page hosts its room again, after its own link (the room's is newer)
+    parts.branch.wire_replay(applied)  # a link with branch=: the Branches panel runs it
+    wire_header(loaded, page.service, parts.header, [lab_watcher(lab), parts.softmax["watch"], forward["watch"]],
+                page.policy, host_key, language)
+    language.change(None, language, None, js=SWITCH_JS, api_visibility="private", show_progress="hidden")
+    language.change(bound(relabel), language, [parts.header["status"], parts.header["note"], *parts.tab_items.values()],
+                    api_visibility="private", show_progress="hidden", preprocess=False)
+
+
+def follow_forward(page: Page, tab, *inputs):
+    """After a link or scene: the forward tab traces its prompt, as selecting it does."""
+    if tab != "forward":
+        return unchanged(page.parts.forward["state"])
+    return page.parts.forward["trace_if_new"](*inputs)
+
+
+def apply_link(page: Page, lang, request: gr.Request):
+    """Set the page from its query (a scene, then any other field); warn (escaped) about anything ignored.
+    lang: the page's language, chosen on load (the link's, the host's or the browser's)."""
+    query = dict(request.query_params) if request else {}
+    scene_id = query.pop("scene", None)
+    scene = page.scenes.get(scene_id) if scene_id else None
+    if scene_id and scene is None:
+        warn(tr(lang, "page.link.problem", problem=tr(lang, "scenes.unknown", scene=repr(scene_id))))
+    if scene is not None:
+        return page.parts.bar.open_scene(page.state, scene, lang, query)
+    updates, problems = page.state.apply_state(query, lang)
+    for problem in problems:
+        warn(tr(lang, "page.link.problem", problem=problem))
+    return updates or unchanged(page.state.tab)
+
+
+def make_link(page: Page, request: gr.Request, *values):  # a request after *values would never be given: no host
+    *controls, lang = values  # the lab's controls (CONTROLS' order), then the page's language
+    try:  # raw values (preprocess=False): a script's "hot" temperature or NaN is named, not a bare error
+        checked = check_controls(dict(zip(CONTROLS, controls)))
+    except ValueError as e:
+        raise user_error(e, lang) from None
+    query = make_query(checked, lang=lang, host_lang=page.default_language)
+    return {page.parts.link: absolute(base_url(request), query)}
+
+
+def relabel(page: Page, lang):
+    # Gradio translates a tab's label only once the tab has been shown: set them all here
+    service, header = page.service, page.parts.header
+    return {header["status"]: model_line(service.status, lang, getattr(service, "switching", None)),
+            header["note"]: picker_note(service, page.policy, lang),
+            **{page.parts.tab_items[tab_id]: gr.Tab(label=tr(lang, key)) for tab_id, key in TAB_LABELS.items()}}
 
 
 def skip_absent_matplotlib() -> None:

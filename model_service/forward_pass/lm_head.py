@@ -18,7 +18,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 
-DEFAULT_TOP_K = 10
+from .. import limits
+
+DEFAULT_TOP_K = limits.DEFAULT_LM_HEAD_TOP_K
 
 
 @dataclass(frozen=True)

@@ -333,7 +333,7 @@ def _cost(t: int, vocab: int, logits) -> LogitsCost:
 
 def trace(
     model, tokenizer, pieces, ids: Sequence[int], *, prompt: str = "", chat: bool = False, model_name: str = "",
-    tokenize_ms: float = 0.0, block: int | None = None, top_n: int = 5,
+    tokenize_ms: float = 0.0, block: int | None = None, top_n: int = limits.DEFAULT_TRACE_TOP_N,
 ) -> Trace:
     """Trace one forward pass over `ids` (batch of one). block: whose attention to keep (1-based;
     default the middle block). pieces: token id -> Token (the service's PieceTable)."""

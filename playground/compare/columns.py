@@ -25,7 +25,7 @@ MIN_COLUMNS, MAX_COLUMNS = 2, len(LETTERS)
 EXAMPLE_ROWS = [[0.5, 0, 1, 0, "hf"], [1.0, 0, 1, 0, "hf"]]  # T 0.5 against T 1: with seed 3, the same tokens until step 5
 NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}
 EXAMPLE_SEED = "3"
-DEFAULT_MAX_NEW_TOKENS = 24  # four columns side by side stay readable
+DEFAULT_MAX_NEW_TOKENS = limits.COMPARE_MAX_NEW_TOKENS
 
 
 def headers(lang="en") -> list[str]:

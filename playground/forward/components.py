@@ -17,7 +17,7 @@ from ..common.figures import empty_figure
 from ..common.i18n import DEFAULT, T, tr
 
 ALL_HEADS = -1  # the head picker's "every head"
-DEFAULT_BLOCKS = 30  # the slider's range until the first trace tells the real depth
+DEFAULT_BLOCKS = limits.FORWARD_DEFAULT_BLOCKS
 
 
 @dataclass(frozen=True)

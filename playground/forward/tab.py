@@ -43,18 +43,18 @@ def wire_language(c: ForwardComponents, language: gr.Radio) -> None:
                     api_visibility="private", show_progress="hidden", preprocess=False)
 
 
-def wire_sample(c: ForwardComponents, lab: dict, tabs: gr.Tabs | None, lab_tab_id: str) -> None:
+def wire_sample(c: ForwardComponents, lab, tabs: gr.Tabs | None, lab_tab_id: str) -> None:
     """The "Sample from here" button: the lab takes the prompt and chat box (its tab opens, given the page's tabs)."""
-    targets = [lab["prompt"], lab["chat"]] + ([tabs] if tabs is not None else [])
-    c.sample_btn.click(bind(fh.sample_from_here, lab["prompt"], lab["chat"], tabs, lab_tab_id), [c.prompt, c.chat],
+    targets = [lab.prompt, lab.chat] + ([tabs] if tabs is not None else [])
+    c.sample_btn.click(bind(fh.sample_from_here, lab.prompt, lab.chat, tabs, lab_tab_id), [c.prompt, c.chat],
                        targets, api_name="sample_from_here", queue=False)
 
 
-def build_forward_tab(service, lab: dict | None = None, tabs: gr.Tabs | None = None, lab_tab_id: str = "lab",
+def build_forward_tab(service, lab=None, tabs: gr.Tabs | None = None, lab_tab_id: str = "lab",
                       language: gr.Radio | None = None) -> dict:
     """Create and wire the tab's components in the current Blocks/Tab context.
 
-    lab: the dict of build_lab (its "prompt" and "chat" receive "Sample from here").
+    lab: the LabComponents of build_lab (its prompt and chat receive "Sample from here").
     tabs: the page's gr.Tabs; when given, "Sample from here" also switches to the tab `lab_tab_id`.
     language: the header's language picker (its value "en" or "vi"); without it the views are English.
     """

@@ -7,6 +7,7 @@ Every sentence is a catalogue string (assets/i18n, keys `forward.*`) in the lang
 
 from __future__ import annotations
 
+from model_service import limits
 from model_service.records.trace import AttentionMap, Trace
 
 from ..common.i18n import tr
@@ -21,7 +22,7 @@ STYLE = """<style>
 .ntp-fw-special{border-style:dashed;font-style:italic}
 .ntp-fw-more{font-size:12px;opacity:.7;align-self:center}
 </style>"""
-MAX_CHIPS = 256
+MAX_CHIPS = limits.FORWARD_MAX_CHIPS
 
 
 def tokens_html(trace: Trace, lang: str = "en") -> str:

@@ -21,8 +21,8 @@ from model_service.records.step import DrawInfo, StepRecord, r6
 from ..common.i18n import tr
 from ..common.text import pct, show_token
 
-MAX_FORCED = 16  # forced steps in one path (a link stays short; a tree of a lesson is a few branches)
-MAX_BRANCHES = 12  # branches kept in one tree; the oldest forced ones make way
+MAX_FORCED = limits.MAX_FORCED_STEPS
+MAX_BRANCHES = limits.MAX_BRANCHES
 
 
 def parse_path(text, max_step: int = limits.MAX_NEW_TOKENS) -> tuple[tuple[int, int], ...]:

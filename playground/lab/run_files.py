@@ -18,9 +18,10 @@ from ..common.errors import user_error
 from ..common.i18n import T, tr
 from ..common.text import escape_html
 from .chips import token_chips_html
+from .components import LabComponents
 from .export import SETTINGS, parse_run, run_json, token_table_csv
+from .run import Run, status_markdown
 from .scrubber import scrub_update
-from .tab import Run, status_markdown
 from .view import View, draw_chart, run_chart, stage_chart
 
 
@@ -49,8 +50,8 @@ def imported_run(data: bytes, lang: str = "en"):
     return Run(saved.request, list(saved.records), stop_requested=finished_early, lang=lang, model=saved.model), saved
 
 
-def build_run_files(lab: dict, language) -> dict:
-    """The panel, wired to the lab's components (build_lab's dict) and the page's language picker."""
+def build_run_files(lab: LabComponents, language) -> dict:
+    """The panel, wired to the lab's components (build_lab's) and the page's language picker."""
     with gr.Accordion(T("lab.files.title"), open=False, elem_id="run-files"):
         gr.Markdown(T("lab.files.note"), elem_classes=["ntp-note"])
         with gr.Row():
@@ -59,8 +60,8 @@ def build_run_files(lab: dict, language) -> dict:
             csv_file = gr.File(label=T("lab.files.csv"), interactive=False, elem_id="run-csv")
         upload = gr.File(label=T("lab.files.import"), file_types=[".json"], type="binary", elem_id="import-run")
 
-    views = [lab[k] for k in ("run_state", "chips", "status", "stage_plot", "draw_plot", "run_plot", "scrub")]
-    controls = [lab[k] for k in SETTINGS]
+    views = [lab.run_state, lab.chips, lab.status, lab.stage_plot, lab.draw_plot, lab.run_plot, lab.scrub]
+    controls = [lab.control(k) for k in SETTINGS]
 
     def do_export(state: Run, lang):
         json_path, csv_path = export_files(state, lang)
@@ -68,7 +69,7 @@ def build_run_files(lab: dict, language) -> dict:
 
     def do_import(data, lang, shown: View):
         if not data:  # the file was cleared
-            return {lab["status"]: gr.skip()}
+            return {lab.status: gr.skip()}
         try:
             run, saved = imported_run(data, lang)
         except ValueError as e:
@@ -76,15 +77,15 @@ def build_run_files(lab: dict, language) -> dict:
         run.view = shown
         note = tr(lang, "lab.status.imported", model=escape_html(saved.model or "?"))
         return {
-            lab["run_state"]: run, lab["chips"]: token_chips_html(run.records, lang=lang),
-            lab["status"]: f"{status_markdown(run, lang=lang)} · {note}",
-            lab["stage_plot"]: stage_chart(run.records[-1], shown, lang),
-            lab["draw_plot"]: draw_chart(run.records[-1], shown, lang),
-            lab["run_plot"]: run_chart(run.records, None, shown, lang), lab["scrub"]: scrub_update(run.records),
-            **{lab[k]: saved.controls[k] for k in SETTINGS},
+            lab.run_state: run, lab.chips: token_chips_html(run.records, lang=lang),
+            lab.status: f"{status_markdown(run, lang=lang)} · {note}",
+            lab.stage_plot: stage_chart(run.records[-1], shown, lang),
+            lab.draw_plot: draw_chart(run.records[-1], shown, lang),
+            lab.run_plot: run_chart(run.records, None, shown, lang), lab.scrub: scrub_update(run.records),
+            **{lab.control(k): saved.controls[k] for k in SETTINGS},
         }
 
-    export_btn.click(do_export, [lab["run_state"], language], [json_file, csv_file], api_name="export_run",
+    export_btn.click(do_export, [lab.run_state, language], [json_file, csv_file], api_name="export_run",
                      show_progress="hidden")
-    upload.upload(do_import, [upload, language, lab["view"]], [*views, *controls], api_name="import_run", show_progress="hidden")
+    upload.upload(do_import, [upload, language, lab.view], [*views, *controls], api_name="import_run", show_progress="hidden")
     return {"export": export_btn, "json_file": json_file, "csv_file": csv_file, "upload": upload}

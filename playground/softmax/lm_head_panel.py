@@ -19,6 +19,7 @@ from ..common.errors import user_error
 from ..common.figures import empty_figure
 from ..common.i18n import T, tr
 from ..common.i18n import language as language_code
+from ..lab.components import LabComponents
 from .lm_head_view import lm_head_figure, lm_head_markdown
 
 
@@ -47,7 +48,7 @@ def _placeholder(lang: str):
     return empty_figure(tr(lang, "softmax.head.empty"), height=300)
 
 
-def build_lm_head_panel(service, lab: dict, language: gr.Radio | None = None) -> dict:
+def build_lm_head_panel(service, lab: LabComponents, language: gr.Radio | None = None) -> dict:
     gr.Markdown(T("softmax.head.lesson"), elem_id="lm-head-lesson")
     show = gr.Button(T("softmax.head.show"), elem_id="lm-head-show")
     first_summary, first_plot = lm_head_views(None)
@@ -87,7 +88,7 @@ def build_lm_head_panel(service, lab: dict, language: gr.Radio | None = None) ->
 
     lang_input = [] if language is None else [language]
     show.click(
-        explain, [lab["prompt"], lab["chat"], lab["run_state"], lab["scrub"], *lang_input], [summary, plot, shown_state],
+        explain, [lab.prompt, lab.chat, lab.run_state, lab.scrub, *lang_input], [summary, plot, shown_state],
         api_name="lm_head", preprocess=False,  # our validators name the field
     )
     if language is not None:

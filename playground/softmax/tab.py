@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import gradio as gr
 
+from ..lab.components import LabComponents
 from .lm_head_panel import build_lm_head_panel
 from .toy_panel import build_toy_panel
 
 
-def build_softmax_tab(service, lab: dict, language: gr.Radio | None = None) -> dict:
+def build_softmax_tab(service, lab: LabComponents, language: gr.Radio | None = None) -> dict:
     """Inside the current Tab: the toy softmax, then the LM head at the lab's current step."""
     toy = build_toy_panel(language=language)
     lm_head = build_lm_head_panel(service, lab, language=language)

@@ -32,7 +32,7 @@ from ..common.text import escape_markdown_cell, escape_plotly, unique_labels
 
 TOY_PATH = Path(__file__).resolve().parents[2] / "assets" / "toy_vocab.json"
 MAX_EXP_ARG = 709.0  # e^709.78 is the largest float64; beyond it e^x is shown via its exponent only
-MAX_ABS_LOGIT = 1e6  # a logit beyond this is a typo, not a lesson
+MAX_ABS_LOGIT = limits.TOY_MAX_ABS_LOGIT
 ACCENT, MUTED = "#D55E00", "#0072B2"  # Okabe-Ito vermillion and blue, as in charts.py
 
 

@@ -32,8 +32,8 @@ from .hosting import Host
 
 TABS = ("lab", "softmax", "engine", "compare", "forward")  # the page's tab ids, in order (page.py)
 PAGE_PARAMS = ("lang", "scene", "view")  # read by the page itself, not by a control
-MAX_BLOCK = 1000  # a link's block must be a whole number; the model's own depth is checked when it traces
-MAX_ENGINE_JSON = 8000  # characters: the table's JSON in a link
+MAX_BLOCK = limits.LINK_MAX_BLOCK
+MAX_ENGINE_JSON = limits.LINK_MAX_ENGINE_JSON
 WHOLE = ("fw_block", "fw_head", "top_k", "max_new_tokens", "compare_max_new")  # a slider's 3.0 is written 3
 
 

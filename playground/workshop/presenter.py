@@ -12,7 +12,8 @@ from __future__ import annotations
 import gradio as gr
 
 from ..common.i18n import T
-from ..lab.tab import Run
+from ..lab.components import LabComponents
+from ..lab.run import Run
 from ..lab.view import View, draw_chart, placeholders, run_chart, stage_chart
 
 # on load: the link's present flag and whether Gradio put the page in its dark theme
@@ -48,7 +49,7 @@ def redraw_views(present, log, dark, state: Run, index, lang) -> tuple:
                                                                                                lang)
 
 
-def wire(demo: gr.Blocks, toggles: dict, lab: dict, language) -> None:
+def wire(demo: gr.Blocks, toggles: dict, lab: LabComponents, language) -> None:
     """Read the link and the theme on load; on any toggle, the body's class and the lab's charts follow."""
     present, log, dark = toggles["present"], toggles["log"], toggles["dark"]
     demo.load(None, None, [present, dark], js=READ_PAGE_JS, api_visibility="private")
@@ -56,9 +57,9 @@ def wire(demo: gr.Blocks, toggles: dict, lab: dict, language) -> None:
 
     def redraw(present_on, log_on, dark_on, state, index, lang):
         out = redraw_views(present_on, log_on, dark_on, state, index, lang)
-        return dict(zip((lab["view"], lab["stage_plot"], lab["draw_plot"], lab["run_plot"]), out))
+        return dict(zip((lab.view, lab.stage_plot, lab.draw_plot, lab.run_plot), out))
 
     gr.on([present.change, log.change, dark.change], redraw,
-          [present, log, dark, lab["run_state"], lab["scrub"], language],
-          [lab["view"], lab["stage_plot"], lab["draw_plot"], lab["run_plot"]], api_visibility="private",
+          [present, log, dark, lab.run_state, lab.scrub, language],
+          [lab.view, lab.stage_plot, lab.draw_plot, lab.run_plot], api_visibility="private",
           show_progress="hidden", preprocess=False, trigger_mode="always_last")

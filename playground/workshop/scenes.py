@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from model_service import env
+from model_service import env, limits
 
 from ..common.i18n import LANGUAGES, language
 from .links import COMPARE_COLUMNS, TABS, parse_query
@@ -31,7 +31,7 @@ SCENES_DIR = Path(__file__).resolve().parents[2] / "assets" / "scenes"
 BUILT_IN = ("lesson10.json", "lesson13.json")
 ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")  # safe in a link, an element id and a dropdown value
 KEYS = {"id", "tab", "settings", "focus", "run", "title", "caption"}
-MAX_SCENES = 200
+MAX_SCENES = limits.MAX_SCENES
 RUN_BUTTONS = {"lab": "generate", "softmax": "lm-head-show", "engine": "engine-run", "compare": "compare-run",
                "forward": "fw-trace"}  # run: true
 

@@ -79,6 +79,6 @@ def parse_state(state, lang=None) -> tuple[dict, str, int | None, list[str]]:
 def follower_values(page, values: dict, lang=None) -> list:
     """Every field component's value (in `page.fields` order) for parsed state `values`: what PageState sets for
     a link, as plain values (a follower's stream yields each every time: one that did not change costs nothing,
-    a skip costs a component's rebuild, bar.py). gr.skip() only for a field no state or default gives."""
+    a skip costs a component's rebuild, handlers.update). gr.skip() only for a field no state or default gives."""
     updates = page.updates({k: v for k, v in values.items() if k != "tab"}, lang)
     return [updates.get(component, gr.skip()) for component in page.fields.values()]

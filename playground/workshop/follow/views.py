@@ -16,7 +16,7 @@ from gradio.components.plot import PlotData
 
 from ...lab import charts
 from ...lab.chips import token_chips_html
-from ...lab.tab import Run, placeholder_figures, status_markdown
+from ...lab.run import Run, placeholder_figures, status_markdown
 
 CACHE_SIZE = 64  # (room, run, step, language) entries; a room's host moves one step at a time
 

@@ -6,7 +6,7 @@ import pytest
 
 from model_service import limits
 from playground.lab.deep_link import CONTROLS, LINK_DEFAULTS
-from playground.workshop.follow.bar import Seat, bar_text
+from playground.workshop.follow.seat import Seat, bar_text
 from playground.workshop.follow.state import defaults, follower_values, host_fields, page_state, parse_state
 from playground.workshop.links import DEFAULTS, TABS
 from playground.workshop.page_state import PageState

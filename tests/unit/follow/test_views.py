@@ -3,7 +3,7 @@
 import pytest
 
 from model_service import SamplingSettings
-from playground.workshop.follow.bar import Seat, bar_text
+from playground.workshop.follow.seat import Seat, bar_text
 from playground.workshop.follow.views import ViewCache, shared_run
 
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from model_service.records.step import Waiting
 from playground.lab.request import ORDER_NOTES
-from playground.lab.tab import Run, order_note_text, placeholder_figures, status_markdown, waiting_markdown
+from playground.lab.run import Run, order_note_text, placeholder_figures, status_markdown, waiting_markdown
 
 from .test_charts import make_record
 

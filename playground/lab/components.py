@@ -1,0 +1,62 @@
+"""The lab's components by name (`LabComponents`): what build_lab lays out (tab.py), what its handlers read
+and set (handlers.py), and what the page and the panels around the lab (branches, run files, the presenter's
+toggles, the LM head, the room) wire to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+# the run's settings, by their names in links and run files (deep_link.CONTROLS, export.SETTINGS), in
+# parse_request's order
+CONTROL_NAMES = ("prompt", "chat", "temperature", "top_k", "top_p", "min_p", "seed", "max_new_tokens", "stop", "order")
+
+
+@dataclass(frozen=True)
+class LabComponents:
+    """The lab tab's components, and the two things its handlers read besides: the service they ask for
+    tokens, and the page's language (its picker, or a State holding "en")."""
+
+    service: object
+    language: gr.Radio | gr.State
+    # the settings of a run
+    prompt: gr.Textbox
+    chat: gr.Checkbox
+    temperature: gr.Slider
+    top_k: gr.Slider
+    top_p: gr.Slider
+    min_p: gr.Slider
+    order: gr.Radio
+    order_note: gr.Markdown
+    seed: gr.Textbox
+    max_new_tokens: gr.Slider
+    stop: gr.Textbox
+    generate_button: gr.Button
+    step_button: gr.Button
+    stop_button: gr.Button
+    # the run on screen
+    chips: gr.HTML
+    status: gr.Markdown
+    stage_plot: gr.Plot
+    draw_plot: gr.Plot
+    scrub: gr.Slider
+    run_plot: gr.Plot
+    run_state: gr.State  # the Run (run.py) the views show
+    view: gr.State  # how this page draws the charts (playground/workshop/presenter.py sets it)
+
+    @property
+    def controls(self) -> list:
+        """The settings' components in parse_request's order (CONTROL_NAMES)."""
+        return [self.control(name) for name in CONTROL_NAMES]
+
+    def control(self, name: str):
+        """A setting's component by its name in links and run files (one of CONTROL_NAMES)."""
+        if name not in CONTROL_NAMES:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    @property
+    def live(self) -> list:
+        """What Generate and Step set: the run's views and the Run itself."""
+        return [self.chips, self.status, self.stage_plot, self.draw_plot, self.run_state, self.scrub, self.run_plot]

@@ -1,0 +1,227 @@
+"""The lab's handlers: Generate (streamed), Step, Stop, the scrubber, the page's language, and a new model in
+the room. Each takes the lab's components (LabComponents) first, tab.py binds it, and returns
+{component: value}; a component left out keeps what it shows.
+
+Text goes out on every token; charts at most every CHART_INTERVAL seconds (and always on the last step),
+because each Plotly update re-sends and re-draws the whole figure. A change of the page's language redraws
+every view from the records the page keeps (a run still streaming switches language at its next step).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from types import MethodType
+
+import gradio as gr
+
+from model_service.records import validation
+from model_service.records.step import StepRecord
+
+from ..common.errors import unchanged, user_error
+from ..common.i18n import LESSON_PROMPTS, swapped_default, tr
+from ..common.text import escape_html
+from .chips import chips_prefix, new_chips, token_chips_html
+from .components import LabComponents
+from .request import RunRequest, field_labels, parse_request
+from .run import Run, order_note_text, placeholder_figures, status_markdown, waiting_markdown
+from .scrubber import scrub_update
+from .view import View, draw_chart, run_chart, stage_chart
+
+CHART_INTERVAL = 0.5  # seconds: a six-panel Plotly redraw costs the browser ~100+ ms; 2 a second stays live
+
+
+def bad(error, lang):
+    """The error as a toast in the page's language, naming the control as the learner reads it."""
+    return user_error(error, lang, field_labels(lang))
+
+
+@dataclass(frozen=True)
+class RunValues:
+    """The raw values of Generate's and Step's inputs [*LabComponents.controls, language, view], by name."""
+
+    controls: tuple  # in parse_request's order
+    lang: str
+    view: View
+
+    @classmethod
+    def of(cls, values: tuple) -> RunValues:
+        *controls, lang, view = values
+        return cls(tuple(controls), lang, view)
+
+    def request(self) -> RunRequest:
+        try:
+            return parse_request(*self.controls)
+        except ValueError as e:
+            raise bad(e, self.lang) from None
+
+
+def open_stream(lab: LabComponents, request: RunRequest, lang: str, continue_from=()):
+    try:
+        return lab.service.generate(
+            request.prompt, request.settings, max_new_tokens=request.max_new_tokens, stop=request.stop,
+            chat=request.chat, continue_from=continue_from, report_waiting=True,
+        )
+    except (ValueError, RuntimeError) as e:  # bad input, or the model still loading
+        raise bad(e, lang) from None
+
+
+def model_name(lab: LabComponents, lang: str) -> str:
+    try:
+        return lab.service.info.name
+    except RuntimeError as e:  # loading, or the host switching the model
+        raise bad(e, lang) from None
+
+
+def step_views(lab: LabComponents, run: Run, index: int | None = None, shown: View = View()) -> dict:
+    """The stage and draw figures of one step of a run, in the run's language, drawn for the page's view."""
+    r = run.records[-1 if index is None else index]
+    return {lab.stage_plot: stage_chart(r, shown, run.lang), lab.draw_plot: draw_chart(r, shown, run.lang)}
+
+
+def cleared(lab: LabComponents, run: Run, lang: str, shown: View) -> dict:
+    """A new run's first update: the run before it leaves the page at once (its charts and scrubber would
+    read as this run's)."""
+    return {lab.scrub: gr.update(visible=False, value=1), lab.status: tr(lang, "lab.status.starting"),
+            lab.chips: chips_prefix(lang), lab.run_state: run,
+            **dict(zip((lab.stage_plot, lab.draw_plot, lab.run_plot), placeholder_figures(lang, shown)))}
+
+
+def generate(lab: LabComponents, *values):
+    given = RunValues.of(values)
+    lang, request = given.lang, given.request()
+    run = Run(request, lang=lang, model=model_name(lab, lang), view=given.view)
+    stream = open_stream(lab, request, lang)
+    started = last_chart = time.monotonic()
+    chips_html, chips_lang, chipped = chips_prefix(lang), lang, 0  # chipped: chips sent (a split character waits)
+    try:  # (a page closed at any yield must still close the stream: every yield is inside)
+        yield cleared(lab, run, lang, given.view)
+        for record in stream:
+            if run.stop_requested:  # Stop was pressed: this record is never shown
+                break
+            if not isinstance(record, StepRecord):  # waiting for a row in the shared batch
+                yield {lab.status: waiting_markdown(record, run.lang)}
+                continue
+            run.records.append(record)  # the State holds this same object: no copy per token
+            now = time.monotonic()
+            if run.lang != chips_lang:  # the language changed mid-run: the chips' hover text follows
+                chips_lang = run.lang
+                chips_html = chips_prefix(run.lang) + new_chips(run.records[:chipped], 0, True, run.lang)[0]
+            # O(1) per token, same HTML as token_chips_html
+            more, chipped = new_chips(run.records, chipped, final=record.stop_reason is not None, lang=run.lang)
+            chips_html += more
+            out = {lab.chips: chips_html, lab.run_state: run}
+            if record.stop_reason or now - last_chart >= CHART_INTERVAL:
+                # the status line re-renders as Markdown in the browser: it keeps the charts' pace
+                last_chart = now
+                run.rate = len(run.records) / max(now - started, 1e-6)
+                out |= {lab.status: status_markdown(run, rate=run.rate, lang=run.lang),
+                        **step_views(lab, run, None, run.view)}
+            if record.stop_reason:  # here, not in a follow-up event, so API callers can scrub too
+                out |= finish(lab, run, run.view)
+            yield out
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()  # frees this run's row in the model's batch at the next step boundary
+
+
+def step(lab: LabComponents, state: Run, *values):
+    given = RunValues.of(values)
+    lang, shown, request = given.lang, given.view, given.request()
+    model = model_name(lab, lang)
+    same_run = state.request is not None and not state.finished and state.model == model and (
+        (state.request.prompt, state.request.chat) == (request.prompt, request.chat)
+    )
+    taken = [r.token_id for r in state.records] if same_run else []
+    if same_run and request.settings.seed is None:  # blank seed: keep following the run's own
+        request = replace(request, settings=replace(request.settings, seed=state.records[0].seed))
+    stream = open_stream(lab, request, lang, continue_from=taken)
+    try:
+        record = next(r for r in stream if isinstance(r, StepRecord))  # past any Waiting
+    finally:
+        getattr(stream, "close", lambda: None)()
+    run = Run(request, (state.records if same_run else []) + [record], lang=lang, model=model, view=shown)
+    return {
+        lab.chips: token_chips_html(run.records, lang=lang), lab.status: status_markdown(run, lang=lang),
+        **step_views(lab, run, None, shown), lab.run_state: run, lab.scrub: scrub_update(run.records),
+        lab.run_plot: run_chart(run.records, None, shown, lang),
+    }
+
+
+def finish(lab: LabComponents, state: Run, shown: View = View()):
+    """After a run: the scrub slider and the over-the-run chart, from the records."""
+    if not state.records:
+        return unchanged(lab.scrub, lab.run_plot)
+    return {lab.scrub: scrub_update(state.records), lab.run_plot: run_chart(state.records, None, shown, state.lang)}
+
+
+def stop_run(lab: LabComponents, state: Run, lang, shown: View = View()):
+    """Stop: the streaming handler sees the flag before its next record; the page freezes on the
+    records it has shown, and the scrubber and run chart appear for them."""
+    state.stop_requested, state.lang = True, lang
+    if not state.records:
+        return unchanged(lab.chips)
+    return {
+        lab.chips: token_chips_html(state.records, lang=lang), lab.status: status_markdown(state, lang=lang),
+        **step_views(lab, state, None, shown), **finish(lab, state, shown),
+    }
+
+
+def scrub_to(lab: LabComponents, index, state: Run, lang, shown: View = View()):
+    if not state.records:
+        return unchanged(lab.chips)
+    try:
+        i = validation.number("scrub step", index, integer=True, low=1, high=len(state.records)) - 1
+    except ValueError as e:
+        raise bad(e, lang) from None
+    state.lang = lang
+    return {
+        lab.chips: token_chips_html(state.records, selected=i, lang=lang),
+        lab.status: status_markdown(state, index=i, lang=lang), **step_views(lab, state, i, shown),
+        lab.run_plot: run_chart(state.records, i, shown, lang),
+    }
+
+
+def rerender(lab: LabComponents, lang, state: Run, index, order_key, current_prompt, shown: View = View(),
+             request: gr.Request = None):
+    """The page's language changed: every server-built view again, from the records the page keeps
+    (no model work), and the lesson prompt in the new language unless the learner or a link set it."""
+    out = {lab.order_note: order_note_text(order_key, lang)}
+    query = dict(request.query_params) if request else {}
+    swapped = None if "prompt" in query else swapped_default(current_prompt, lang, LESSON_PROMPTS)
+    if swapped is not None:
+        out[lab.prompt] = swapped
+    state.lang = lang  # a run still streaming uses it from its next step on
+    if not state.records:
+        return out | dict(zip((lab.chips, lab.status, lab.stage_plot, lab.draw_plot, lab.run_plot),
+                              (token_chips_html([], lang=lang), status_markdown(state, lang=lang),
+                               *placeholder_figures(lang, shown))))
+    try:  # the step the scrubber shows, if the learner moved it back from the last one
+        i = int(index) - 1 if state.finished and 1 <= int(index) < len(state.records) else None
+    except (TypeError, ValueError):
+        i = None
+    return out | {
+        lab.chips: token_chips_html(state.records, selected=i, lang=lang),
+        lab.status: status_markdown(state, index=i, rate=state.rate if i is None else None, lang=lang),
+        **step_views(lab, state, i, shown), lab.run_plot: run_chart(state.records, i, shown, lang),
+    }
+
+
+def new_model(lab: LabComponents, info, first: bool, lang="en") -> dict:
+    """The host switched the room's model: the run on the page was drawn by the old one."""
+    if first:
+        return {}
+    stage_empty, draw_empty, run_empty = placeholder_figures(lang)
+    return {
+        lab.run_state: Run(lang=lang), lab.chips: token_chips_html([], lang=lang),
+        lab.scrub: gr.update(visible=False, value=1),
+        lab.status: tr(lang, "lab.status.new_model", model=escape_html(info.name)),
+        lab.stage_plot: stage_empty, lab.draw_plot: draw_empty, lab.run_plot: run_empty,
+    }
+
+
+def watcher(lab: LabComponents) -> tuple:
+    """The lab's watcher of the room's model, for the header (playground/header.py): its outputs, and new_model."""
+    outputs = [lab.run_state, lab.chips, lab.scrub, lab.status, lab.stage_plot, lab.draw_plot, lab.run_plot]
+    return outputs, MethodType(new_model, lab)
