@@ -1,6 +1,6 @@
 """The whole page: the header (the model serving the room, the host's picker), then one tab per lesson.
 
-UI code only lays out and wires; the service (any PlaygroundService, here usually a
+UI code only lays out and wires; the service (any ModelClient of model_service/client.py, here usually a
 LoadingService) is passed in, so a remote service can stand in without touching this file.
 Each tab builds and wires its own components (playground/<tab>/tab.py); this module places them
 and wires what crosses tabs: deep links into the lab, the page's language, and each tab's watcher of
@@ -14,7 +14,6 @@ import importlib.util
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import MethodType
 
 import gradio as gr
 
@@ -22,6 +21,7 @@ from model_service import limits
 
 from .api import register_api
 from .common.errors import unchanged, user_error, warn
+from .common.handlers import bind
 from .common.i18n import LANGUAGES, SWITCH_JS, T, html_lang_script, tr, translations
 from .compare.tab import build_compare_tab
 from .engine.tab import build_engine_tab
@@ -161,7 +161,7 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
     """What crosses tabs: the room, the scenes, links, the header, the page's language. Each of the page's own
     handlers takes `page` first: bound to it, Gradio reads the rest of its signature."""
     parts, lab, language, forward = page.parts, page.parts.lab, page.parts.language, page.parts.forward
-    bound = lambda handler: MethodType(handler, page)
+    bound = lambda handler: bind(handler, page)
     # the room carries the page as its link would (every tab's fields), through the same PageState
     resume_room = wire_follow(demo, parts.room, lab, page.state, language)
     opened = parts.bar.wire(page.state, language, (bound(follow_forward), [page.state.tab, *forward["select_inputs"]],

@@ -2,7 +2,7 @@
 
 Each replica wraps one ModelService, and so one room scheduler that batches the rows of the requests it
 is given; Ray Serve spreads requests over the replicas and adds or removes replicas with the load
-(autoscaling on ongoing requests). Every PlaygroundService call is a route; streams (generate, a
+(autoscaling on ongoing requests). Every ModelClient call (model_service/client.py) is a route; streams (generate, a
 batch) are newline-delimited JSON, one model_service/records/wire.py record per line, so the UI process
 (model_service/deploy/remote.py) rebuilds exactly the records the in-process service returns. A client that
 disconnects is cancelled by Serve; the stream's `finally` closes it, and the row leaves the batch at

@@ -40,7 +40,7 @@ from ..records.step import Room, RoomRow, Waiting
 from .loaded import LoadedModel
 from .runner import Decoder
 from .step import sample_rows
-from .streams import Job
+from .streams import Job, JobStatus
 
 
 class Scheduler:
@@ -171,6 +171,8 @@ class Scheduler:
             free -= len(take)
             longs += sum(job.long for job in take)
             admitted += take
+        for job in admitted:
+            job.phase = JobStatus.PREFILLING
         self._prefilling = self._prefilling + admitted
 
     def _report_waiting(self) -> None:
@@ -216,6 +218,7 @@ class Scheduler:
             if job.live:
                 self._decoder.join(job.decoder)
                 running.append(job)
+                job.phase = JobStatus.DECODING
             job.decoder = job.logits = None
         joined = {id(job) for job in newcomers}
         self._running = running
@@ -268,7 +271,7 @@ class Scheduler:
         job.forwards += 1
         job.prefill_ms += job.decoder.forward_ms
         if job.read == len(job.ids):
-            job.logits = logits
+            job.logits, job.phase = logits, JobStatus.READY
         return job.decoder.forward_ms
 
     def _read_together(self, jobs: list[Job]) -> float:
@@ -284,7 +287,7 @@ class Scheduler:
             job.forwards += 1
             job.prefill_ms += decoder.forward_ms
             if job.read == len(job.ids):
-                job.logits = logits[i: i + 1]
+                job.logits, job.phase = logits[i: i + 1], JobStatus.READY
         return decoder.forward_ms
 
     def _ready(self) -> list[Job]:

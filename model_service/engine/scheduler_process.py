@@ -8,9 +8,10 @@ process (bench/bench_gil.py). vLLM runs its engine core in its own process for t
 
     web process                                      scheduler process (spawned, one thread that matters)
     ModelService.generate -> Job, RowState           LoadedModel (its own copy of the model) + Scheduler
-    SchedulerProcess.submit  --- ("submit", ...) --> the same Job rebuilt (settings, seed, prefix, stops)
-    Stream reads its sink    <-- ("step", records) - one message per step, sent by the scheduler thread
-    Stream.close -> cancel   --- ("cancel", ids) --> the row leaves at the next step boundary
+    SchedulerProcess.submit  --- Submit(RowRequest...) -> the same Job rebuilt (settings, seed, prefix, stops)
+    Stream reads its sink    <-- StepDone(records) ---- one message per step, sent by the scheduler thread
+    Stream.close -> cancel   --- Cancel(ids) ---------> the row leaves at the next step boundary
+    (engine/pipe_messages.py: every message, one frozen dataclass each)
 
 SchedulerProcess stands in for Scheduler (submit, cancel, room, stop, alive, steps), so generate,
 generate_batch, Step and sample_many are unchanged; traces and LM-head views keep using the web
@@ -29,6 +30,7 @@ import threading
 
 from .. import limits
 from ..records import validation, wire
+from . import pipe_messages as msg
 
 _GONE = "the model's scheduler process has stopped; restart the app"
 _NO_REPLY = object()
@@ -100,7 +102,7 @@ class SchedulerProcess:
             self._jobs[job.rid] = job
         requests = [_request(job) for job in jobs]
         try:
-            refused = self._call("submit", requests)
+            refused = self._call(msg.Submit, requests)
         except BaseException:
             self._forget(jobs)
             raise
@@ -113,17 +115,17 @@ class SchedulerProcess:
             job.cancelled = True
         ids = [job.rid for job in jobs if self._jobs.pop(getattr(job, "rid", None), None) is not None]
         if ids and self.alive:
-            self._outgoing.put(("cancel", ids))
+            self._outgoing.put(msg.Cancel(ids))
 
     def room(self):
-        return self._call("room")
+        return self._call(msg.RoomQuery)
 
     def stop(self, timeout: float = 10.0, reason: Exception | str = "the model service is shutting down") -> None:
         error = reason if isinstance(reason, Exception) else RuntimeError(reason)
         if self._error is None:
             self._error = error  # what later calls, and requests in flight, are told
         if self._process.is_alive():
-            self._outgoing.put(("stop", wire.encode_error(error)))
+            self._outgoing.put(msg.Stop(wire.encode_error(error)))
             self._process.join(timeout)
             if self._process.is_alive():
                 self._process.kill()
@@ -132,12 +134,13 @@ class SchedulerProcess:
 
     # ---- inside ----------------------------------------------------------------------------------------
 
-    def _call(self, kind: str, *args):
+    def _call(self, message: type, *args):
+        """Send message(call id, *args) and wait for its Reply."""
         if self._error is not None:
             raise validation.again(self._error)
         call = next(self._ids)
         waiter = self._replies[call] = [threading.Event(), _NO_REPLY]
-        self._outgoing.put((kind, call, *args))
+        self._outgoing.put(message(call, *args))
         while not waiter[0].wait(1.0) and self.alive:
             pass
         self._replies.pop(call, None)
@@ -164,38 +167,37 @@ class SchedulerProcess:
         try:
             while True:
                 message = self._pipe.recv()
-                kind = message[0]
-                if kind == "step":
-                    self._deliver(*message[1:])
-                elif kind == "reply":
-                    waiter = self._replies.pop(message[1], None)
+                if isinstance(message, msg.StepDone):
+                    self._deliver(message)
+                elif isinstance(message, msg.Reply):
+                    waiter = self._replies.pop(message.call, None)
                     if waiter is not None:
-                        waiter[1] = message[2]
+                        waiter[1] = message.value
                         waiter[0].set()
-                elif kind == "fail":
-                    job = self._jobs.pop(message[1], None)
+                elif isinstance(message, msg.RowFailed):
+                    job = self._jobs.pop(message.rid, None)
                     if job is not None:
                         job.done = True
-                        job.sink.fail(job, wire.decode_error(message[2]))
-                elif kind == "waiting":
-                    job = self._jobs.get(message[1])
+                        job.sink.fail(job, wire.decode_error(message.error))
+                elif isinstance(message, msg.QueuePlace):
+                    job = self._jobs.get(message.rid)
                     if job is not None:
-                        job.sink.waiting(message[2])
-                elif kind == "ready":
+                        job.sink.waiting(message.waiting)
+                elif isinstance(message, msg.Ready):
                     self._ready.set()
-                elif kind == "load_error":
-                    self._error = wire.decode_error(message[1])
+                elif isinstance(message, msg.LoadFailed):
+                    self._error = wire.decode_error(message.error)
                     self._ready.set()
         except (EOFError, OSError):
             pass
         finally:
             self._end(RuntimeError(_GONE))
 
-    def _deliver(self, records: list, vocab: int, forward_ms: float, sampling_ms: float, steps: int) -> None:
+    def _deliver(self, step: msg.StepDone) -> None:
         """One scheduler step's records, as Scheduler._step hands them to the sinks."""
-        self.steps = steps
+        self.steps = step.steps
         sinks = {}
-        for rid, record, kept_logits in records:
+        for rid, record, kept_logits in step.records:
             job = self._jobs.get(rid)
             if job is None or job.cancelled:
                 continue
@@ -207,7 +209,7 @@ class SchedulerProcess:
                 job.done = True
                 self._jobs.pop(rid, None)
         for sink in sinks.values():
-            sink.end_step(vocab, forward_ms, sampling_ms)
+            sink.end_step(step.vocab, step.forward_ms, step.sampling_ms)
 
     def _end(self, error: Exception) -> None:
         """Stopped: callers still waiting get `error`, and nothing waits for a reply any more."""
@@ -224,16 +226,14 @@ class SchedulerProcess:
             waiter[0].set()
 
 
-def _request(job) -> dict:
-    """What the scheduler process needs to rebuild a Job: its seed (drawn here for an unseeded request), so both
-    sides agree, beside its settings as the caller gave them (the room shows whether a learner chose a seed)."""
+def _request(job) -> msg.RowRequest:
     row = job.row
-    return {
-        "rid": job.rid, "ids": job.ids, "first_step": job.step, "top_n": job.top_n, "capture": job.capture,
-        "index": job.index, "keep_logits": job.keep_logits, "settings": row.settings, "seed": row.seed,
-        "max_new_tokens": row.max_new_tokens, "stop": row.stop, "prefix": row.prefix, "ignore_eos": row.ignore_eos,
-        "caller": id(job.sink), "report_waiting": job.sink.report_waiting,
-    }
+    return msg.RowRequest(
+        rid=job.rid, caller=id(job.sink), ids=job.ids, first_step=job.step, top_n=job.top_n, capture=job.capture,
+        index=job.index, keep_logits=job.keep_logits, settings=row.settings, seed=row.seed,
+        max_new_tokens=row.max_new_tokens, stop=row.stop, prefix=row.prefix, ignore_eos=row.ignore_eos,
+        report_waiting=job.sink.report_waiting,
+    )
 
 
 # ---- the scheduler process -------------------------------------------------------------------------------
@@ -262,17 +262,17 @@ class _CallerSink:
 
     def fail(self, job, error) -> None:
         self.outbox.live.pop(job.rid, None)
-        self.outbox.pipe.send(("fail", job.rid, wire.encode_error(error)))
+        self.outbox.pipe.send(msg.RowFailed(job.rid, wire.encode_error(error)))
 
     def waiting(self, waiting) -> None:
         if self.report_waiting:
-            self.outbox.pipe.send(("waiting", self.first_rid, waiting))
+            self.outbox.pipe.send(msg.QueuePlace(self.first_rid, waiting))
 
     def end_step(self, vocab: int, forward_ms: float, sampling_ms: float) -> None:
         outbox = self.outbox
         if outbox.records:  # the first of the step's sinks sends every caller's records
             records, outbox.records = outbox.records, []
-            outbox.pipe.send(("step", records, vocab, forward_ms, sampling_ms, outbox.scheduler.steps))
+            outbox.pipe.send(msg.StepDone(records, vocab, forward_ms, sampling_ms, outbox.scheduler.steps))
 
 
 def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
@@ -282,9 +282,6 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
     from .card import room_limits
     from .loaded import LoadedModel
     from .scheduler import Scheduler
-    from .step import RowState
-    from .streams import Job
-
     pipe = _Pipe(conn)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the web process's to handle; it stops this one
     try:
@@ -293,10 +290,10 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
         loaded = LoadedModel.of(model, tokenizer, info.eos_token_ids)
         scheduler = Scheduler(loaded, *room_limits(model, max_rows, queue_size))
     except Exception as error:  # noqa: BLE001 - whatever it is, the web process must hear it
-        pipe.send(("load_error", wire.encode_error(error)))
+        pipe.send(msg.LoadFailed(wire.encode_error(error)))
         return
     outbox = _Outbox(pipe, scheduler)
-    pipe.send(("ready",))
+    pipe.send(msg.Ready())
     while True:
         try:
             if not conn.poll(1.0):
@@ -306,34 +303,38 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
             message = pipe.recv()
         except (EOFError, OSError):
             break  # the web process is gone
-        kind = message[0]
-        if kind == "submit":
-            call, requests = message[1], message[2]
-            sinks, jobs = {}, []
-            try:
-                for r in requests:
-                    if r["caller"] not in sinks:  # a caller's requests share a sink, as in the web process
-                        sinks[r["caller"]] = _CallerSink(outbox, r["rid"], r["report_waiting"])
-                    sink = sinks[r["caller"]]
-                    row = RowState(loaded, r["settings"], r["max_new_tokens"], r["stop"], r["prefix"], r["ignore_eos"],
-                                   seed=r["seed"])
-                    job = Job(r["ids"], row, r["first_step"], r["top_n"], r["capture"], sink, index=r["index"])
-                    job.rid, job.keep_logits = r["rid"], r["keep_logits"]
-                    jobs.append(job)
-                for job in jobs:
-                    outbox.live[job.rid] = job
-                scheduler.submit(jobs)
-                pipe.send(("reply", call, None))
-            except Exception as error:  # noqa: BLE001 - a refusal (room full) is the caller's answer
-                for job in jobs:
-                    outbox.live.pop(job.rid, None)
-                pipe.send(("reply", call, wire.encode_error(error)))
-        elif kind == "cancel":
-            scheduler.cancel([outbox.live.pop(rid) for rid in message[1] if rid in outbox.live])
-        elif kind == "room":
-            pipe.send(("reply", message[1], scheduler.room()))
-        elif kind == "stop":
-            scheduler.stop(reason=wire.decode_error(message[1]))
+        if isinstance(message, msg.Submit):
+            _submit(message, loaded, scheduler, outbox)
+        elif isinstance(message, msg.Cancel):
+            scheduler.cancel([outbox.live.pop(rid) for rid in message.rids if rid in outbox.live])
+        elif isinstance(message, msg.RoomQuery):
+            pipe.send(msg.Reply(message.call, scheduler.room()))
+        elif isinstance(message, msg.Stop):
+            scheduler.stop(reason=wire.decode_error(message.reason))
             loaded.model = None
             return
     scheduler.stop()
+
+
+def _submit(message: msg.Submit, loaded, scheduler, outbox: _Outbox) -> None:
+    """Rebuild the web process's Jobs here and queue them; the Reply says submitted, or why they were refused."""
+    from .step import RowState
+    from .streams import Job
+
+    sinks, jobs = {}, []
+    try:
+        for r in message.requests:
+            if r.caller not in sinks:  # a caller's requests share a sink, as in the web process
+                sinks[r.caller] = _CallerSink(outbox, r.rid, r.report_waiting)
+            row = RowState(loaded, r.settings, r.max_new_tokens, r.stop, r.prefix, r.ignore_eos, seed=r.seed)
+            job = Job(r.ids, row, r.first_step, r.top_n, r.capture, sinks[r.caller], index=r.index)
+            job.rid, job.keep_logits = r.rid, r.keep_logits
+            jobs.append(job)
+        for job in jobs:
+            outbox.live[job.rid] = job
+        scheduler.submit(jobs)
+        outbox.pipe.send(msg.Reply(message.call, None))
+    except Exception as error:  # noqa: BLE001 - a refusal (room full) is the caller's answer
+        for job in jobs:
+            outbox.live.pop(job.rid, None)
+        outbox.pipe.send(msg.Reply(message.call, wire.encode_error(error)))

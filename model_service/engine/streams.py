@@ -6,6 +6,7 @@ handler when the tab closes or Stop is pressed, and the row then leaves the batc
 
 from __future__ import annotations
 
+import enum
 import queue
 from dataclasses import dataclass
 
@@ -17,13 +18,24 @@ from ..sampling.pipeline import BatchParams
 _POLL = 1.0
 
 
+class JobStatus(enum.Enum):
+    """Where a request is, as transformers' continuous batching names a request's status. `Job.status` reads it."""
+
+    WAITING = "waiting"  # queued: no row yet
+    PREFILLING = "prefilling"  # holds a row, reading its prompt in chunks
+    READY = "ready"  # its prompt is read: it joins the running batch at the next step boundary
+    DECODING = "decoding"  # a row of the running batch, a token each step
+    FINISHED = "finished"  # stopped (end-of-text, max_new_tokens, a stop string) or failed
+    CANCELLED = "cancelled"  # its caller left (Stop, a closed tab, a dropped client)
+
+
 class Job:
     """One request inside the scheduler. Only the scheduler thread touches its state, except
     `cancelled`, which any thread may set."""
 
     def __init__(self, ids: list[int], row, first_step: int, top_n: int, capture: bool, sink, index: int = 0):
         self.ids = ids  # prompt + tokens already generated (continue_from): what prefill reads
-        self.row = row  # step_loop.RowState: settings, generator, text, stop conditions
+        self.row = row  # engine/step.py:RowState: settings, generator, text, stop conditions
         self.step = first_step  # the step number of its next record
         self.top_n, self.capture = top_n, capture
         self.sink, self.index = sink, index  # index: its place among its caller's requests
@@ -39,6 +51,14 @@ class Job:
         self.reported: int | None = None  # requests ahead of it when it last heard (waiting)
         self.keep_logits = False  # sample_many: hand this row's raw logits row (1, V) back with its record
         self.kept_logits = None
+        self.phase = JobStatus.WAITING  # the scheduler moves it on: PREFILLING, READY, DECODING
+
+    @property
+    def status(self) -> JobStatus:
+        """The request's status: cancelled and done (set from any thread, or by a stop) win over the phase."""
+        if self.cancelled:
+            return JobStatus.CANCELLED
+        return JobStatus.FINISHED if self.done else self.phase
 
     @property
     def live(self) -> bool:

@@ -12,7 +12,6 @@ and the last (each Plotly update re-sends the whole figure).
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ from model_service import limits
 from model_service.records.step import BatchStep
 
 from ..common.errors import in_language, unchanged, user_error, warn
+from ..common.handlers import bind
 from ..common.i18n import DEFAULT, T, tr
 from ..common.tables import parsed_by_us
 from ..common.text import escape_html
@@ -110,14 +110,6 @@ def build_components() -> EngineComponents:
 
 # ---- the handlers: each takes the components (and the service) first, then its event's inputs by name -------
 # (run and show_room serve public endpoints: no docstring, as Gradio would show it as their description)
-
-
-def bind(fn, *first):
-    """fn with its first arguments given, under fn's own name and docstring: Gradio names an event's
-    endpoint after its function, and reads the parameters left (the event's inputs) from its signature."""
-    bound = functools.partial(fn, *first)
-    bound.__name__, bound.__qualname__, bound.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
-    return bound
 
 
 def run(c: EngineComponents, service, rows, lang):

@@ -2,15 +2,13 @@
 
 Each handler takes the tab's components (a ForwardComponents, from `components`) and the service first,
 then the values of its event's inputs by name, and returns {component: value}: a component left out is
-not redrawn. `tab` binds the first arguments with `bind`, so an event's function keeps the handler's
+not redrawn. `tab` binds the first arguments with common/handlers.py:bind, so an event's function keeps the handler's
 name (Gradio names an event's endpoint after it). The handlers of public endpoints (run_trace,
 change_block, sample_from_here) have no docstring, as before: Gradio would show it as the endpoint's
 description.
 """
 
 from __future__ import annotations
-
-import functools
 
 import gradio as gr
 
@@ -24,14 +22,6 @@ from . import charts as tc
 from . import text as tt
 from .components import ALL_HEADS, ForwardComponents
 from .lesson_numbers import lesson_markdown
-
-
-def bind(fn, *first):
-    """fn with its first arguments given, under fn's own name and docstring: Gradio names an event's
-    endpoint after its function, and reads the parameters left (the event's inputs) from its signature."""
-    bound = functools.partial(fn, *first)
-    bound.__name__, bound.__qualname__, bound.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
-    return bound
 
 
 def status_line(trace, lang: str = "en") -> str:

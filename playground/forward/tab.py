@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import gradio as gr
 
+from ..common.handlers import bind
 from . import handlers as fh
 from .components import ForwardComponents, build_components
-from .handlers import bind, status_line
+from .handlers import status_line
 
 
 def wire_trace(c: ForwardComponents, service, lang_input: list) -> None:

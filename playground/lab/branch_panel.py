@@ -10,7 +10,6 @@ Here the panel's components (BranchPanel), its handlers (each takes the panel fi
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from types import MethodType
 from urllib.parse import urlencode
 
 import gradio as gr
@@ -19,6 +18,7 @@ from model_service.records import validation
 from model_service.records.step import StepRecord
 
 from ..common.errors import unchanged, user_error
+from ..common.handlers import bind
 from ..common.i18n import T, tr
 from ..common.text import escape_html, pct, piece_label, show_token
 from . import charts
@@ -79,7 +79,7 @@ class BranchPanel:
 
     def wire_replay(self, event) -> None:
         """After `event` (the page's link applied): a link with `branch=` runs its branch in the panel."""
-        event.then(MethodType(replay, self), [*self.lab.controls, self.language], self.outputs,
+        event.then(bind(replay, self), [*self.lab.controls, self.language], self.outputs,
                    api_visibility="private", show_progress="hidden")
 
 
@@ -104,7 +104,7 @@ def build_branch_panel(service, lab: LabComponents, language) -> BranchPanel:
 
 def wire(panel: BranchPanel) -> None:
     """The panel's events; each handler is bound to the panel (Gradio reads the rest of its signature)."""
-    bound = lambda handler: MethodType(handler, panel)
+    bound = lambda handler: bind(handler, panel)
     lab, language = panel.lab, panel.language
     # preprocess=False: the dropdown's choices are set on the server, and the force handler checks the token itself
     panel.force_button.click(bound(force), [lab.scrub, panel.candidate, lab.run_state, panel.tree_state, language],

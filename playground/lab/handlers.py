@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from types import MethodType
 
 import gradio as gr
 
@@ -19,6 +18,7 @@ from model_service.records import validation
 from model_service.records.step import StepRecord
 
 from ..common.errors import unchanged, user_error
+from ..common.handlers import bind
 from ..common.i18n import LESSON_PROMPTS, swapped_default, tr
 from ..common.text import escape_html
 from .chips import chips_prefix, new_chips, token_chips_html
@@ -224,4 +224,4 @@ def new_model(lab: LabComponents, info, first: bool, lang="en") -> dict:
 def watcher(lab: LabComponents) -> tuple:
     """The lab's watcher of the room's model, for the header (playground/header.py): its outputs, and new_model."""
     outputs = [lab.run_state, lab.chips, lab.scrub, lab.status, lab.stage_plot, lab.draw_plot, lab.run_plot]
-    return outputs, MethodType(new_model, lab)
+    return outputs, bind(new_model, lab)

@@ -9,12 +9,11 @@ language redraws every view from them.
 
 from __future__ import annotations
 
-from types import MethodType
-
 import gradio as gr
 
 from model_service import limits
 
+from ..common.handlers import bind
 from ..common.i18n import T
 from .chips import token_chips_html
 from .components import LabComponents
@@ -79,7 +78,7 @@ def lay_out(service, language) -> LabComponents:
 def wire(lab: LabComponents) -> None:
     """The tab's events. Each handler takes `lab` first: bound to it, Gradio reads the rest of its signature
     (a gr.Request parameter, the API's parameters) as the handler's own."""
-    bound = lambda handler: MethodType(handler, lab)
+    bound = lambda handler: bind(handler, lab)
     views = [lab.chips, lab.status, lab.stage_plot, lab.draw_plot]
     # preprocess=False: the raw values reach parse_request, whose messages name the control, before
     # Gradio's own component checks ("Value 3.0 is greater than maximum value 2.") can answer for us.

@@ -357,3 +357,23 @@ def test_sliding_window_attention_joins_like_alone():
         idle(service)
         assert tokens(run) == tokens(service.generate(*q, ignore_eos=True)), q[0]
     assert max(r.batch_size for r in got[1]) >= 2
+
+
+def test_a_jobs_status_follows_it_through_the_room(small_room):
+    from model_service.engine.streams import JobStatus
+
+    idle(small_room)
+    with small_room.model_lock:  # the scheduler waits at its next forward pass: nothing has moved yet
+        first = small_room.generate("a", SamplingSettings(seed=1), 30, ignore_eos=True)
+        second = small_room.generate("b", SamplingSettings(seed=2), 30, ignore_eos=True)
+        third = small_room.generate("c", SamplingSettings(seed=3), 30, ignore_eos=True)  # 2 rows: it waits
+        job, waiting = first._jobs[0], third._jobs[0]
+        assert job.status in (JobStatus.WAITING, JobStatus.PREFILLING)
+    take(first, 2)
+    assert job.status is JobStatus.DECODING and waiting.status is JobStatus.WAITING
+    first.close()
+    assert job.status is JobStatus.CANCELLED
+    list(second)
+    assert second._jobs[0].status is JobStatus.FINISHED
+    list(third)
+    assert waiting.status is JobStatus.FINISHED

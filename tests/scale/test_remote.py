@@ -121,6 +121,24 @@ def test_bad_input_reaches_the_visitor_as_the_same_clear_error(remote):
         remote.generate_batch([{"prompt": "", "max_new_tokens": 3}])
 
 
+def test_the_ray_route_refuses_what_every_path_refuses_by_the_same_named_error(remote):
+    """1,000 stop strings, a 'false' chat, a body that is no object: sent raw to the routes, not through the client."""
+    import httpx
+
+    stops = [f"s{i}" for i in range(1000)]
+    with pytest.raises(ValueError, match=r"stop: at most 8 stop strings, got 1000"):
+        remote.generate("x", None, 4, stop=stops)  # the client checks first, with the same validator
+    answer = httpx.post(f"{remote.url}/generate", json={"prompt": "x", "max_new_tokens": 2, "stop": stops})
+    assert answer.status_code == 400 and answer.json()["key"] == "stop_count", answer.text
+    assert "stop: at most 8 stop strings" in answer.json()["message"]
+    batch = httpx.post(f"{remote.url}/generate_batch", json={"requests": [{"prompt": "x", "stop": stops}]})
+    assert batch.status_code == 400 and "request 1: stop: at most 8" in batch.json()["message"], batch.text
+    answer = httpx.post(f"{remote.url}/trace", json={"prompt": "x", "chat": "maybe"})
+    assert answer.status_code == 400 and "chat must be true or false" in answer.json()["message"], answer.text
+    answer = httpx.post(f"{remote.url}/encode", json=["not", "an", "object"])
+    assert answer.status_code == 400 and "must be a JSON object" in answer.json()["message"], answer.text
+
+
 def _wait(predicate, timeout=20.0, every=0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -21,12 +21,12 @@ handlers.py, the seat and its line in seat.py.
 from __future__ import annotations
 
 from functools import partial
-from types import MethodType
 
 import gradio as gr
 
 from model_service import limits
 
+from ...common.handlers import bind
 from ...common.i18n import T
 from ...lab.components import LabComponents
 from ..page_state import PageState
@@ -70,7 +70,7 @@ def wire_follow(demo: gr.Blocks, bar: FollowBar, lab: LabComponents, page: PageS
     tabs and their items). Returns resume_after(event), which wires the host's resume after `event` (the page's
     own link applied first, so the room's state, newer, wins)."""
     room = Room(bar, lab, page, language)
-    bound = lambda handler: MethodType(handler, room)  # Gradio reads the rest of the handler's signature
+    bound = lambda handler: bind(handler, room)  # Gradio reads the rest of the handler's signature
     # raw values (preprocess=False), as a link of the page reads them (PageState.current_state)
     bar.open_button.click(bound(open_room), room.host_inputs, bar.outputs, api_name="open_room",
                           show_progress="hidden", preprocess=False)
@@ -97,5 +97,5 @@ def resume_after(room: Room, event) -> None:
     bar = room.bar
     outputs = [*bar.outputs, *(o for o in room.stream if all(o is not b for b in bar.outputs))]
     read = event.then(None, None, bar.key, js=READ_KEY_JS, api_visibility="private")
-    read.then(MethodType(resume_room, room), [bar.seat, bar.key, room.language], outputs, api_name="resume_room",
+    read.then(bind(resume_room, room), [bar.seat, bar.key, room.language], outputs, api_name="resume_room",
               show_progress="hidden")
