@@ -58,7 +58,6 @@ class ModelInfo:
         return asdict(self)
 
 
-
 @dataclass(frozen=True)
 class LoadStatus:
     fraction: float
