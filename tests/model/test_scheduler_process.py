@@ -63,6 +63,18 @@ def test_it_runs_in_another_process(in_process):
     assert (scheduler.max_rows, scheduler.queue_size) == (in_process.max_rows, in_process.queue_size)
 
 
+def test_bad_input_is_refused_by_name_before_it_reaches_the_process(in_process):
+    """The same validators as every other path (tests/app/test_bad_input.py): nothing crosses the pipe."""
+    steps = in_process.scheduler.steps
+    with pytest.raises(ValueError, match="stop: at most 8 stop strings, got 1000"):
+        in_process.generate("x", None, 2, stop=[f"s{i}" for i in range(1000)])
+    with pytest.raises(ValueError, match="request 1: stop: at most 8 stop strings"):
+        in_process.generate_batch([{"prompt": "x", "stop": [f"s{i}" for i in range(1000)]}])
+    with pytest.raises(ValueError, match="top_n must be a whole number"):
+        in_process.generate("x", None, 2, top_n=1.5)
+    assert in_process.scheduler.steps == steps and in_process.scheduler.alive
+
+
 def test_records_equal_the_thread_schedulers_alone_and_among_strangers(in_process, in_thread):
     prompts = [f"prompt {i}" for i in range(6)]
     alone = {p: list(in_thread.generate(p, SamplingSettings(**SAMPLED, seed=i), 12, ignore_eos=True))
