@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 
 from .. import limits
+from ..records import validation
 
 DEFAULT_TOP_K = limits.DEFAULT_LM_HEAD_TOP_K
 
@@ -151,12 +152,8 @@ def _forward(model, input_ids):
 
 
 def _ids(name: str, values, vocab: int) -> list[int]:
-    out = []
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or not 0 <= v < vocab:
-            raise ValueError(f"{name} must hold token ids between 0 and {vocab - 1}, got {v!r}")
-        out.append(int(v))
-    return out
+    """Token ids, each a whole number in the vocabulary: validation.number, the one validator of numbers."""
+    return [validation.number(name, v, integer=True, low=0, high=vocab - 1) for v in values]
 
 
 def apply_softcap(logits, softcap):
