@@ -1,10 +1,12 @@
 """The records of fixed seeded runs on the embedded model, timings aside, as they were when the house was
 reshaped (tests/model/golden/records.json): a move of code that changes a record fails here.
 
-A number may differ by one unit in its last shown digit, no more: records are rounded (step records to 6
-significant digits, the trace's probabilities to 4), and float sums in another order (another thread count,
-another CPU) can round a last digit the other way (seen once in CI: a logit-lens probability 0.2435 -> 0.2436).
-Everything else (ids, pieces, text, kept counts, seeds, stop reasons) must be identical.
+A number may differ by one unit in its last shown digit, or by float32 round-off (2e-5 of itself, 1e-6 near 0),
+whichever is larger, no more. Records are rounded (step records to 6 significant digits, the trace's
+probabilities to 4; the LM head's logits are not), and float sums in another order (another intra-op thread
+count, another CPU) round differently: CI saw a logit-lens probability 0.2435 -> 0.2436, and, after a test that
+set the thread count to 1, the LM head's logit 17.371265 -> 17.371269. Everything else (ids, pieces, text, kept
+counts, seeds, stop reasons) must be identical.
 
     .venv/bin/python -m tests.model.test_golden_records --write   # after a change that means to change records
 """
@@ -69,7 +71,7 @@ def differences(want, got, path="", out=None) -> list[str]:
         for i, (a, b) in enumerate(zip(want, got)):
             differences(a, b, f"{path}[{i}]", out)
     elif isinstance(want, float) or isinstance(got, float):
-        if not (isinstance(got, (int, float)) and abs(want - got) <= last_digit(want)):
+        if not (isinstance(got, (int, float)) and abs(want - got) <= max(last_digit(want), 2e-5 * abs(want), 1e-6)):
             out.append(f"{path}: {want!r} -> {got!r}")
     elif want != got:
         out.append(f"{path}: {want!r} -> {got!r}")
@@ -82,9 +84,11 @@ def test_the_records_of_fixed_runs_are_unchanged(embedded):
     assert not found, f"{len(found)} differences, first: {found[:10]}"
 
 
-def test_the_tolerance_is_one_unit_in_the_last_shown_digit():
+def test_the_tolerance_is_the_last_shown_digit_or_float32_round_off():
     assert differences({"p": 0.2435}, {"p": 0.2436}) == [] and differences({"p": 0.2435}, {"p": 0.2437})
-    assert differences({"p": 0.915409}, {"p": 0.91541}) == [] and differences({"p": 0.915409}, {"p": 0.9154})
+    assert differences({"p": 0.915409}, {"p": 0.91541}) == [] and differences({"p": 0.915409}, {"p": 0.9153})
+    assert differences({"logit": 17.371265411376953}, {"logit": 17.37126922607422}) == []  # float32 round-off
+    assert differences({"logit": 17.371265411376953}, {"logit": 17.373})
 
 
 @pytest.mark.parametrize("changed, needle", [(lambda d: d["runs"][1][0].update(token_id=1), "token_id"),

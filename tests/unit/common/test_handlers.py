@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 
 import gradio as gr
 from gradio import utils
@@ -49,5 +50,8 @@ def test_an_async_generator_is_closed_with_its_event():
         assert await updates.__anext__() == "ab123"
         await updates.aclose()  # Gradio cancels the event: Break away, a closed page
 
-    asyncio.run(cancel_after_one())
+    # in a thread of its own: the browser tests' Playwright may hold an event loop in this one
+    worker = threading.Thread(target=asyncio.run, args=(cancel_after_one(),))
+    worker.start()
+    worker.join(10)
     assert left == ["room"]
