@@ -359,9 +359,10 @@ def test_sliding_window_attention_joins_like_alone():
     assert max(r.batch_size for r in got[1]) >= 2
 
 
-def test_a_jobs_status_follows_it_through_the_room(small_room):
+def test_a_jobs_status_follows_it_through_the_room():
     from model_service.engine.streams import JobStatus
 
+    small_room = ModelService(tiny_llama(), byte_tokenizer(), max_rows=2, queue_size=8)  # all three may wait
     idle(small_room)
     with small_room.model_lock:  # the scheduler waits at its next forward pass: nothing has moved yet
         first = small_room.generate("a", SamplingSettings(seed=1), 30, ignore_eos=True)
