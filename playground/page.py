@@ -45,6 +45,8 @@ from .workshop.scene_bar import KEYS_JS, SceneBar, base_url
 from .workshop.scenes import SceneList, load, scene_paths
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
+# the page's style sheets, in this order: the page and its header, the presenter view, a follower's page
+STYLE_SHEETS = ("style.css", "presenter.css", "room.css")
 TITLE = "Next-Token Playground"
 # the one file input is the lab's run import: Gradio's upload route takes nothing bigger than a run file
 MAX_UPLOAD = limits.MAX_RUN_FILE_BYTES
@@ -238,7 +240,7 @@ def skip_absent_matplotlib() -> None:
 def launch_options() -> dict:
     """What Gradio 6 takes in launch() rather than Blocks(): theme, CSS, and enough worker threads
     for a room (each streaming learner's handler waits on the model's scheduler in a thread)."""
-    return {"theme": gr.themes.Soft(), "css": (ASSETS / "style.css").read_text(encoding="utf-8"),
+    return {"theme": gr.themes.Soft(), "css": "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in STYLE_SHEETS),
             "max_threads": limits.GRADIO_THREADS, "max_file_size": MAX_UPLOAD, "i18n": translations()}
 
 
