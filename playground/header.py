@@ -1,5 +1,5 @@
 """The page's header: which model serves the room (with load and switch progress) and the host's model
-picker.
+picker, in a menu that the model line opens (playground/menus.py).
 
 One model serves everyone, so everyone sees which one, and only the host may switch it
 (playground/workshop/hosting.py:switch_policy: open on a machine nobody else can reach, with the host key in a
@@ -26,6 +26,7 @@ from model_service.records import validation
 from .common.errors import unchanged, user_error
 from .common.i18n import T, tr
 from .common.text import escape_html
+from .menus import panel
 from .workshop.hosting import SwitchPolicy
 
 Watcher = tuple[list, Callable]  # (outputs, refresh(info, first_time, lang) -> {component: update})
@@ -56,9 +57,11 @@ def picker_note(service, policy: SwitchPolicy, lang="en") -> str:
 def build_header(service, policy: SwitchPolicy) -> dict:
     """The status line and the picker, in the current Blocks context."""
     models = tuple(getattr(service, "models", ()) or ())
+    # one line in the header row (cut to its first words there); a click on it opens the picker's panel
     status = gr.Markdown(model_line(service.status, switching=getattr(service, "switching", None)),
                          elem_id="model-status")
-    with gr.Accordion(T("page.picker.title"), open=False, elem_id="model-picker"):
+    with panel("model"):
+        full = gr.Markdown(status.value, elem_id="model-line")  # the whole line the header cuts
         picker = gr.Dropdown([(label(k), k) for k in models], value=getattr(service, "current", None) or None,
                              label=T("page.picker.label"), interactive=policy.enabled, elem_id="model-choice")
         with gr.Row(visible=policy.enabled):
@@ -68,7 +71,7 @@ def build_header(service, policy: SwitchPolicy) -> dict:
         note = gr.Markdown(picker_note(service, policy), elem_classes=["ntp-note"], elem_id="model-picker-note")
     seen = gr.State((0, ""))  # (the model epoch this page shows, the status line it shows)
     timer = gr.Timer(limits.MODEL_WATCH_SECONDS)
-    return {"status": status, "picker": picker, "key": key, "switch": switch, "note": note, "seen": seen,
+    return {"status": status, "line": full, "picker": picker, "key": key, "switch": switch, "note": note, "seen": seen,
             "timer": timer}
 
 
@@ -76,7 +79,11 @@ def wire_header(loaded, service, header: dict, watchers: list[Watcher], policy: 
                 language: gr.Radio) -> None:
     """Inside the Blocks context. loaded: the page-load event that sets `language`; the header follows it."""
     status_md, picker, seen = header["status"], header["picker"], header["seen"]
-    outputs = [status_md, picker, seen] + [c for outs, _ in watchers for c in outs]
+    outputs = [status_md, header["line"], picker, seen] + [c for outs, _ in watchers for c in outs]
+
+    def shows(text: str) -> dict:
+        """The model's line, in the header (cut to its first words) and whole in the model's menu."""
+        return {status_md: text, header["line"]: text}
 
     def line(lang) -> str:
         return model_line(service.status, lang, getattr(service, "switching", None))
@@ -84,7 +91,7 @@ def wire_header(loaded, service, header: dict, watchers: list[Watcher], policy: 
     def refresh(first: bool, lang) -> dict:
         """Every watcher's numbers from the model now serving; the page remembers its epoch."""
         info = service.info
-        out = {picker: service.current, seen: (service.epoch, line(lang)), status_md: line(lang)}
+        out = {picker: service.current, seen: (service.epoch, line(lang)), **shows(line(lang))}
         for _, fn in watchers:
             out |= fn(info, first, lang)
         return out
@@ -94,7 +101,7 @@ def wire_header(loaded, service, header: dict, watchers: list[Watcher], policy: 
         from model_service.client import wait_until_ready
 
         for status in wait_until_ready(service):
-            yield {status_md: model_line(status, lang, getattr(service, "switching", None))}
+            yield shows(model_line(status, lang, getattr(service, "switching", None)))
         if service.status.ready:
             yield refresh(True, lang)
 
@@ -105,7 +112,7 @@ def wire_header(loaded, service, header: dict, watchers: list[Watcher], policy: 
         if service.status.ready and service.epoch != epoch:
             return refresh(epoch == 0, lang)
         if now != shown:
-            return {status_md: now, seen: (epoch, now)}
+            return {**shows(now), seen: (epoch, now)}
         return unchanged(status_md)
 
     def switch_model(choice, key, lang=None):
@@ -125,15 +132,15 @@ def wire_header(loaded, service, header: dict, watchers: list[Watcher], policy: 
             service.wait(0.25)
             if line(lang) != shown:
                 shown = line(lang)
-                yield {status_md: shown}
+                yield shows(shown)
         # the page's tabs re-read their numbers at the next tick, as every other page in the room does
-        yield {status_md: line(lang), picker: getattr(service, "current", None)}
+        yield {**shows(line(lang)), picker: getattr(service, "current", None)}
 
     loaded.then(track_loading, language, outputs, api_visibility="private", show_progress="hidden")
     # not queued: a tick is two comparisons, and 100 pages ticking must not wait behind Generate events
     header["timer"].tick(watch, [seen, language], outputs, api_visibility="private", show_progress="hidden",
                          queue=False)
-    header["switch"].click(switch_model, [picker, header["key"], language], [status_md, picker],
+    header["switch"].click(switch_model, [picker, header["key"], language], [status_md, header["line"], picker],
                            api_name="switch_model", show_progress="hidden", preprocess=False)
 
 

@@ -34,14 +34,15 @@ from .lab.greedy_loop import build_greedy_loop
 from .lab.handlers import watcher as lab_watcher
 from .lab.run_files import build_run_files
 from .lab.tab import build_lab
+from .menus import MENUS_JS, opener, panel
 from .softmax.tab import build_softmax_tab
-from .workshop.follow.bar import FollowBar, build_follow_bar, wire_follow
+from .workshop.follow.bar import FollowBar, build_follow_bar, build_room_menu, wire_follow
 from .workshop.hosting import SwitchPolicy
 from .workshop.links import absolute
 from .workshop.page_state import PageState
 from .workshop.presenter import build_toggles
 from .workshop.presenter import wire as wire_presenter
-from .workshop.scene_bar import KEYS_JS, SceneBar, base_url
+from .workshop.scene_bar import KEYS_JS, SceneBar, base_url, placeholder_js
 from .workshop.scenes import SceneList, load, scene_paths
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -68,8 +69,8 @@ class PageParts:
     tab_items: dict  # tab id -> gr.Tab, in TAB_LABELS' order
     lab: LabComponents
     branch: BranchPanel
-    link_button: gr.Button
-    link: gr.Textbox
+    link_button: gr.Button  # the lab's settings (the Share menu's third button)
+    link: gr.Textbox  # the Share menu's one box
     softmax: dict
     engine: dict
     compare: dict
@@ -108,23 +109,30 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
 
 
 def lay_out(service, policy: SwitchPolicy, scenes: SceneList) -> PageParts:
-    """The header, the scene bar and the room's bar, then one tab per lesson (each builds and wires its own)."""
-    with gr.Row(elem_id="header"):
+    """The header row (title, model, scenes, Share, Room, view, language), the room's line and the scene's
+    caption under it, then one tab per lesson (each builds and wires its own)."""
+    bar = SceneBar(scenes)
+    with gr.Row(elem_id="header", equal_height=True):  # one row at 1280 wide: what is open takes no space closed
         gr.Markdown(T("page.header"), elem_id="title")
+        header = build_header(service, policy)  # the model line, and the picker in its menu
+        bar.render_controls()
+        opener(T("page.share"), "share")
+        with panel("share"):
+            with gr.Row():
+                bar.render_links()
+                link_btn = gr.Button(T("page.link.button"), size="sm", elem_id="make-link")
+            bar.link.render()  # the one box every link button writes
+        opener(T("page.room"), "room")
+        room_menu = build_room_menu()
         view_toggles = build_toggles()
         language = gr.Radio([(name, code) for code, name in LANGUAGES.items()], value="en", show_label=False,
-                            label=T("page.language"), elem_id="language", scale=0, min_width=220)
-    header = build_header(service, policy)
-    bar = SceneBar(scenes)
-    room = build_follow_bar()
+                            label=T("page.language"), elem_id="language", scale=0, min_width=0)
+    room = build_follow_bar(room_menu)
+    bar.render_caption()
     with gr.Tabs(elem_id="tabs") as tabs:
         with gr.Tab(T(TAB_LABELS["lab"]), id="lab") as lab_tab:
             lab = build_lab(service, language=language)
             branch = build_branch_panel(service, lab, language)
-            with gr.Row():
-                link_btn = gr.Button(T("page.link.button"), size="sm", scale=0, elem_id="make-link")
-                link = gr.Textbox(show_label=False, placeholder=T("page.link.placeholder"),
-                                  buttons=["copy"], scale=4, elem_id="link")
             build_run_files(lab, language)
             with gr.Accordion(T("page.greedy_loop"), open=False, elem_id="greedy-loop-box"):
                 build_greedy_loop(service, language=language)
@@ -143,7 +151,7 @@ def lay_out(service, policy: SwitchPolicy, scenes: SceneList) -> PageParts:
         )
     tab_items = {"lab": lab_tab, "softmax": softmax_tab, "engine": engine_tab, "compare": compare_tab,
                  "forward": forward_tab}
-    return PageParts(language, view_toggles, header, bar, room, tabs, tab_items, lab, branch, link_btn, link, softmax,
+    return PageParts(language, view_toggles, header, bar, room, tabs, tab_items, lab, branch, link_btn, bar.link, softmax,
                      engine, compare, forward)
 
 
@@ -169,6 +177,7 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
     opened = parts.bar.wire(page.state, language, (bound(follow_forward), [page.state.tab, *forward["select_inputs"]],
                                                    forward["select_outputs"]), host_lang=page.default_language)
     demo.load(None, None, None, js=KEYS_JS, api_visibility="private")
+    demo.load(None, None, None, js=MENUS_JS, api_visibility="private")
     parts.link_button.click(bound(make_link), [*(lab.control(name) for name in CONTROLS), language], parts.link,
                             api_name="make_link", show_progress="hidden", preprocess=False)
 
@@ -176,6 +185,7 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
     # strings follow in the browser, and each tab re-renders its server-built text on .change. Then the
     # header follows the model: loading progress, and each tab's numbers once it serves (header.py)
     loaded = demo.load(None, None, language, js=html_lang_script(page.default_language), api_visibility="private")
+    loaded.then(None, None, None, js=placeholder_js(), api_visibility="private")  # after <html lang> is set
     applied = loaded.then(bound(apply_link), language, opened, api_visibility="private", show_progress="hidden")
     parts.bar.then(applied)
     resume_room(applied)  # a reloaded host page hosts its room again, after its own link (the room's is newer)
@@ -183,7 +193,8 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
     wire_header(loaded, page.service, parts.header, [lab_watcher(lab), parts.softmax["watch"], forward["watch"]],
                 page.policy, host_key, language)
     language.change(None, language, None, js=SWITCH_JS, api_visibility="private", show_progress="hidden")
-    language.change(bound(relabel), language, [parts.header["status"], parts.header["note"], *parts.tab_items.values()],
+    language.change(bound(relabel), language, [parts.header["status"], parts.header["line"], parts.header["note"],
+                                             *parts.tab_items.values()],
                     api_visibility="private", show_progress="hidden", preprocess=False)
 
 
@@ -223,7 +234,8 @@ def make_link(page: Page, request: gr.Request, *values):  # a request after *val
 def relabel(page: Page, lang):
     # Gradio translates a tab's label only once the tab has been shown: set them all here
     service, header = page.service, page.parts.header
-    return {header["status"]: model_line(service.status, lang, getattr(service, "switching", None)),
+    line = model_line(service.status, lang, getattr(service, "switching", None))
+    return {header["status"]: line, header["line"]: line,
             header["note"]: picker_note(service, page.policy, lang),
             **{page.parts.tab_items[tab_id]: gr.Tab(label=tr(lang, key)) for tab_id, key in TAB_LABELS.items()}}
 
@@ -240,7 +252,8 @@ def skip_absent_matplotlib() -> None:
 def launch_options() -> dict:
     """What Gradio 6 takes in launch() rather than Blocks(): theme, CSS, and enough worker threads
     for a room (each streaming learner's handler waits on the model's scheduler in a thread)."""
-    return {"theme": gr.themes.Soft(), "css": "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in STYLE_SHEETS),
+    css = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in STYLE_SHEETS)
+    return {"theme": gr.themes.Soft(), "css": css,
             "max_threads": limits.GRADIO_THREADS, "max_file_size": MAX_UPLOAD, "i18n": translations()}
 
 

@@ -1,5 +1,6 @@
-"""The scene bar at the top of the page: a picker, ← / → (and PageUp / PageDown, Alt+← / Alt+→), the scene's
-caption in the page's language, and absolute links to the scene or to the whole page as it is now.
+"""The scene controls in the page's header: a picker, ← / → (and PageUp / PageDown, Alt+← / Alt+→), the open scene's
+caption under the header in the page's language, and (in the header's Share menu) absolute links to the scene or
+to the whole page as it is now.
 
 Opening a scene sets its tab and settings through PageState (the same path as a link), then, in the
 browser, scrolls to its section and presses its run button if it has one (scenes.py). The page's load
@@ -15,7 +16,7 @@ import gradio as gr
 from model_service.records import validation
 
 from ..common.errors import unchanged, user_error, warn
-from ..common.i18n import DEFAULT, T, tr
+from ..common.i18n import DEFAULT, LANGUAGES, T, tr
 from ..common.text import escape_html
 from .links import absolute, make_query, page_url
 from .page_state import PageState
@@ -33,7 +34,7 @@ ACTION_JS = """(action) => {
     if (el) {
       const wrap = el.querySelector(":scope > .label-wrap, :scope > button.label-wrap");
       if (wrap && !wrap.classList.contains("open")) wrap.click();
-      const bar = document.getElementById("scene-bar");  // sticky on a wide screen: land just under it
+      const bar = document.getElementById("header");  // sticky on a wide screen: land just under it
       const under = bar && getComputedStyle(bar).position === "sticky" ? bar.offsetHeight + 8 : 0;
       window.scrollTo({top: el.getBoundingClientRect().top + window.scrollY - under});
     }
@@ -66,11 +67,30 @@ KEYS_JS = """() => {
 
 def caption_markdown(scene: Scene | None, scenes: SceneList, lang=DEFAULT) -> str:
     """The caption under the bar: the scene's title and paragraph (the host's Markdown, HTML escaped)."""
-    if scene is None:
-        return tr(lang, "scenes.none") if len(scenes) else tr(lang, "scenes.empty")
+    if scene is None:  # nothing under the header: the picker's own box says how to start (placeholder_js)
+        return ""
     n = scenes.ids().index(scene.id) + 1
     return tr(lang, "scenes.caption", n=n, total=len(scenes), title=escape_html(scene.label(lang)),
               caption=escape_html(scene.text("caption", lang)))
+
+
+def placeholder_js() -> str:
+    """The picker's empty box says "choose a scene (→ or PageDown)" in the page's language (<html lang>, set on
+    load): run on load and after each language switch."""
+    texts = json.dumps({code: tr(code, "scenes.choose") for code in LANGUAGES})
+    return f"""() => {{
+  const texts = {texts};
+  const set = () => {{
+    const input = document.querySelector("#scene-picker input");
+    if (!input) return false;
+    input.placeholder = texts[document.documentElement.lang] || texts.en;
+    input.title = input.placeholder;
+    return true;
+  }};
+  let tries = 0;
+  const again = () => {{ if (!set() && tries++ < 20) setTimeout(again, 250); }};
+  setTimeout(again, 50);
+}}"""
 
 
 def action(scene: Scene) -> str:
@@ -79,24 +99,41 @@ def action(scene: Scene) -> str:
 
 
 class SceneBar:
-    """Build inside the Blocks context, above the tabs; wire() once PageState and the tabs exist."""
+    """Build inside the Blocks context; then place its parts where the page's layout wants them (render_controls
+    in the header row, render_links in the Share menu, render_caption under the header), and wire() once
+    PageState and the tabs exist. `link` is the Share menu's one box: every link button writes it."""
 
     def __init__(self, scenes: SceneList):
         self.scenes = scenes
-        with gr.Column(elem_id="scene-bar"):
-            with gr.Row(equal_height=False):
-                self.prev = gr.Button("←", size="sm", scale=0, min_width=48, elem_id="scene-prev")
-                self.picker = gr.Dropdown(scenes.choices(DEFAULT), value=None, show_label=False, scale=4,
-                                          label=T("scenes.picker"), elem_id="scene-picker")
-                self.next = gr.Button("→", size="sm", scale=0, min_width=48, elem_id="scene-next")
-                self.scene_link_btn = gr.Button(T("scenes.link.scene"), size="sm", scale=0, elem_id="scene-link")
-                self.page_link_btn = gr.Button(T("scenes.link.page"), size="sm", scale=0, elem_id="page-link")
-            self.caption = gr.Markdown(caption_markdown(None, scenes), elem_id="scene-caption")
-            # the browser's part of opening a scene (ACTION_JS reads it after each opening)
-            self.action = gr.Textbox("", visible=False, elem_id="scene-action")
-        # below the bar, not in it: the bar stays at the top of a wide screen, and must stay small there
+        self.prev = gr.Button("←", size="sm", scale=0, min_width=40, elem_id="scene-prev", render=False)
+        # no placeholder in a Gradio Dropdown: SCENE_PLACEHOLDER_JS writes "choose a scene" into its box
+        self.picker = gr.Dropdown(scenes.choices(DEFAULT), value=None, show_label=False, scale=0, min_width=200,
+                                  label=T("scenes.picker"), elem_id="scene-picker", render=False)
+        self.next = gr.Button("→", size="sm", scale=0, min_width=40, elem_id="scene-next", render=False)
+        self.scene_link_btn = gr.Button(T("scenes.link.scene"), size="sm", elem_id="scene-link", render=False)
+        self.page_link_btn = gr.Button(T("scenes.link.page"), size="sm", elem_id="page-link", render=False)
+        self.caption = gr.Markdown(caption_markdown(None, scenes), elem_id="scene-caption", render=False)
         self.link = gr.Textbox(show_label=False, placeholder=T("scenes.link.placeholder"), buttons=["copy"],
-                               elem_id="scene-link-text", max_lines=1)
+                               elem_id="link", max_lines=1, render=False)
+        # the browser's part of opening a scene (ACTION_JS reads it after each opening)
+        self.action = gr.Textbox("", visible=False, elem_id="scene-action", render=False)
+
+    def render_controls(self) -> None:
+        """← picker → (in the header row)."""
+        with gr.Row(elem_id="scene-bar", equal_height=True, visible=len(self.scenes) > 0):
+            self.prev.render()
+            self.picker.render()
+            self.next.render()
+
+    def render_links(self) -> None:
+        """The scene's and the page's link buttons (in the Share menu, beside the lab's)."""
+        self.page_link_btn.render()
+        self.scene_link_btn.render()
+
+    def render_caption(self) -> None:
+        """The open scene's caption (under the header row; nothing while no scene is open)."""
+        self.caption.render()
+        self.action.render()
 
     def open_scene(self, state: PageState, scene: Scene, lang, extra: dict | None = None) -> dict:
         """Every update that opens `scene` (and then a link's other fields, `extra`), in `lang`."""
@@ -170,7 +207,7 @@ class SceneBar:
                     self.caption: caption_markdown(scene, self.scenes, lang)}
 
         language.change(relabel, [language, self.picker], [self.picker, self.caption], api_visibility="private",
-                        show_progress="hidden")
+                        show_progress="hidden").then(None, None, None, js=placeholder_js(), api_visibility="private")
         self.then = then
         return outputs
 

@@ -43,6 +43,7 @@ def test_a_deep_link_sets_the_controls(page, app_url):
     expect(page.locator("#temperature input[type=number]")).to_have_value("0.3")
     expect(page.locator("#top-k input[type=number]")).to_have_value("7")
     expect(page.locator("#seed textarea, #seed input").first).to_have_value("5")
+    page.locator("#share-button").click()  # the header's Share menu
     page.locator("#make-link").click()
     expect(page.locator("#link textarea, #link input").first).to_have_value(
         re.compile(r"\?prompt=Hello\+there&temperature=0\.3&top_k=7&seed=5&order=llama\.cpp$")

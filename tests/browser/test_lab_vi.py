@@ -103,6 +103,7 @@ def test_a_typed_prompt_and_a_links_prompt_are_never_swapped(open_page):
     expect(page.locator("#run-status")).to_contain_text("Bấm Sinh văn bản", timeout=60_000)
     expect(page.locator("#temperature input[type=number]")).to_have_value("0.3", timeout=60_000)  # link applied
     expect(page.locator("#prompt textarea")).to_have_value(limits.LESSON_PROMPT)
+    page.locator("#share-button").click()  # the header's Share menu
     page.locator("#make-link").click()
     expect(page.locator("#link textarea, #link input").first).to_have_value(
         re.compile(r"\?prompt=The\+capital\+of\+France\+is&temperature=0\.3&lang=vi$"))
@@ -117,7 +118,7 @@ def test_the_lab_at_phone_width_in_vietnamese_fits(open_page):
     expect(page.locator("#run-status")).to_contain_text("đã dừng", timeout=120_000)
     # nothing of the lab's column is wider than the phone (the stage panels scroll inside their own box)
     too_wide = page.evaluate("""() => [...document.querySelectorAll(
-        '#run-status, #chips, #generate, #step, #stop, #order, #seed, #stop-strings, #scrub, #make-link')]
+        '#run-status, #chips, #generate, #step, #stop, #order, #seed, #stop-strings, #scrub, #header > *')]
         .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).map(e => e.id)""")
     assert too_wide == []
     assert page.evaluate("document.documentElement.scrollWidth") <= 390

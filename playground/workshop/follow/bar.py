@@ -29,6 +29,7 @@ from model_service import limits
 from ...common.handlers import bind
 from ...common.i18n import T
 from ...lab.components import LabComponents
+from ...menus import panel
 from ..page_state import PageState
 from .components import FollowBar
 from .handlers import Room, break_away, close_room, enter, follow, host_tick, open_room, relang, resume_room, show
@@ -42,27 +43,32 @@ SAVE_KEY_JS = f"""(key) => {{
 READ_KEY_JS = f"""() => {{ try {{ return sessionStorage.getItem("{STORAGE_KEY}") || ""; }} catch (e) {{ return ""; }} }}"""
 
 
-def build_follow_bar() -> FollowBar:
-    """The room's components, in the current Blocks context."""
-    seat = gr.State(Seat())
-    with gr.Row(elem_id="follow-bar", visible=False) as bar:
-        status = gr.Markdown("", elem_id="follow-status")
-        break_btn = gr.Button(T("follow.break"), size="sm", scale=0, visible=False, elem_id="follow-break")
-        again_btn = gr.Button(T("follow.again"), size="sm", scale=0, visible=False, elem_id="follow-again")
-        close_btn = gr.Button(T("follow.close"), size="sm", scale=0, visible=False, elem_id="room-close")
-    with gr.Accordion(T("follow.title"), open=False, elem_id="follow"):
+def build_room_menu() -> dict:
+    """The header's Room menu (playground/menus.py): join by code, or open a room as the host, and its link."""
+    with panel("room"):
         with gr.Row():
             code = gr.Textbox(show_label=False, placeholder=T("follow.code.placeholder"), max_length=16, scale=2,
                               elem_id="follow-code")
             join_btn = gr.Button(T("follow.join"), scale=1, elem_id="follow-join")
-            open_btn = gr.Button(T("follow.open"), scale=1, elem_id="room-open")
+        open_btn = gr.Button(T("follow.open"), size="sm", elem_id="room-open")
         link = gr.Textbox(show_label=False, buttons=["copy"], visible=False, elem_id="room-link")
         gr.Markdown(T("follow.note"), elem_classes=["ntp-note"])
+    return {"code": code, "join": join_btn, "open": open_btn, "link": link}
+
+
+def build_follow_bar(menu: dict) -> FollowBar:
+    """The room's line under the header (shown only in a room) and its state; menu: build_room_menu's."""
+    seat = gr.State(Seat())
+    with gr.Row(elem_id="follow-bar", visible=False, equal_height=True) as bar:
+        status = gr.Markdown("", elem_id="follow-status")
+        break_btn = gr.Button(T("follow.break"), size="lg", scale=0, visible=False, elem_id="follow-break")
+        again_btn = gr.Button(T("follow.again"), size="lg", scale=0, visible=False, elem_id="follow-again")
+        close_btn = gr.Button(T("follow.close"), size="sm", scale=0, visible=False, elem_id="room-close")
     tab = gr.Textbox("lab", visible="hidden", elem_id="follow-tab")
     key = gr.Textbox("", visible="hidden", elem_id="room-key")
     timer = gr.Timer(limits.HOST_PUBLISH_SECONDS, active=False)
-    return FollowBar(seat, bar, status, break_btn, again_btn, close_btn, code, join_btn, open_btn, link, tab, key,
-                     timer)
+    return FollowBar(seat, bar, status, break_btn, again_btn, close_btn, menu["code"], menu["join"], menu["open"],
+                     menu["link"], tab, key, timer)
 
 
 def wire_follow(demo: gr.Blocks, bar: FollowBar, lab: LabComponents, page: PageState, language):
