@@ -173,7 +173,7 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
     parts, lab, language, forward = page.parts, page.parts.lab, page.parts.language, page.parts.forward
     bound = lambda handler: bind(handler, page)
     # the room carries the page as its link would (every tab's fields), through the same PageState
-    resume_room = wire_follow(demo, parts.room, lab, page.state, language)
+    resume_room = wire_follow(demo, parts.room, lab, page.state, language, parts.bar)
     opened = parts.bar.wire(page.state, language, (bound(follow_forward), [page.state.tab, *forward["select_inputs"]],
                                                    forward["select_outputs"]), host_lang=page.default_language)
     demo.load(None, None, None, js=KEYS_JS, api_visibility="private")

@@ -32,7 +32,10 @@ def open_room(host) -> str:
     host.locator("#room-button").click()  # the header's Room menu
     host.locator("#room-open").click()
     expect(host.locator("#follow-status")).to_contain_text("You host room")
-    return host.locator("#room-link textarea, #room-link input").first.input_value()
+    link = host.locator("#room-link textarea, #room-link input").first.input_value()
+    host.keyboard.press("Escape")  # the menu closes; the room's line keeps the code and the link
+    expect(host.locator("#room-panel")).to_be_hidden()
+    return link
 
 
 def test_a_follower_follows_the_host_breaks_away_and_comes_back(page, browser, app_url):
@@ -148,3 +151,52 @@ def test_a_follower_follows_every_tab_and_a_reloaded_host_page_keeps_its_room(pa
     expect(host.locator("#model-status")).to_contain_text("Model:", timeout=60_000)
     time.sleep(1.0)
     expect(host.locator("#follow-bar")).to_be_hidden()
+
+
+# the boxes a learner's phone shows, top to bottom (document coordinates), and what of the host's is on screen
+PHONE = """() => {
+  const box = (id) => { const e = document.getElementById(id); if (!e) return null; const r = e.getBoundingClientRect();
+    return r.height ? {top: r.top + scrollY, bottom: r.bottom + scrollY, height: r.height} : null; };
+  return {follower: document.body.classList.contains('ntp-follower'), focus: document.body.dataset.ntpFocus,
+          ids: Object.fromEntries(['follow-bar', 'follow-break', 'scene-caption', 'chips', 'run-status', 'stage-plot',
+                                   'draw-plot', 'lab-controls', 'generate', 'scene-next', 'share-button', 'present']
+                                  .map(id => [id, box(id)])), width: document.documentElement.scrollWidth};
+}"""
+
+
+def test_a_learners_phone_shows_the_hosts_scene_then_its_chips_then_its_chart(page, browser, app_url):
+    host = page
+    host.goto(app_url + "?scene=l13-top-k", wait_until="domcontentloaded")  # a lab scene: its run, its stage chart
+    expect(host.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
+    link = open_room(host)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone = context.new_page()
+    try:
+        phone.goto(link, wait_until="domcontentloaded")
+        expect(phone.locator("#follow-status")).to_contain_text("Following room", timeout=60_000)
+        expect(phone.locator("#scene-caption")).to_contain_text("top-k", timeout=WAIT_MS)
+        expect(phone.locator("#chips .ntp-chip").first).to_be_visible(timeout=WAIT_MS)
+        phone.wait_for_timeout(1500)  # the cue's scroll
+        shown = phone.evaluate(PHONE)
+        ids = shown["ids"]
+        assert shown["follower"] and shown["focus"] == "stage-plot"
+        for hidden in ("lab-controls", "generate", "scene-next", "share-button", "present"):  # the host's controls
+            assert ids[hidden] is None, (hidden, ids[hidden])
+        assert ids["follow-break"]["height"] >= 44  # a large tap target
+        # in the order the host talks: the caption, the step's chips, then the chart the scene is about
+        assert ids["scene-caption"]["bottom"] <= ids["chips"]["top"] < ids["stage-plot"]["top"]
+        assert ids["stage-plot"]["top"] < ids["draw-plot"]["top"]
+        assert ids["chips"]["bottom"] <= 844  # the chips on the first screen
+        assert shown["width"] <= 390
+        phone.screenshot(path=str(ARTIFACTS / "follow_phone_390.png"))
+
+        host.locator("#scene-next").click()  # the host moves on: the phone's caption follows
+        expect(phone.locator("#scene-caption")).to_contain_text("top-p", timeout=WAIT_MS)
+
+        phone.locator("#follow-break").tap()  # breaking away gives the learner the lab's controls back
+        expect(phone.locator("#follow-status")).to_contain_text("You broke away")
+        expect(phone.locator("#generate")).to_be_visible()
+        assert not phone.evaluate("document.body.classList.contains('ntp-follower')")
+    finally:
+        context.close()
+        host.locator("#room-close").click()

@@ -31,6 +31,7 @@ from ...common.i18n import T
 from ...lab.components import LabComponents
 from ...menus import panel
 from ..page_state import PageState
+from ..scene_bar import SceneBar
 from .components import FollowBar
 from .handlers import Room, break_away, close_room, enter, follow, host_tick, open_room, relang, resume_room, show
 from .seat import Seat
@@ -41,6 +42,28 @@ SAVE_KEY_JS = f"""(key) => {{
   catch (e) {{}}
 }}"""
 READ_KEY_JS = f"""() => {{ try {{ return sessionStorage.getItem("{STORAGE_KEY}") || ""; }} catch (e) {{ return ""; }} }}"""
+# while following, the page is a follower's (assets/room.css: the host's controls hidden, what the host shows first)
+MODE_JS = "(mode) => { document.body.classList.toggle('ntp-follower', mode === 'following'); }"
+# the host opened a scene: on a follower's lab its focus comes right after the chips (room.css reads data-ntp-focus)
+# and the page goes back to the top, where the caption is; on another tab the focus scrolls into view under the
+# room's line. The host's own page has pressed the scene's button: the follower shows the result
+CUE_JS = """(cue) => {
+  let c; try { c = JSON.parse(cue || "{}"); } catch (e) { return; }
+  document.body.dataset.ntpFocus = c.focus || "";
+  if (!c.focus || !document.body.classList.contains("ntp-follower")) return;
+  let tries = 0;
+  const go = () => {
+    const el = document.getElementById(c.focus);
+    if (!el || el.getBoundingClientRect().height === 0) { if (tries++ < 20) setTimeout(go, 250); return; }
+    const bar = document.getElementById("follow-bar");
+    const under = bar && getComputedStyle(bar).position === "sticky" ? bar.offsetHeight + 8 : 0;
+    const chips = document.getElementById("chips");
+    const inLab = chips && chips.parentElement && chips.parentElement.contains(el);
+    const top = inLab ? 0 : el.getBoundingClientRect().top + window.scrollY - under;
+    window.scrollTo({top: Math.max(0, top), behavior: "smooth"});
+  };
+  setTimeout(go, 300);
+}"""
 
 
 def build_room_menu() -> dict:
@@ -67,15 +90,18 @@ def build_follow_bar(menu: dict) -> FollowBar:
     tab = gr.Textbox("lab", visible="hidden", elem_id="follow-tab")
     key = gr.Textbox("", visible="hidden", elem_id="room-key")
     timer = gr.Timer(limits.HOST_PUBLISH_SECONDS, active=False)
+    mode = gr.Textbox("none", visible="hidden", elem_id="room-mode")
+    cue = gr.Textbox("", visible="hidden", elem_id="room-cue")
     return FollowBar(seat, bar, status, break_btn, again_btn, close_btn, menu["code"], menu["join"], menu["open"],
-                     menu["link"], tab, key, timer)
+                     menu["link"], tab, key, timer, mode, cue)
 
 
-def wire_follow(demo: gr.Blocks, bar: FollowBar, lab: LabComponents, page: PageState, language):
+def wire_follow(demo: gr.Blocks, bar: FollowBar, lab: LabComponents, page: PageState, language, scenes: SceneBar):
     """Inside the Blocks context. lab: build_lab's components; page: the page's PageState (its link fields, the
-    tabs and their items). Returns resume_after(event), which wires the host's resume after `event` (the page's
-    own link applied first, so the room's state, newer, wins)."""
-    room = Room(bar, lab, page, language)
+    tabs and their items); scenes: the header's scene controls (the host's scene is the room's). Returns
+    resume_after(event), which wires the host's resume after `event` (the page's own link applied first, so the
+    room's state, newer, wins)."""
+    room = Room(bar, lab, page, language, scenes)
     bound = lambda handler: bind(handler, room)  # Gradio reads the rest of the handler's signature
     # raw values (preprocess=False), as a link of the page reads them (PageState.current_state)
     bar.open_button.click(bound(open_room), room.host_inputs, bar.outputs, api_name="open_room",
@@ -85,6 +111,8 @@ def wire_follow(demo: gr.Blocks, bar: FollowBar, lab: LabComponents, page: PageS
     bar.close_button.click(bound(close_room), [bar.seat, language], bar.outputs, api_name="close_room",
                            show_progress="hidden")
     bar.key.change(None, bar.key, None, js=SAVE_KEY_JS, api_visibility="private")
+    bar.mode.change(None, bar.mode, None, js=MODE_JS, api_visibility="private")
+    bar.cue.change(None, bar.cue, None, js=CUE_JS, api_visibility="private")
     entered = gr.on([bar.join_button.click, bar.again_button.click, bar.code.submit, demo.load], bound(enter),
                     [bar.code, bar.seat, language], bar.outputs, api_name="join", show_progress="hidden")
     following = entered.success(bound(follow), bar.seat, room.stream, api_name="follow", show_progress="hidden")

@@ -25,9 +25,11 @@ class FollowBar:
     tab: gr.Textbox  # the host's tab id, set in the browser
     key: gr.Textbox  # the host's CODE:TOKEN, mirrored in sessionStorage
     timer: gr.Timer  # the host's page publishes on it
+    mode: gr.Textbox  # the seat's mode, set in the browser as <body class="ntp-follower"> while following
+    cue: gr.Textbox  # a follower's cue to the host's scene: {"focus": element id}, read in the browser (bar.py)
 
     @property
     def outputs(self) -> list:
         """What showing a seat sets (handlers.show)."""
         return [self.seat, self.status, self.bar, self.break_button, self.again_button, self.close_button,
-                self.join_button, self.link, self.key, self.timer]
+                self.join_button, self.link, self.key, self.timer, self.mode]

@@ -7,6 +7,7 @@ their runs (VIEWS) live here.
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 
 import gradio as gr
@@ -14,11 +15,13 @@ import gradio as gr
 from model_service import limits
 
 from ...common.errors import in_language, unchanged, user_error
+from ...common.i18n import language
 from ...lab.components import LabComponents
 from ...lab.run import Run
 from ...lab.scrubber import scrub_index, scrub_update
 from .. import rooms
 from ..page_state import PageState
+from ..scene_bar import SceneBar, caption_markdown
 from .components import FollowBar
 from .seat import Seat, bar_text, host_key, room_link
 from .state import follower_values, host_fields, page_state, parse_state
@@ -37,19 +40,21 @@ class Room:
     lab: LabComponents
     page: PageState
     language: gr.Radio
+    scenes: SceneBar  # the header's scene controls: the host's open scene is the room's
 
     @property
     def stream(self) -> list:
         """What a follower's stream sets: the bar's seat and line, the whole page, the lab's run and views."""
         bar, lab, page = self.bar, self.lab, self.page
         return [bar.seat, bar.status, *page.fields.values(), page.tabs, page.tab, bar.tab, lab.chips, lab.status,
-                lab.stage_plot, lab.draw_plot, lab.scrub, lab.run_state, lab.run_plot]
+                lab.stage_plot, lab.draw_plot, lab.scrub, lab.run_state, lab.run_plot, self.scenes.picker,
+                self.scenes.caption, bar.cue]
 
     @property
     def host_inputs(self) -> list:
         """What a host's page sends (HostValues): raw values, as a link of the page reads them."""
-        return [self.bar.seat, self.bar.key, self.bar.tab, *self.page.fields.values(), self.lab.scrub,
-                self.lab.run_state, self.language]
+        return [self.bar.seat, self.bar.key, self.bar.tab, *self.page.fields.values(), self.scenes.picker,
+                self.lab.scrub, self.lab.run_state, self.language]
 
 
 @dataclass(frozen=True)
@@ -59,14 +64,15 @@ class HostValues:
     seat: object  # the page's Seat (an API caller may send anything)
     kept: object  # the CODE:TOKEN the host's tab keeps (FollowBar.key)
     page: list  # the page's raw `PageState.inputs` values: the host's tab, then every link field
+    scene: object  # the scene picker's id (None: no scene open)
     step: object  # the lab's scrubber
     run: object  # the lab's Run
     lang: str
 
     @classmethod
     def of(cls, values: tuple) -> HostValues:
-        seat, kept, *page, step, run, lang = values
-        return cls(seat, kept, page, step, run, lang)
+        seat, kept, *page, scene, step, run, lang = values
+        return cls(seat, kept, page, scene, step, run, lang)
 
 
 def show(room: Room, s: Seat, lang) -> dict:
@@ -79,19 +85,20 @@ def show(room: Room, s: Seat, lang) -> dict:
             bar.again_button: gr.update(visible=s.mode == "away"),
             bar.close_button: gr.update(visible=s.mode == "host"), bar.join_button: gr.update(visible=s.mode != "host"),
             bar.link: gr.update(value=s.link, visible=s.mode == "host"), bar.key: host_key(s),
-            bar.timer: gr.update(active=s.mode == "host")}
+            bar.timer: gr.update(active=s.mode == "host"), bar.mode: s.mode}
 
 
 def hosted(room: Room, given: HostValues) -> tuple[dict, object]:
     """(state, run) as the host's page shows them: a run is shared once it ended, then with its step."""
     fields = host_fields(room.page, given.page)
+    scene = given.scene if room.scenes.scenes.get(given.scene) is not None else None
     run = given.run if isinstance(given.run, Run) and given.run.records else None
     if run is not None and not run.finished:
-        return page_state(fields, None), ...  # streaming: the last run stays
+        return page_state(fields, None, scene), ...  # streaming: the last run stays
     step = scrub_index(given.step, run.records) if run else None  # the scrubber counts from 1, a room from 0
     if run is not None and step is None:
         step = len(run.records) - 1
-    return page_state(fields, step), (run.records if run else None)
+    return page_state(fields, step, scene), (run.records if run else None)
 
 
 def open_room(room: Room, request: gr.Request, *values):  # the request before *values: Gradio places it only there
@@ -159,6 +166,7 @@ def update(room: Room, snap: rooms.Snapshot, shown: dict, s: Seat, lang) -> dict
     `shown`: what this page shows (tab, run version, step, the Run object), updated here."""
     bar, lab, page = room.bar, room.lab, room.page
     values, tab_id, step, problems = parse_state(snap.state, lang)
+    scene_out = scene_views(room, snap.state.get("scene"), shown, lang)
     s.problems = problems
     tab_out = gr.update(selected=tab_id) if tab_id != shown.get("tab") else gr.skip()
     shown["tab"] = tab_id
@@ -178,7 +186,20 @@ def update(room: Room, snap: rooms.Snapshot, shown: dict, s: Seat, lang) -> dict
             **dict(zip(page.fields.values(), follower_values(page, values, lang))),
             page.tabs: tab_out, page.tab: tab_id, bar.tab: tab_id, lab.chips: got["chips"], lab.status: got["status"],
             lab.stage_plot: got["stage"], lab.draw_plot: got["draw"], lab.scrub: scrub, lab.run_state: shown["run"],
-            lab.run_plot: run_plot}
+            lab.run_plot: run_plot, **scene_out}
+
+
+def scene_views(room: Room, scene_id, shown: dict, lang) -> dict:
+    """The host's open scene on a follower's page: the picker, the caption in the follower's language, and the cue
+    (its focus) when the scene changed. An id that is none of this page's scenes opens nothing."""
+    scenes = room.scenes
+    scene = scenes.scenes.get(scene_id) if isinstance(scene_id, str) else None
+    key = (scene.id if scene else None, language(lang))
+    if shown.get("scene") == key:
+        return {scenes.picker: gr.skip(), scenes.caption: gr.skip(), room.bar.cue: gr.skip()}
+    shown["scene"] = key
+    cue = json.dumps({"focus": scene.focus if scene else "", "scene": key[0] or ""})
+    return {scenes.picker: key[0], scenes.caption: caption_markdown(scene, scenes.scenes, lang), room.bar.cue: cue}
 
 
 def resume_room(room: Room, s: Seat, kept, lang, request: gr.Request):

@@ -24,7 +24,7 @@ from ...common.i18n import LESSON_PROMPTS, language
 from .. import rooms
 from ..links import DEFAULTS, TABS, make_query, parse_query
 
-ROOM_FIELDS = ("step",)  # what a room adds to a link's fields
+ROOM_FIELDS = ("step", "scene")  # what a room adds to a link's fields
 ALWAYS = ("fw_block",)  # link fields a room carries on every tab
 
 
@@ -39,13 +39,16 @@ def host_fields(page, raw: list) -> dict:
     return fields
 
 
-def page_state(fields: dict, step) -> dict:
+def page_state(fields: dict, step, scene: str | None = None) -> dict:
     """The state a host's page publishes: its link fields as a link writes them (defaults left out), the tab
-    always, and the step the lab's scrubber shows (None when the page has no finished run)."""
+    always, the step the lab's scrubber shows (None when the page has no finished run) and the scene the host
+    opened (None: none; a follower checks it against its own scenes)."""
     state = dict(parse_qsl(make_query(fields), keep_blank_values=True))
     state["tab"] = fields.get("tab") if fields.get("tab") in TABS else TABS[0]
     if step is not None:
         state["step"] = str(step)
+    if scene is not None:
+        state["scene"] = scene
     return state
 
 
