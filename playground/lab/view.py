@@ -1,5 +1,9 @@
 """How the lab's charts are drawn for this page: normal or presenter view, linear or log zoom, light or
-dark theme. One small frozen View per page (in gr.State); the chart builders stay pure and take plain flags."""
+dark theme. One small frozen View per page (in gr.State); the chart builders stay pure and take plain flags.
+
+The presenter view puts one step on one projector screen (assets/presenter.css lays the page out): the stage
+chart shows its PRESENT_ROWS most probable candidates in a geometry made for 14 px text, and the draw bar is
+a slim strip; the run chart, under the scrubber, only grows its text."""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from dataclasses import dataclass
 from ..common.figures import empty_figure, for_view
 from ..common.i18n import tr
 from . import charts
+
+PRESENT_DRAW_HEIGHT = 62  # the draw bar before for_view grows it (x1.45): 90 px, the bar, u and the axis
 
 
 @dataclass(frozen=True)
@@ -18,12 +24,17 @@ class View:
 
 
 def stage_chart(record, view: View = View(), lang: str = "en"):
-    fig = charts.stage_figure(record, lang=lang, fold=view.present, log=view.log)
-    return for_view(fig, view.present, view.dark)
+    if not view.present:
+        return for_view(charts.stage_figure(record, lang=lang, log=view.log), False, view.dark)
+    fig = charts.stage_figure(record, lang=lang, fold=True, log=view.log, rows=charts.PRESENT_ROWS, present=True)
+    big = for_view(fig, True, view.dark)
+    # the figure's own height and margins were made for its 14 px text: for_view's growth is for the others
+    return big.update_layout(height=fig.layout.height, margin=fig.layout.margin)
 
 
 def draw_chart(record, view: View = View(), lang: str = "en"):
-    return for_view(charts.draw_figure(record, lang=lang), view.present, view.dark)
+    height = PRESENT_DRAW_HEIGHT if view.present else 120
+    return for_view(charts.draw_figure(record, height=height, lang=lang), view.present, view.dark)
 
 
 def run_chart(records, selected: int | None = None, view: View = View(), lang: str = "en"):
@@ -33,6 +44,8 @@ def run_chart(records, selected: int | None = None, view: View = View(), lang: s
 
 def placeholders(view: View = View(), lang: str = "en") -> tuple:
     """The stage, draw and run charts before there is a run: what each will show, in `lang`."""
+    draw_height = PRESENT_DRAW_HEIGHT if view.present else 120
     return tuple(for_view(fig, view.present, view.dark) for fig in (
-        empty_figure(tr(lang, "lab.stage_plot.empty")), empty_figure(tr(lang, "lab.draw_plot.empty"), height=120),
+        empty_figure(tr(lang, "lab.stage_plot.empty")), empty_figure(tr(lang, "lab.draw_plot.empty"),
+                                                                     height=draw_height),
         empty_figure(tr(lang, "lab.run_plot.empty"), height=220)))

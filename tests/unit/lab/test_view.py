@@ -4,6 +4,9 @@ panels that change nothing folded into one note, a log zoom, big text, dark ink.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+
+import pytest
 
 from playground.common.figures import BIG_TEXT, DARK_GAP, DARK_GRID, DARK_INK, for_view
 from playground.lab import charts
@@ -58,15 +61,63 @@ def test_the_log_zoom_puts_every_panel_on_a_log_axis_from_a_hundredth_of_a_perce
     assert charts.stage_figure(make_record()).layout.xaxis.type in (None, "-", "linear")
 
 
-def test_big_text_raises_every_font_and_the_chart_with_it():
+def test_big_text_raises_every_font_and_the_run_chart_with_it():
     record = make_record(step=0)
     for fig, big in ((charts.stage_figure(record), stage_chart(record, View(present=True))),
                      (charts.draw_figure(record), draw_chart(record, View(present=True))),
                      (charts.run_figure([record, make_record(step=1)]), run_chart([record, make_record(step=1)], 1,
                                                                                   View(present=True)))):
         assert min(font_sizes(fig.to_plotly_json())) < BIG_TEXT <= min(font_sizes(big.to_plotly_json()))
-        assert big.layout.height > fig.layout.height
+    assert run_chart([record], 0, View(present=True)).layout.height > charts.run_figure([record]).layout.height
     assert for_view(charts.draw_figure(record)) is not None
+
+
+def test_the_presenter_puts_one_step_on_one_screen():
+    """The stage chart: its ten most probable rows, 20 px each, a height that follows from its lines of text;
+    the draw bar a slim strip. At 1280x720 these and the chips end within 720 px of the tab bar (browser test)."""
+    many = {name: [0.3, 0.2] + [0.5 / 12] * 12 for name in PROBS}  # 14 candidates
+    big = stage_chart(make_record(many), View(present=True))
+    margin = big.layout.margin
+    assert len(big.data[0].y) == charts.PRESENT_ROWS == 10
+    assert big.layout.height == margin.t + 20 * 10 + margin.b <= 340
+    assert min(font_sizes(big.to_plotly_json())) >= BIG_TEXT
+    assert draw_chart(make_record(), View(present=True)).layout.height <= 100
+    assert all(len(p.to_plotly_json()["layout"]) for p in placeholders(View(present=True)))
+
+
+def test_a_chosen_token_the_presenter_rows_leave_out_gets_its_own_row_with_its_rank():
+    many = {name: [0.3, 0.2] + [0.5 / 12] * 12 for name in PROBS}
+    record = make_record(many, chosen=12)  # rank 13: past the ten rows
+    record = replace(record, chosen_rank=12)
+    fig = charts.stage_figure(record, fold=True, rows=charts.PRESENT_ROWS, present=True)
+    labels = list(fig.layout.yaxis.ticktext)
+    assert len(labels) == 11 and labels[-1].startswith("<b>") and labels[-1].endswith("#13</b>")
+    assert all(list(trace.marker.color)[-1] == charts.VERMILLION for trace in fig.data)  # chosen in every panel
+    assert charts.top_rows(make_record(), list(make_record().stages), 10)[0] == make_record()  # few rows: as is
+
+
+def test_the_presenter_key_stands_over_the_labels_and_the_note_wraps_from_the_left_edge():
+    plain = make_record()  # every filter off and temperature 1: four stages fold into the note
+    record = replace(plain, stages=tuple(s if s.name in ("raw", "final") else replace(
+        s, probs=plain.stages[0].probs, kept_count=plain.stages[0].kept_count) for s in plain.stages))
+    fig = charts.stage_figure(record, fold=True, rows=charts.PRESENT_ROWS, present=True)
+    key, note = fig.layout.annotations[-2:]
+    assert key.text.count("<br>") == 2 and "removed" in key.text and "by this stage" not in key.text
+    assert (key.x, key.xanchor, key.y, key.yanchor) == (0, "right", 1, "bottom")
+    assert note.text.startswith("temperature, top-k, top-p, min-p: same as")
+    assert all(len(line) <= 44 for line in note.text.split("<br>")) and note.xshift == 6 - fig.layout.margin.l
+    assert fig.layout.margin.b == 22 + 18 * len(note.text.split("<br>")) + 6
+    assert tuple(fig.layout.xaxis.ticktext) == ("0", "50%", "")  # a 14 px "100%" would run into the next "0"
+    vietnamese = charts.stage_figure(record, lang="vi", fold=True, rows=charts.PRESENT_ROWS, present=True)
+    assert "bị cắt bỏ" in vietnamese.layout.annotations[-2].text
+
+
+@pytest.mark.parametrize("text, width", [("a b c", 3), ("one two three four five six seven", 9),
+                                         ("averyveryverylongword and more", 8)])
+def test_wrapped_breaks_between_words_only(text, width):
+    lines = charts.wrapped(text, width).split("<br>")
+    assert " ".join(lines) == text
+    assert all(len(line) <= width or " " not in line for line in lines)
 
 
 def test_dark_charts_let_the_page_through_with_light_ink():
