@@ -128,6 +128,8 @@ def test_one_step_fits_one_projector_screen(browser, app_url, run, steps):
     generate(page, steps)
     at = page.evaluate(GEOMETRY)
     assert at["draw"]["bottom"] - at["tabs"]["top"] <= 720, at
+    assert at["draw"]["bottom"] <= 720, at  # under the header: the whole step on the first screen, no scrolling
+    assert at["buttons"]["top"] < at["tabs"]["bottom"], at  # the slim bar rides in the tab bar's row
     tops = [at[k]["top"] for k in ("buttons", "chips", "stage", "draw", "scrub", "run")]
     assert tops == sorted(tops) and at["buttons"]["bottom"] <= at["chips"]["top"]
     assert at["generate"]["top"] == at["step"]["top"] == at["stop"]["top"]  # side by side, "? keys" beside them
