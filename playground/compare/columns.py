@@ -8,7 +8,7 @@ comes from the settings alone, and each column's tokens are those of its own sol
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from model_service import limits
 from model_service.records import validation
@@ -96,6 +96,16 @@ class CompareRun:
     done: bool = False
     steps: int = 0  # forward steps seen
     batch_sizes: list[int] = field(default_factory=list)  # rows in each step's batch
+    # Stop, as the lab's Run keeps it (playground/lab/handlers.py:stop_run): whether the comparison streams,
+    # its tag on the page, the steps of it the page says it has (None: no page counts them), the presses of
+    # Stop so far, what the page showed at the last one ((tag, steps), None from a caller without a page),
+    # and whether Stop ended it
+    streaming: bool = False
+    tag: str = ""
+    page_steps: int | None = None
+    stop_presses: int = 0
+    stop_seen: tuple[str, int] | None = None
+    stopped: bool = False
 
     def tokens(self) -> list[list[int]]:
         return [[r.token_id for r in c] for c in self.columns]
@@ -107,3 +117,17 @@ class CompareRun:
     @property
     def length(self) -> int:
         return max((len(c) for c in self.columns), default=0)
+
+    def upto(self, steps: int | None) -> CompareRun:
+        """The comparison as far as `steps` (None, or past its end: all of it): what the page has of it."""
+        if steps is None or steps >= self.length:
+            return self
+        return replace(self, columns=[c[:steps] for c in self.columns], batch_sizes=self.batch_sizes[:steps])
+
+    def freeze(self) -> None:
+        """Stopped: every column cut to the steps the page showed (all of them without a page counting)."""
+        seen = self.stop_seen
+        keep = self.length if seen is None else min(seen[1], self.length) if seen[0] == self.tag else 0
+        self.columns = [c[:keep] for c in self.columns]
+        self.batch_sizes, self.steps = self.batch_sizes[:keep], min(self.steps, keep)
+        self.done = self.stopped = True

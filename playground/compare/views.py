@@ -57,7 +57,7 @@ def _chip(record, i: int, shown, divergence, selected) -> str:
             f'title="{title}">{piece_html(shown)}</span>')
 
 
-def columns_html(run: CompareRun | None, lang: str = "en", selected: int | None = None) -> str:
+def columns_html(run: CompareRun | None, lang: str = "en", selected: int | None = None, tag: str = "") -> str:
     """One card per column: its settings, then its tokens as chips coloured by the model's probability;
     the first step where the columns part is outlined, the steps after it faded."""
     if run is None or run.comparison is None:
@@ -74,14 +74,40 @@ def columns_html(run: CompareRun | None, lang: str = "en", selected: int | None 
             f'<h4>{LETTERS[n]}</h4><div class="ntp-set">{escape_html(settings_text(request.settings, lang))}</div>'
             f'<div>{chips}</div><div class="ntp-cnote">{escape_html(note)}</div></div>'
         )
-    return STYLE + f'<div class="ntp-compare">{"".join(cards)}</div>'
+    run_tag = f' data-run="{escape_html(tag)}"' if tag else ""
+    return STYLE + f'<div class="ntp-compare"{run_tag}>{"".join(cards)}</div>'
+
+
+# Compare's Stop and its texts' change read the page as the lab's do (playground/lab/chips.py: STOP_JS, COUNT_JS):
+# the steps of a comparison on the page are its longest column's chips; the tag is the streaming run's.
+STOP_JS = """(...values) => {
+  const box = document.querySelector("#compare-texts .ntp-compare");
+  const tag = (box && box.dataset.run) || "";
+  const steps = box ? Math.max(0, ...[...box.querySelectorAll(".ntp-col")].map(c => c.querySelectorAll(".ntp-ctok").length)) : 0;
+  if (/^[0-9a-f]+$/.test(tag)) {
+    let freeze = document.getElementById("ntp-compare-stop-freeze");
+    if (!freeze) { freeze = document.createElement("style"); freeze.id = "ntp-compare-stop-freeze"; document.head.appendChild(freeze); }
+    freeze.textContent = `#compare-texts .ntp-compare[data-run="${tag}"] .ntp-ctok:nth-of-type(n+${steps + 1}) {display: none !important}`;
+  }
+  values[values.length - 1] = `${tag}:${steps}`;
+  return values;
+}"""
+COUNT_JS = """(...values) => {
+  const html = String(values[values.length - 1] || "");
+  const tag = (html.match(/<div class="ntp-compare" data-run="([0-9a-f]+)">/) || ["", ""])[1];
+  const steps = Math.max(0, ...html.split('id="compare-col-').slice(1).map(c => (c.match(/<span class="ntp-ctok[ "]/g) || []).length));
+  values[values.length - 1] = `${tag}:${steps}`;
+  return values;
+}"""
 
 
 def status_markdown(run: CompareRun | None, lang: str = "en") -> str:
     if run is None or run.comparison is None:
         return tr(lang, "compare.status.empty")
-    parts = [tr(lang, "compare.status.seed", seed=run.comparison.seed, columns=len(run.columns)),
-             tr(lang, "compare.status.steps", steps=run.length)]
+    parts = [tr(lang, "compare.status.seed", seed=run.comparison.seed, columns=len(run.columns))]
+    if run.stopped and not run.length:
+        return " · ".join([*parts, tr(lang, "lab.status.stopped_before_first")])
+    parts.append(tr(lang, "compare.status.steps", steps=run.length))
     if run.batch_sizes:
         parts.append(tr(lang, "compare.status.batch", rows=max(run.batch_sizes)))
     d = run.divergence
@@ -89,7 +115,9 @@ def status_markdown(run: CompareRun | None, lang: str = "en") -> str:
         parts.append(tr(lang, "compare.status.same"))
     else:
         parts.append(tr(lang, "compare.status.diverge", step=d + 1))
-    if run.done:
+    if run.stopped:
+        parts.append(tr(lang, "lab.status.stopped_by_you", step=run.length))
+    elif run.done:
         parts.append(tr(lang, "compare.status.done"))
     return " · ".join(parts)
 

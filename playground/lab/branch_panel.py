@@ -9,6 +9,7 @@ Here the panel's components (BranchPanel), its handlers (each takes the panel fi
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
@@ -38,7 +39,7 @@ from .chips import token_chips_html
 from .components import LabComponents
 from .deep_link import make_query
 from .request import field_labels, parse_request
-from .run import Run, status_markdown
+from .run import Pace, Run, new_tag, status_markdown
 from .scrubber import scrub_index, scrub_update
 
 
@@ -187,16 +188,53 @@ def force(panel: BranchPanel, index, token, current: Run, tree: Tree, lang):
         tree = Tree(request, [Branch((), tuple(current.records))])
     parent = tree.branches[tree.current]
     new_path = child_path(parent.path, i, token)
+    # the branch streams into the lab's views from the run on screen: the lab's Stop finds it there (stop_run)
+    presses, current.streaming, current.tag, current.page_chips = current.stop_presses, "branch", new_tag(), None
     records = []
     try:
-        for record in branch_records(panel.service, tree.request, new_path, parent.records, eos_ids(panel)):
-            records.append(record)
-            if len(records) > i:
-                yield {panel.lab.chips: token_chips_html(records, lang=lang)}
-        tree.add(Branch(new_path, tuple(records), parent_of(tree, new_path)))
+        stream = branch_records(panel.service, tree.request, new_path, parent.records, eos_ids(panel))
+        yield from stream_branch(panel, current, stream, i, records, presses, lang)
     except (ValueError, RuntimeError) as e:
+        current.streaming = ""
         raise user_error(e, lang, field_labels(lang)) from None
-    yield show(panel, run_of(panel, tree, records, lang), tree, lang)
+    except BaseException:
+        current.streaming = ""
+        raise
+    try:
+        stopped = current.stop_presses > presses
+        yield shown_branch(panel, current, tree, new_path, records, lang, stopped)
+    finally:
+        current.streaming = ""  # (after the update has gone out: the lab's Stop waits for this)
+
+
+def stream_branch(panel: BranchPanel, current: Run, stream, i: int, records: list, presses: int, lang):
+    """The branch's chips as its records come (into `records`), from its forced step on, at most one update
+    ahead of the page (run.Pace); after a press of Stop, not one more."""
+    pace, lab = Pace(lambda: current.page_chips), panel.lab
+    with closing(stream):  # its model rows leave the batch even when the branch stops early
+        for record in stream:
+            if current.stop_presses > presses:
+                return
+            records.append(record)
+            if len(records) > i and (record.stop_reason is not None or not pace.behind()):
+                pace.went(len(records))
+                yield {lab.chips: token_chips_html(records, lang=lang, tag=current.tag)}
+
+
+def shown_branch(panel: BranchPanel, current: Run, tree: Tree, path, records: list, lang, stopped: bool) -> dict:
+    """The branch in the tree and the lab. Stopped (Stop pressed while it streamed): as far as the page showed
+    it, or, if the page showed none of it, the run it was forced from, as it was."""
+    seen = current.stop_seen if stopped else None
+    keep = len(records) if seen is None else min(seen[1], len(records)) if seen[0] == current.tag else 0
+    if keep == 0:
+        return show(panel, run_of(panel, tree, current.records, lang), tree, lang)
+    try:
+        tree.add(Branch(path, tuple(records[:keep]), parent_of(tree, path)))
+    except ValueError as e:
+        raise user_error(e, lang, field_labels(lang)) from None
+    run = run_of(panel, tree, records[:keep], lang)
+    run.stop_requested = stopped
+    return show(panel, run, tree, lang)
 
 
 def select(panel: BranchPanel, k, tree: Tree, lang):

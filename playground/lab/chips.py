@@ -8,6 +8,10 @@ A token that holds part of a character (byte-level BPE writes "ủ" as two token
 character, with a subscript for the bytes it holds ("ủ" 1–2/3, then "ủ" 3/3) and its bytes in the
 title. Each chip is read with its neighbours, so a streaming run sends a chip once the next tokens
 have finished its character (the same hold-back as the text: model_service/engine/text_stream.py).
+
+A streaming handler's chips carry its stream's tag (`data-run`): the page says how many of a stream's chips it
+has (COUNT_JS), so that the handler keeps at most one update ahead of it; Stop's js (STOP_JS) counts the chips
+on the page, tells the server whose they were, and hides any chip of that stream still on its way.
 """
 
 from __future__ import annotations
@@ -89,9 +93,36 @@ def legend_html(lang: str = "en") -> str:
     )
 
 
-def chips_prefix(lang: str = "en") -> str:
-    """What comes before the first chip: the style and the legend."""
-    return f'{STYLE}{legend_html(lang)}<div class="ntp-chips">'
+def chips_prefix(lang: str = "en", tag: str = "") -> str:
+    """What comes before the first chip: the style and the legend; `tag`: the streaming handler's (new_tag)."""
+    run = f' data-run="{html.escape(tag, quote=True)}"' if tag else ""
+    return f'{STYLE}{legend_html(lang)}<div class="ntp-chips"{run}>'
+
+
+# Stop's js (its click's `js=`, the last input being the box it fills): the page's chips now, as "tag:count" for
+# run.parse_seen, and a rule that hides the rest of that stream's chips, which may still be in the page's
+# queue of updates (Gradio's client renders every update it has received, even of an event cancelled since).
+STOP_JS = """(...values) => {
+  const box = document.querySelector("#chips .ntp-chips");
+  const tag = (box && box.dataset.run) || "", count = box ? box.querySelectorAll(":scope > .ntp-chip").length : 0;
+  if (/^[0-9a-f]+$/.test(tag)) {
+    let freeze = document.getElementById("ntp-stop-freeze");
+    if (!freeze) { freeze = document.createElement("style"); freeze.id = "ntp-stop-freeze"; document.head.appendChild(freeze); }
+    const later = `#chips .ntp-chips[data-run="${tag}"] > .ntp-chip:nth-of-type(n+${count + 1})`;
+    freeze.textContent = `${later}, ${later} ~ br {display: none !important}`;
+  }
+  values[values.length - 1] = `${tag}:${count}`;
+  return values;
+}"""
+
+# The chips' change's js (its last input being the chips): which stream's chips the page now has, and how many,
+# as "tag:count", read from the value itself (the page renders it next), for run.Pace.
+COUNT_JS = """(...values) => {
+  const html = String(values[values.length - 1] || "");
+  const tag = (html.match(/<div class="ntp-chips" data-run="([0-9a-f]+)">/) || ["", ""])[1];
+  values[values.length - 1] = `${tag}:${(html.match(/<span class="ntp-chip[ "]/g) || []).length}`;
+  return values;
+}"""
 
 
 def new_chips(records: list[StepRecord], start: int, final: bool = False, lang: str = "en") -> tuple[str, int]:
@@ -108,7 +139,7 @@ def new_chips(records: list[StepRecord], start: int, final: bool = False, lang: 
     return chips, end
 
 
-def token_chips_html(records: list[StepRecord], selected: int | None = None, lang: str = "en") -> str:
+def token_chips_html(records: list[StepRecord], selected: int | None = None, lang: str = "en", tag: str = "") -> str:
     """One chip per step, in order; `selected` is an index into records (the chip gets an outline).
 
     Append-only while a run streams: the style and legend come first and nothing closes after the
@@ -120,4 +151,4 @@ def token_chips_html(records: list[StepRecord], selected: int | None = None, lan
         body = "".join(_chip(r, i, selected, s, lang) for i, (r, s) in enumerate(zip(records, shown)))
     else:
         body = f'<span class="ntp-empty">{tr(lang, "lab.chips.empty")}</span>'
-    return chips_prefix(lang) + body
+    return chips_prefix(lang, tag) + body

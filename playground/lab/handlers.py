@@ -2,9 +2,11 @@
 the room. Each takes the lab's components (LabComponents) first, tab.py binds it, and returns
 {component: value}; a component left out keeps what it shows.
 
-Text goes out on every token; charts at most every CHART_INTERVAL seconds (and always on the last step),
-because each Plotly update re-sends and re-draws the whole figure. A change of the page's language redraws
-every view from the records the page keeps (a run still streaming switches language at its next step).
+Text goes out with every update, each with the tokens that came since the last one: the page says what it
+has (page_has), and a streaming handler keeps at most one update ahead of it (run.Pace), so that Stop finds
+no queue of updates still to render. Charts go at most every CHART_INTERVAL seconds (and always on the last
+step), because each Plotly update re-sends and re-draws the whole figure. A change of the page's language
+redraws every view from the records the page keeps (a run still streaming switches language at its next step).
 """
 
 from __future__ import annotations
@@ -24,7 +26,17 @@ from ..common.text import escape_html
 from .chips import chips_prefix, new_chips, token_chips_html
 from .components import LabComponents
 from .request import RunRequest, field_labels, parse_request
-from .run import Run, order_note_text, placeholder_figures, status_markdown, waiting_markdown
+from .run import (
+    Pace,
+    Run,
+    new_tag,
+    order_note_text,
+    parse_seen,
+    placeholder_figures,
+    status_markdown,
+    wait_until,
+    waiting_markdown,
+)
 from .scrubber import scrub_update
 from .view import View, draw_chart, run_chart, stage_chart
 
@@ -83,47 +95,80 @@ def cleared(lab: LabComponents, run: Run, lang: str, shown: View) -> dict:
     """A new run's first update: the run before it leaves the page at once (its charts and scrubber would
     read as this run's)."""
     return {lab.scrub: gr.update(visible=False, value=1), lab.status: tr(lang, "lab.status.starting"),
-            lab.chips: chips_prefix(lang), lab.run_state: run,
+            lab.chips: chips_prefix(lang, run.tag), lab.run_state: run,
             **dict(zip((lab.stage_plot, lab.draw_plot, lab.run_plot), placeholder_figures(lang, shown)))}
+
+
+def page_step_views(lab: LabComponents, run: Run, final: bool) -> dict:
+    """A streaming run's status line and step charts. They describe the last step of the chips the page has
+    said it has (the chips go out with every update, the charts at their pace after them), so that the
+    update on its way when Stop is pressed never shows a step beyond the chips on the page; the last step
+    when the run ends, or for a caller that does not count (an API caller)."""
+    upto = len(run.records) if final or run.page_chips is None else min(run.page_chips, len(run.records))
+    if not upto:
+        return {}
+    part = run if upto == len(run.records) else replace(run, records=run.records[:upto])
+    return {lab.status: status_markdown(part, rate=run.rate, lang=run.lang), **step_views(lab, part, None, run.view)}
 
 
 def generate(lab: LabComponents, *values):
     given = RunValues.of(values)
     lang, request = given.lang, given.request()
-    run = Run(request, lang=lang, model=model_name(lab, lang), view=given.view)
+    run = Run(request, lang=lang, model=model_name(lab, lang), view=given.view, streaming="run", tag=new_tag())
     stream = open_stream(lab, request, lang)
-    started = last_chart = time.monotonic()
-    chips_html, chips_lang, chipped = chips_prefix(lang), lang, 0  # chipped: chips sent (a split character waits)
     try:  # (a page closed at any yield must still close the stream: every yield is inside)
         yield cleared(lab, run, lang, given.view)
-        for record in stream:
-            if run.stop_requested:  # Stop was pressed: this record is never shown
-                break
-            if not isinstance(record, StepRecord):  # waiting for a row in the shared batch
-                yield {lab.status: waiting_markdown(record, run.lang)}
-                continue
-            run.records.append(record)  # the State holds this same object: no copy per token
-            now = time.monotonic()
-            if run.lang != chips_lang:  # the language changed mid-run: the chips' hover text follows
-                chips_lang = run.lang
-                chips_html = chips_prefix(run.lang) + new_chips(run.records[:chipped], 0, True, run.lang)[0]
-            # O(1) per token, same HTML as token_chips_html
-            more, chipped = new_chips(run.records, chipped, final=record.stop_reason is not None, lang=run.lang)
-            chips_html += more
-            out = {lab.chips: chips_html, lab.run_state: run}
-            if record.stop_reason or now - last_chart >= CHART_INTERVAL:
-                # the status line re-renders as Markdown in the browser: it keeps the charts' pace
-                last_chart = now
-                run.rate = len(run.records) / max(now - started, 1e-6)
-                out |= {lab.status: status_markdown(run, rate=run.rate, lang=run.lang),
-                        **step_views(lab, run, None, run.view)}
-            if record.stop_reason:  # here, not in a follow-up event, so API callers can scrub too
-                out |= finish(lab, run, run.view)
-            yield out
+        yield from stream_views(lab, run, stream)
+    except BaseException:  # the page went away, or the service failed: nothing will freeze the views
+        run.streaming = ""
+        raise
     finally:
         close = getattr(stream, "close", None)
         if close is not None:
             close()  # frees this run's row in the model's batch at the next step boundary
+    try:
+        if run.stop_presses:  # the one update after Stop: the views frozen on the step the page showed, last in
+            yield frozen(lab, run, run.view)  # this stream, so no update of it still on its way comes after
+    finally:
+        run.streaming = ""  # (after the update has gone out: Stop's handler waits for this)
+
+
+def stream_views(lab: LabComponents, run: Run, stream):
+    """The run's updates until it ends or Stop is pressed, each with the tokens that came since the last one
+    (at most one ahead of the page: run.Pace); after a press, not one more (what the stream still holds is
+    dropped when it is closed)."""
+    started = last_chart = time.monotonic()
+    pace = Pace(lambda: run.page_chips)
+    # chipped: chips built (a split character waits); the chips carry the run's tag until it ends
+    chips, chips_lang, chipped, prefix = "", run.lang, 0, chips_prefix(run.lang, run.tag)
+    for record in stream:
+        if run.stop_presses:  # Stop was pressed: this record is never shown
+            return
+        if not isinstance(record, StepRecord):  # waiting for a row in the shared batch
+            yield {lab.status: waiting_markdown(record, run.lang)}
+            continue
+        run.records.append(record)  # the State holds this same object: no copy per token
+        if run.lang != chips_lang:  # the language changed mid-run: the chips' hover text follows
+            chips_lang, prefix = run.lang, chips_prefix(run.lang, run.tag)
+            chips = new_chips(run.records[:chipped], 0, True, run.lang)[0]
+        # O(1) per token, same HTML as token_chips_html
+        more, chipped = new_chips(run.records, chipped, final=record.stop_reason is not None, lang=run.lang)
+        chips += more
+        if record.stop_reason is None and pace.behind():  # the page has not got the last update yet
+            continue
+        shown_prefix = chips_prefix(run.lang) if record.stop_reason else prefix  # an ended run's chips: untagged
+        out, now = {lab.chips: shown_prefix + chips, lab.run_state: run}, time.monotonic()
+        if record.stop_reason or now - last_chart >= CHART_INTERVAL:
+            # the status line re-renders as Markdown in the browser: it keeps the charts' pace
+            last_chart = now
+            run.rate = len(run.records) / max(now - started, 1e-6)
+            out |= page_step_views(lab, run, final=record.stop_reason is not None)
+        if record.stop_reason:  # here, not in a follow-up event, so API callers can scrub too
+            out |= finish(lab, run, run.view)
+        if run.stop_presses:  # pressed while this update was being built
+            return
+        pace.went(chipped)
+        yield out
 
 
 def step(lab: LabComponents, state: Run, *values):
@@ -156,16 +201,51 @@ def finish(lab: LabComponents, state: Run, shown: View = View()):
     return {lab.scrub: scrub_update(state.records), lab.run_plot: run_chart(state.records, None, shown, state.lang)}
 
 
-def stop_run(lab: LabComponents, state: Run, lang, shown: View = View()):
-    """Stop: the streaming handler sees the flag before its next record; the page freezes on the
-    records it has shown, and the scrubber and run chart appear for them."""
-    state.stop_requested, state.lang = True, lang
-    if not state.records:
-        return unchanged(lab.chips)
-    return {
-        lab.chips: token_chips_html(state.records, lang=lang), lab.status: status_markdown(state, lang=lang),
-        **step_views(lab, state, None, shown), **finish(lab, state, shown),
-    }
+def stop_run(lab: LabComponents, state: Run, lang, shown: View = View(), on_page=None):
+    """Stop: the page freezes on the step it showed when Stop was pressed (`on_page`: what its js counted,
+    chips.STOP_JS; blank from an API caller: every record the server has).
+
+    A handler streaming into the views (Generate, a branch) sees the press before its next update and sends
+    the frozen views itself, as the last update of its own stream: the page renders a stream's updates in
+    order, so none that was on its way can come after them. This waits for that (a step, STOP_WAIT_S at
+    most), then has nothing left to send but to an API caller; with nothing streaming it freezes the views."""
+    try:
+        seen = parse_seen(on_page)
+    except ValueError as e:
+        raise bad(e, lang) from None
+    state.lang, state.stop_seen, state.stop_presses = lang, seen, state.stop_presses + 1
+    streaming = state.streaming
+    if streaming and wait_until(lambda: not state.streaming):
+        return frozen(lab, state, shown) if streaming == "run" and seen is None else unchanged(lab.chips)
+    if streaming == "branch":  # the branch did not answer in time: its parent stays on the page
+        return {lab.chips: token_chips_html(state.records, lang=lang), lab.status: status_markdown(state, lang=lang)}
+    if not streaming:  # nothing streams (a run that ended, a Step): every record is on the page
+        if state.request is None and not state.records:  # no run yet
+            return unchanged(lab.chips)
+        state.stop_seen = None
+    return frozen(lab, state, shown)
+
+
+def page_has(lab: LabComponents, state: Run, on_page=None) -> None:
+    """The page has a new value of the chips (their change; on_page: "tag:chips" from chips.COUNT_JS): a
+    streaming handler's next update may go out (run.Pace). Nothing on the page changes."""
+    try:
+        seen = parse_seen(on_page)
+    except ValueError as e:
+        raise bad(e, state.lang) from None
+    if seen is not None and state.streaming and seen[0] == state.tag:
+        state.page_chips = seen[1]
+
+
+def frozen(lab: LabComponents, run: Run, shown: View = View()) -> dict:
+    """A stopped run's views: its records cut to what the page showed, the scrubber and run chart for them."""
+    del run.records[run.shown_on_page(run.tag, len(run.records)):]
+    run.stop_requested = True
+    out = {lab.chips: token_chips_html(run.records, lang=run.lang), lab.status: status_markdown(run, lang=run.lang),
+           lab.run_state: run}
+    if not run.records:  # stopped before its first token: the new run's placeholders stay
+        return out
+    return out | step_views(lab, run, None, shown) | finish(lab, run, shown)
 
 
 def scrub_to(lab: LabComponents, index, state: Run, lang, shown: View = View()):

@@ -8,8 +8,12 @@ page's language redraws every view from them.
 
 from __future__ import annotations
 
+import re
+import secrets
+import time
 from dataclasses import dataclass, field
 
+from model_service.records import validation
 from model_service.records.step import StepRecord
 
 from ..common.i18n import tr
@@ -31,15 +35,83 @@ class Run:
     rate: float | None = None  # tokens/s of a streamed run, as its status line said it
     model: str = ""  # the model that drew these tokens: Step continues a run only on that model
     view: View = View()  # how the page draws it: a toggle reaches a streaming run between steps, as `lang` does
+    # Stop (handlers.stop_run tells how): what streams into the lab's views from this run ("run": Generate,
+    # "branch": a forced branch, "": nothing), the tag its chips carry, the chips of it the page says it has
+    # (None: no page counts them, an API caller), the presses of Stop so far and what the page showed at the
+    # last one ((tag, chips); None from an API caller)
+    streaming: str = ""
+    tag: str = ""
+    page_chips: int | None = None
+    stop_presses: int = 0
+    stop_seen: tuple[str, int] | None = None
 
     @property
     def finished(self) -> bool:
         return bool(self.records) and (self.records[-1].stop_reason is not None or self.stop_requested)
 
+    def shown_on_page(self, tag: str, count: int) -> int:
+        """How many of `count` records the page showed when Stop was pressed: the chips it counted, if they
+        were this stream's (`tag`); none if they were another run's; all of them for an API caller."""
+        if self.stop_seen is None:
+            return count
+        seen_tag, chips = self.stop_seen
+        return min(chips, count) if seen_tag == tag else 0
+
+
+STOP_WAIT_S = 1.5  # how long Stop waits for the streaming handler to freeze the views itself (a step is ~0.1-0.5 s)
+PAGE_WAIT_S = 2.0  # how long a streaming handler holds its updates for a page that has not said it has the last one
+_SEEN = re.compile(r"([0-9a-f]{0,16}):(.*)", re.S)
+
+
+def new_tag() -> str:
+    """A stream's tag: its chips carry it on the page, so that Stop can tell whose chips the page counted."""
+    return secrets.token_hex(4)
+
+
+def parse_seen(value) -> tuple[str, int] | None:
+    """What the page showed when Stop was pressed, as its js sends it ("tag:chips", chips.STOP_JS): (tag, chips).
+    Blank (an API caller): None. Raises ValueError naming the field."""
+    if validation.is_blank(value):
+        return None
+    match = _SEEN.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(f"chips on the page must be text like 'a1b2c3d4:15' (tag:chips), got {str(value)[:40]!r}")
+    return match[1], validation.number("chips on the page", match[2], integer=True, low=0)
+
+
+class Pace:
+    """Keeps a streaming handler at most one update ahead of its page. The page renders updates one after the
+    other, slower than a model makes tokens (each chart is a Plotly redraw), and Gradio's client renders every
+    update it has received, even after Stop: a handler that sent every token would have the page seconds
+    behind, and Stop would land in the middle of that queue. So the page says what it has (the chips' change,
+    tab.py) and, while it has not got the last update, the tokens that come wait for the next one (every token
+    is still read: the model's row runs on). `page()`: the chips (or steps) of this stream the page has, or
+    None while no page counts them (an API caller): then every token goes out at once, as before."""
+
+    def __init__(self, page):
+        self.page, self.sent, self.at = page, 0, 0.0
+
+    def behind(self) -> bool:
+        shown = self.page()
+        return shown is not None and shown < self.sent and time.monotonic() - self.at < PAGE_WAIT_S
+
+    def went(self, sent: int) -> None:
+        self.sent, self.at = sent, time.monotonic()
+
+
+def wait_until(done, timeout: float = STOP_WAIT_S) -> bool:
+    """Poll done() every 20 ms until it holds (True) or `timeout` s pass (False)."""
+    end = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.02)
+    return True
+
 
 def status_markdown(run: Run, index: int | None = None, rate: float | None = None, lang: str = "en") -> str:
     if not run.records:
-        return tr(lang, "lab.status.empty")
+        return tr(lang, "lab.status.stopped_before_first" if run.stop_requested else "lab.status.empty")
     i = len(run.records) - 1 if index is None else index
     r, shown = run.records[i], show_steps(run.records, i, i + 1, lang)[0]
     final = r.stage("final").chosen_prob if r.stages else None

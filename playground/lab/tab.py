@@ -15,9 +15,9 @@ from model_service import limits
 
 from ..common.handlers import bind
 from ..common.i18n import T
-from .chips import token_chips_html
+from .chips import COUNT_JS, STOP_JS, token_chips_html
 from .components import LabComponents
-from .handlers import generate, rerender, scrub_to, step, stop_run
+from .handlers import generate, page_has, rerender, scrub_to, step, stop_run
 from .inspect import build_inspect
 from .request import DEFAULTS, ORDER_LABELS
 from .run import Run, order_note_text, placeholder_figures, status_markdown
@@ -87,8 +87,14 @@ def wire(lab: LabComponents) -> None:
                                           api_name="generate", show_progress="hidden", preprocess=False)
     lab.step_button.click(bound(step), [lab.run_state, *lab.controls, lab.language, lab.view], lab.live,
                           api_name="step", show_progress="hidden", preprocess=False)
-    lab.stop_button.click(bound(stop_run), [lab.run_state, lab.language, lab.view], [*views, lab.scrub, lab.run_plot],
-                          cancels=[gen_event], api_name="stop", queue=False)
+    # Stop's js fills `on_page` with what the page shows (chips.STOP_JS; an API caller leaves it blank); the
+    # cancel comes after the handler's answer, by then the stream has ended (it stops anything that has not)
+    on_page = gr.Textbox("", visible=False, label="chips on the page", elem_id="stop-on-page")
+    lab.stop_button.click(bound(stop_run), [lab.run_state, lab.language, lab.view, on_page], lab.live, js=STOP_JS,
+                          cancels=[gen_event], api_name="stop", queue=False, show_progress="hidden")
+    # the page has the chips' new value: what a streaming handler reads to stay one update ahead (run.Pace)
+    lab.chips.change(bound(page_has), [lab.run_state, lab.chips], None, js=COUNT_JS, queue=False, preprocess=False,
+                     postprocess=False, show_progress="hidden", api_visibility="private")
     # release (mouse), and change from the keyboard: arrow keys and Enter move the step at once
     gr.on([lab.scrub.release, lab.scrub.input], bound(scrub_to), [lab.scrub, lab.run_state, lab.language, lab.view],
           [*views, lab.run_plot], api_name="scrub", show_progress="hidden", trigger_mode="always_last",

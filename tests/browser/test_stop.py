@@ -1,0 +1,127 @@
+"""Stop means stop, in a real browser, with the room's scheduler in a process of its own (the CPU default): after
+the click no chip beyond the step in flight shows (the page is at most one update behind the model, and Stop
+hides what of that update is still on its way), the run freezes on the chips the page showed, in the lab, the
+presenter view, Compare and a branch; and Stop before the first token says so."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from ..conftest import launched
+
+pytestmark = pytest.mark.browser
+LONG_RUN = "max_new_tokens=120&temperature=0.8&seed=3"
+# In one task: count what the page shows (the most visible chips in any of the `groups`: Compare's columns), press
+# Stop, and from then on keep the most chips ever visible.
+PRESS = """([groups, chips, button]) => {
+  const visible = () => Math.max(0, ...[...document.querySelectorAll(groups)].map(
+    g => [...g.querySelectorAll(chips)].filter(c => c.checkVisibility()).length));
+  const shown = visible();
+  window.__most = shown;
+  new MutationObserver(() => { window.__most = Math.max(window.__most, visible()); })
+    .observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true});
+  document.querySelector(button).click();
+  return shown;
+}"""
+
+
+@pytest.fixture(scope="module")
+def process_url():
+    from model_service import ModelService
+    from model_service.models.switching import LoadingService
+    from playground.page import build_demo
+
+    service = ModelService.load(scheduler="process")
+    try:
+        with launched(build_demo(LoadingService(service=service))) as url:
+            yield url
+    finally:
+        service.close()
+
+
+def open_page(browser, url):
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    expect(page.locator("#model-status")).to_contain_text("Model:", timeout=60_000)
+    return page
+
+
+def press_stop_after(page, groups: str, chips: str, button: str, at_least: int) -> int:
+    expect(page.locator(f"{groups} {chips}").nth(at_least - 1)).to_be_attached(timeout=120_000)
+    shown = page.evaluate(PRESS, [groups, chips, button])
+    page.wait_for_timeout(3000)
+    return shown
+
+
+@pytest.mark.parametrize("view", ["", "present=1&"], ids=["lab", "presenter"])
+def test_stop_freezes_the_lab_on_the_chips_shown(browser, process_url, view):
+    page = open_page(browser, f"{process_url}?{view}{LONG_RUN}")
+    page.locator("#generate").click()
+    shown = press_stop_after(page, "#chips", ".ntp-chip", "#stop", 15)
+    status = page.locator("#run-status")
+    expect(status).to_contain_text("stopped by you at step", timeout=30_000)
+    print(f"lab{' (presenter)' if view else ''}: {shown} chips at the click, at most {page.evaluate('window.__most')} after")
+    assert page.evaluate("window.__most") <= shown + 1
+    expect(page.locator("#chips .ntp-chip")).to_have_count(shown)  # the run is cut there, on the server too
+    expect(status).to_contain_text(f"stopped by you at step {shown}")
+    expect(status).to_contain_text(f"Step {shown} of {shown}")
+    expect(page.locator("#scrub")).to_be_visible()
+    page.context.close()
+
+
+def test_stop_before_the_first_token_says_so(browser, process_url):
+    page = open_page(browser, f"{process_url}?{LONG_RUN}")
+    # press Stop as soon as the new run's first update shows ("Starting a new run…"): no chip is on the page yet
+    page.evaluate("""() => { window.__pressed = null; new MutationObserver(() => {
+        if (window.__pressed === null && document.querySelector('#run-status').innerText.includes('Starting a new run')) {
+          window.__pressed = document.querySelectorAll('#chips .ntp-chip').length; document.querySelector('#stop').click(); } })
+      .observe(document.body, {subtree: true, childList: true, characterData: true}); }""")
+    page.locator("#generate").click()
+    expect(page.locator("#run-status")).to_contain_text("stopped by you before the first token", timeout=30_000)
+    assert page.evaluate("window.__pressed") == 0
+    page.wait_for_timeout(2000)
+    expect(page.locator("#chips .ntp-chip")).to_have_count(0)
+    expect(page.locator("#run-status")).to_have_text("stopped by you before the first token")
+    page.context.close()
+
+
+def test_stop_freezes_compare_on_the_steps_shown(browser, process_url):
+    page = open_page(browser, process_url)
+    page.get_by_role("tab", name="Compare").click()
+    page.locator("#compare-max-new input[type=number]").fill("120")
+    page.locator("#compare-max-new input[type=number]").press("Enter")
+    page.locator("#compare-run").click()
+    shown = press_stop_after(page, "#compare-texts .ntp-col", ".ntp-ctok", "#compare-stop", 15)
+    status = page.locator("#compare-status")
+    expect(status).to_contain_text("stopped by you at step", timeout=30_000)
+    print(f"compare: {shown} steps at the click, at most {page.evaluate('window.__most')} after")
+    assert page.evaluate("window.__most") <= shown + 1
+    expect(status).to_contain_text(f"stopped by you at step {shown}")
+    steps = [page.locator(f"#compare-col-{c} .ntp-ctok").count() for c in "AB"]
+    assert max(steps) == shown  # every column cut there (one that ended before keeps its end)
+    expect(page.locator("#compare-scrub")).to_be_visible()
+    page.context.close()
+
+
+def test_stop_freezes_a_branch_on_the_chips_shown(browser, process_url):
+    page = open_page(browser, f"{process_url}?max_new_tokens=60&temperature=0.8&seed=3")
+    page.locator("#generate").click()
+    expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
+    box = page.locator("#scrub input[type=number]")
+    box.fill("3")
+    box.press("Enter")
+    expect(page.locator("#run-status")).to_contain_text("Step 3 of", timeout=15_000)
+    page.locator("#branch-candidate input").click()
+    page.get_by_role("option").nth(1).click()
+    page.locator("#branch-force").click()
+    # the branch's streaming chips carry its tag
+    shown = press_stop_after(page, "#chips .ntp-chips[data-run]", ".ntp-chip", "#stop", 12)
+    expect(page.locator("#run-status")).to_contain_text("stopped by you at step", timeout=30_000)
+    print(f"branch: {shown} chips at the click, at most {page.evaluate('window.__most')} after")
+    assert page.evaluate("window.__most") <= shown + 1
+    expect(page.locator("#chips .ntp-chip")).to_have_count(shown)
+    expect(page.locator("#run-status")).to_contain_text(f"stopped by you at step {shown}")
+    expect(page.locator("#branch-list")).to_contain_text(f"{shown} tokens")  # the branch as far as it was shown
+    page.context.close()

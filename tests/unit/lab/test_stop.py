@@ -1,0 +1,205 @@
+"""Stop on the server: the run is cut to what the page showed, the streaming handler sends the frozen views as
+its last update and nothing after a press, it keeps at most one update ahead of a page that counts, and what
+the page's js sends is checked like any other input (no model: a fake service streams made-up records)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import fields, replace
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+from playground.lab import handlers
+from playground.lab.components import LabComponents
+from playground.lab.run import Pace, Run, parse_seen, wait_until
+from playground.lab.view import View
+
+from .test_charts import make_record
+
+CONTROLS = ("Once upon a time", False, 0.8, 0, 1.0, 0.0, "3", 40, "", "hf")  # parse_request's order
+
+
+class Part:
+    """A component as the handlers use it: a distinct key of their {component: value}."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+class FakeStream:
+    """The service's Stream as generate() sees it: records, then closed."""
+
+    def __init__(self, records):
+        self.records, self.closed, self.read = list(records), False, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.closed or self.read == len(self.records):
+            raise StopIteration
+        self.read += 1
+        return self.records[self.read - 1]
+
+    def close(self):
+        self.closed = True
+
+
+def records(n: int, last_stops: bool = True) -> list:
+    out = [make_record(step=i) for i in range(n)]
+    return out[:-1] + [replace(out[-1], stop_reason="max_tokens")] if last_stops else out
+
+
+@pytest.fixture()
+def lab():
+    service = SimpleNamespace(info=SimpleNamespace(name="fake"), streams=[])
+
+    def generate(*args, **kwargs):
+        service.streams.append(FakeStream(service.next))
+        return service.streams[-1]
+
+    service.generate, service.next = generate, records(20)
+    # every component a distinct key, as the handlers use them
+    names = [f.name for f in fields(LabComponents)]
+    parts = {name: Part(name) for name in names}
+    return LabComponents(**{**parts, "service": service, "language": "en"})
+
+
+def start(lab) -> tuple:
+    """A Generate under way: the generator, and the run it streams (after the first update)."""
+    gen = handlers.generate(lab, *CONTROLS, "en", View())
+    first = next(gen)
+    return gen, first[lab.run_state]
+
+
+def chips_in(html: str) -> int:
+    return html.count('<span class="ntp-chip')
+
+
+def stop_in_thread(lab, run, on_page) -> dict:
+    """Press Stop while the generator is driven here (Stop waits for the generator's last update)."""
+    answer = {}
+    thread = threading.Thread(target=lambda: answer.update(out=handlers.stop_run(lab, run, "en", View(), on_page)))
+    thread.start()
+    assert wait_until(lambda: run.stop_presses == 1, 5)
+    answer["thread"] = thread
+    return answer
+
+
+def test_stop_cuts_the_run_to_the_chips_the_page_showed_and_sends_nothing_after_them(lab):
+    gen, run = start(lab)
+    sent = [next(gen) for _ in range(8)]  # no page counts here: every token goes out
+    assert chips_in(sent[-1][lab.chips]) == 8 and run.tag in sent[-1][lab.chips]
+    pressed = stop_in_thread(lab, run, f"{run.tag}:5")  # the page had rendered 5 chips of it
+    last = next(gen)  # the generator sees the press before its next update: the frozen views, not record 9
+    assert chips_in(last[lab.chips]) == 5 and len(run.records) == 5 and run.stop_requested
+    assert "stopped by you at step 5" in last[lab.status]
+    assert last[lab.scrub]["maximum"] == 5 and last[lab.scrub]["visible"]  # the scrubber and the run chart for them
+    assert lab.service.streams[0].closed  # the row left the batch: what the stream still held is dropped
+    with pytest.raises(StopIteration):
+        next(gen)
+    pressed["thread"].join(5)
+    assert pressed["out"] == {lab.chips: gr.skip()}  # the generator sent the views, last in its own stream
+
+
+def test_stop_before_the_first_token_says_so(lab):
+    gen, run = start(lab)
+    pressed = stop_in_thread(lab, run, f"{run.tag}:0")
+    last = next(gen)
+    assert run.records == [] and last[lab.status] == "**stopped by you before the first token**"
+    assert chips_in(last[lab.chips]) == 0 and lab.scrub not in last
+    with pytest.raises(StopIteration):
+        next(gen)
+    pressed["thread"].join(5)
+    assert handlers.frozen(lab, run)[lab.status] == "**stopped by you before the first token**"
+
+
+def test_chips_of_another_run_on_the_page_mean_none_of_this_one(lab):
+    gen, run = start(lab)
+    [next(gen) for _ in range(3)]
+    stop_in_thread(lab, run, "0123abcd:12")  # the page still showed the last run's 12 chips
+    assert next(gen)[lab.status] == "**stopped by you before the first token**"
+
+
+def test_an_api_caller_without_a_page_count_stops_on_everything_the_server_has(lab):
+    gen, run = start(lab)
+    [next(gen) for _ in range(6)]
+    pressed = stop_in_thread(lab, run, None)
+    assert chips_in(next(gen)[lab.chips]) == 6
+    list(gen)
+    pressed["thread"].join(5)
+    out = pressed["out"]
+    assert chips_in(out[lab.chips]) == 6 and "stopped by you at step 6" in out[lab.status]
+
+
+def test_stop_on_a_run_that_ended_redraws_it_whole(lab):
+    run = Run(request=object(), records=records(4), lang="en", tag="ab12cd34")
+    out = handlers.stop_run(lab, run, "vi", View(), "ab12cd34:2")  # nothing streams: every record is on the page
+    assert chips_in(out[lab.chips]) == 4 and len(run.records) == 4
+    assert handlers.stop_run(lab, Run(), "en", View(), "") == {lab.chips: gr.skip()}  # no run yet
+
+
+@pytest.mark.parametrize("value", ["15", "ab:x", "ab:-1", "ab:1.5", "XYZ:3", 7, ["ab", 3]])
+def test_what_the_page_sends_is_checked_and_a_bad_value_is_named(lab, value):
+    with pytest.raises(ValueError, match="chips on the page"):
+        parse_seen(value)
+    with pytest.raises(gr.Error, match="chips on the page"):
+        handlers.stop_run(lab, Run(request=object(), records=records(2)), "en", View(), value)
+
+
+def test_what_the_page_sends_reads_as_tag_and_chips():
+    assert parse_seen("ab12cd34:15") == ("ab12cd34", 15) and parse_seen(":0") == ("", 0)
+    assert parse_seen("") is None and parse_seen(None) is None
+
+
+def test_a_page_that_counts_gets_the_tokens_that_came_in_one_update_when_it_has_the_last(lab):
+    gen, run = start(lab)
+    first = next(gen)
+    assert chips_in(first[lab.chips]) == 1
+    handlers.page_has(lab, run, f"{run.tag}:0")  # the page has the empty box, not the first chip yet
+    # while it has not got the first chip the tokens wait; the run's last token always goes out, with all of them
+    last = next(gen)
+    assert chips_in(last[lab.chips]) == 20 and "stopped: reached max new tokens" in last[lab.status]
+    handlers.page_has(lab, run, "ffff:3")  # another stream's chips: ignored
+    assert run.page_chips == 0
+
+
+def test_the_charts_describe_the_chips_the_page_has(lab):
+    lab.service.next = records(20, last_stops=False)
+    gen, run = start(lab)
+    next(gen)
+    handlers.page_has(lab, run, f"{run.tag}:1")
+    out = next(gen)  # the page had the first chip: the next update goes out
+    assert chips_in(out[lab.chips]) == 2 == len(run.records)
+    # its status line and charts, when they go, describe the step the page has, not the server's last
+    assert handlers.page_step_views(lab, run, final=False)[lab.status].startswith("**Step 1** of 1 ·")
+    assert handlers.page_step_views(lab, run, final=True)[lab.status].startswith("**Step 2** of 2 ·")
+
+
+def test_pace_holds_only_for_a_page_that_counts_and_not_for_ever(monkeypatch):
+    seen = {"chips": None}
+    pace = Pace(lambda: seen["chips"])
+    pace.went(3)
+    assert not pace.behind()  # no page counts (an API caller)
+    seen["chips"] = 2
+    assert pace.behind()
+    seen["chips"] = 3
+    assert not pace.behind()
+    seen["chips"] = 0
+    monkeypatch.setattr("playground.lab.run.PAGE_WAIT_S", 0.0)  # a page that stopped answering
+    assert not pace.behind()
+
+
+def test_the_streaming_chips_carry_the_tag_the_js_reads():
+    from playground.lab.chips import COUNT_JS, STOP_JS, chips_prefix, token_chips_html
+
+    tagged = token_chips_html(records(3), tag="ab12cd34")
+    assert '<div class="ntp-chips" data-run="ab12cd34">' in tagged and chips_in(tagged) == 3
+    assert '<div class="ntp-chips" data-run="([0-9a-f]+)">' in COUNT_JS and '<span class="ntp-chip[ "]' in COUNT_JS
+    assert chips_prefix() == chips_prefix(tag="") and "data-run" not in token_chips_html(records(3))
+    assert '#chips .ntp-chips[data-run="${tag}"] > .ntp-chip:nth-of-type(n+${count + 1})' in STOP_JS
