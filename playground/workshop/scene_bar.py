@@ -227,4 +227,4 @@ def base_url(request: gr.Request | None) -> str:
     return page_url(headers, url=url, root_path=root, host=hosting.detect())
 
 
-__all__ = ["ACTION_JS", "KEYS_JS", "SceneBar", "base_url", "caption_markdown"]
+__all__ = ["ACTION_JS", "KEYS_JS", "SceneBar", "base_url", "caption_markdown", "placeholder_js"]
