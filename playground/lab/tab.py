@@ -85,8 +85,10 @@ def wire(lab: LabComponents) -> None:
     # The language comes last: API callers that leave it out get English.
     gen_event = lab.generate_button.click(bound(generate), [*lab.controls, lab.language, lab.view], lab.live,
                                           api_name="generate", show_progress="hidden", preprocess=False)
+    # a press while a step is still on its way is kept and runs after it (Gradio's default drops it): a presenter
+    # pressing Space twice gets two steps
     lab.step_button.click(bound(step), [lab.run_state, *lab.controls, lab.language, lab.view], lab.live,
-                          api_name="step", show_progress="hidden", preprocess=False)
+                          api_name="step", show_progress="hidden", preprocess=False, trigger_mode="always_last")
     # Stop's js fills `on_page` with what the page shows (chips.STOP_JS; an API caller leaves it blank); the
     # cancel comes after the handler's answer, by then the stream has ended (it stops anything that has not)
     on_page = gr.Textbox("", visible=False, label="chips on the page", elem_id="stop-on-page")

@@ -53,8 +53,8 @@ def test_the_host_switches_and_back(host):
     client, keys = host
     before = wait_ready(client)
     other = keys[1] if before["models"]["current"] == keys[0] else keys[0]
-    status, picker = client.predict(other, HOST_KEY, api_name="/switch_model")
-    assert status.startswith("**Model:** tiny-") and picker == other
+    status, line, picker = client.predict(other, HOST_KEY, api_name="/switch_model")  # the header's line, the menu's
+    assert status.startswith("**Model:** tiny-") and line == status and picker == other
     after = wait_ready(client)
     assert after["models"]["current"] == other and after["models"]["epoch"] == before["models"]["epoch"] + 1
     assert after["model"]["num_layers"] == (3 if other == keys[1] else 2)
