@@ -17,6 +17,10 @@ never type a model name. Switching reloads the one model that serves everyone, s
 when the app listens on this machine only, with the host key (NTP_HOST_KEY: prefer the variable or a
 Space secret to the flag, which shows in process lists) when it serves a room, off on ZeroGPU.
 
+An OpenAI-compatible API answers on the same port (/v1/models, /v1/completions, /v1/chat/completions; see
+docs/openai.md): open when the app listens on this machine only; when it serves a room, scripts send the key
+the host sets in NTP_API_KEY (a variable or a Space secret only: no flag), and without one it answers 403.
+
 On a Hugging Face Space (SPACE_ID is set) the defaults are a room's: host 0.0.0.0 and, where the Space has
 a GPU (ACCELERATOR, or SPACES_ZERO_GPU=true), the GPU model of catalog.SPACE_GPU_MODEL. See docs/hosting.md.
 """
@@ -139,11 +143,13 @@ def main(argv=None) -> None:
             sys.exit("error: SPACES_ZERO_GPU is set but the `spaces` package is missing: add `spaces` to "
                      "pre-requirements.txt")
     args = parse_args(argv, where)
+    from playground.openai_api import access_for, launch_kwargs
     from playground.page import launch_options
 
     demo = build(args)
+    args.api = access_for(where, bind=args.host, share=args.share, key=env.api_key())
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, ssr_mode=False,
-                prevent_thread_lock=True, **launch_options())
+                prevent_thread_lock=True, **launch_options(), **launch_kwargs(args.served, args.api))
     announce(demo, args)
     demo.block_thread()
 
@@ -160,6 +166,11 @@ def announce(demo, args: argparse.Namespace) -> None:
         print(f"  the room reaches it at this machine's address, port {args.port}", flush=True)
     if demo.share_url:
         print(f"  public link: {demo.share_url}", flush=True)
+    api = getattr(args, "api", None)
+    if api is not None:
+        rule = {"open": "open on this machine", "key": f"scripts send the key in {env.API_KEY}",
+                "unset": f"off until the host sets {env.API_KEY}"}[api.mode]
+        print(f"  OpenAI-compatible API: {local}v1 ({rule})", flush=True)
     service = getattr(args, "served", None)
     if not isinstance(service, LoadingService):
         return

@@ -29,6 +29,8 @@ LANG = "NTP_LANG"  # the page's language for every visitor
 HOST_KEY = "NTP_HOST_KEY"  # the key that lets the host switch the model
 SERVICE = "NTP_SERVICE"  # a model service elsewhere (Ray Serve): this process runs only the page
 SCENES = "NTP_SCENES"  # the host's scene files, comma-separated
+# ---- the app's own, with no flag (a secret: a flag shows in process lists) -------------------------------------
+API_KEY = "NTP_API_KEY"  # the key scripts send to the OpenAI-compatible API (/v1/...) when the app serves a room
 # ---- the model's process --------------------------------------------------------------------------------------
 CACHE_DIR = "NTP_CACHE_DIR"  # where dequantised GGUF weights are kept
 THREADS = "NTP_THREADS"  # CPU threads for the model (default: all cores but one)
@@ -84,6 +86,12 @@ def threads() -> int | None:
     return whole(THREADS, None, 1, limits.MAX_THREADS)
 
 
+def api_key() -> str | None:
+    """NTP_API_KEY without surrounding spaces (a secret pasted with its newline), or None when unset or blank."""
+    value = text(API_KEY)
+    return None if value is None else value.strip()
+
+
 def cache_dir() -> Path:
     return Path(text(CACHE_DIR) or Path.home() / ".cache" / "next-token-playground")
 
@@ -98,8 +106,8 @@ def has_token(env: Mapping[str, str] | None = None) -> bool:
 
 
 __all__ = [
-    "ACCELERATOR", "CACHE_DIR", "DEVICE", "HOST", "HOST_KEY", "HUB_OFFLINE", "LANG", "MAX_ROWS", "MODEL", "MODELS",
+    "ACCELERATOR", "API_KEY", "CACHE_DIR", "DEVICE", "HOST", "HOST_KEY", "HUB_OFFLINE", "LANG", "MAX_ROWS", "MODEL", "MODELS",
     "PORT", "PYTHONPATH", "QUEUE_SIZE", "SCENES", "SCHEDULER", "SERVICE", "SHARE", "SPACE_HOST", "SPACE_ID", "SYSTEM",
-    "THREADS", "TOKENS", "ZERO_GPU", "cache_dir", "flag", "has_token", "hub_offline", "max_rows", "port",
+    "THREADS", "TOKENS", "ZERO_GPU", "api_key", "cache_dir", "flag", "has_token", "hub_offline", "max_rows", "port",
     "queue_size", "text", "threads", "variables", "whole",
 ]

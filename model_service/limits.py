@@ -97,6 +97,16 @@ MALLOC_MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024  # glibc's largest allowed value 
 MAX_TEMPERATURE = 100.0  # T = 100 already flattens any real distribution to near-uniform
 MAX_TOP_K = 1_000_000  # larger than any vocabulary; top_k >= vocab is "off"
 
+# ---- the OpenAI-compatible API beside the page (playground/openai_api/, docs/openai.md) ------------------------
+# Each request joins the room's scheduler like a learner (the caps above hold); these are the API's own.
+API_MAX_TEMPERATURE = 2.0  # OpenAI's range (0-2), the lab's slider's too; the service itself takes up to MAX_TEMPERATURE
+API_MAX_CHOICES = 4  # n: completions of one request, each a row of the room's batch
+API_MAX_TOP_LOGPROBS = DEFAULT_TOP_N  # top_logprobs (chat) / logprobs (completions): OpenAI's chat cap; each step record carries this many
+API_COMPLETION_MAX_TOKENS = 16  # max_tokens of a completion that does not say (OpenAI's default)
+API_CHAT_MAX_TOKENS = 256  # of a chat completion that does not say (OpenAI: the context's rest; a room caps it)
+API_MAX_BODY_BYTES = 262_144  # a request's JSON: a MAX_PROMPT_TOKENS prompt is a few kilobytes
+API_THREADS = 256  # threads that wait on the service for API requests (apart from Gradio's handler threads)
+
 # ---- hosting: a shared model, a model picker, GPUs (playground/workshop/hosting.py, card.py, zero_gpu.py) -----------
 # How often an open page asks whether the host switched the model (seconds). Each tick is one tiny event
 # with no model work; 100 learners at 5 s is 20 events a second through Gradio.
