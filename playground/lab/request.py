@@ -38,7 +38,8 @@ SLIDERS = {
 CONTROL_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "order": "sampler order"}  # as the page labels them
 # the fields whose names are words, not terms: an error names them with the control's label in the page's language
 FIELD_LABELS = {"max new tokens": "lab.max_new", "stop strings": "lab.stop", "sampler order": "lab.order",
-                "scrub step": "lab.field.scrub", "free-writing prompt": "greedy.prompt"}
+                "scrub step": "lab.field.scrub", "free-writing prompt": "greedy.prompt",
+                "chips on the page": "lab.field.on_page"}
 
 
 def field_labels(lang: str) -> dict[str, str]:
