@@ -49,7 +49,7 @@ class LoadingService(ModelClient):
         self.models = tuple(dict.fromkeys([self.current, *(models or ())]))
         self._device = device
         # the scheduler's limits (None: env, then limits) and its place
-        self._room = {"max_rows": max_rows, "queue_size": queue_size, "scheduler": scheduler}
+        self._room_limits = {"max_rows": max_rows, "queue_size": queue_size, "scheduler": scheduler}
         self._service = service
         self._status = LoadStatus(1.0, service.description, True) if service else LoadStatus(0.0, "starting", False)
         self._switching: str | None = None  # the key being switched to
@@ -70,7 +70,7 @@ class LoadingService(ModelClient):
         from .loading import ModelLoadError
 
         try:
-            self._service = ModelService.load(load_target(key), self._device, progress=self._progress, **self._room)
+            self._service = ModelService.load(load_target(key), self._device, progress=self._progress, **self._room_limits)
             self.current = key
             self.epoch += 1
             self._status = LoadStatus(1.0, self._service.description, True)
