@@ -11,6 +11,11 @@ methods here take the arguments once and hand each implementation one frozen cal
 DrawCall) or plain positional values: an implementation cannot drift to other defaults or drop a knob.
 Every call returns records (model_service/records), never a tensor; bad input raises a ValueError that names
 its field (records/validation.py); an unavailable model raises validation.Unavailable.
+
+A prompt is text. With chat=True it is one user message in the model's chat template (the lab's chat toggle), or
+a whole conversation: a list of {role, content} messages (system, developer, user, assistant), which the public
+calls turn into (role, content) pairs through validation.messages, so that every implementation receives a
+hashable value that survives pickling (ZeroGPU) and JSON (a remote service) and is checked by the same rules.
 """
 
 from __future__ import annotations
@@ -21,15 +26,27 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import limits
+from .records import validation
 from .records.settings import Request, SamplingSettings
 from .records.step import BatchStep, LoadStatus, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting
+
+Prompt = str | Sequence  # text, or with chat=True a conversation: {role, content} messages or (role, content) pairs
+
+
+def prompt_of(prompt, chat):
+    """A prompt as the implementations take it: a chat's conversation as validation.messages' (role, content)
+    pairs; anything else as given (text, or what the implementation that checks it refuses: a list with chat off
+    is no text)."""
+    if isinstance(prompt, (list, tuple)) and validation.boolean("chat", chat):
+        return validation.messages("messages", prompt)
+    return prompt
 
 
 @dataclass(frozen=True)
 class GenerateCall:
     """One generate() call as given (checked by the implementation that runs it)."""
 
-    prompt: str
+    prompt: Prompt
     settings: SamplingSettings | Mapping | None = None
     max_new_tokens: int = limits.DEFAULT_MAX_NEW_TOKENS
     stop: Sequence[str] | str | None = ()
@@ -52,7 +69,7 @@ class BatchCall:
 class DrawCall:
     """sample_many(): the step after prompt + continue_from, drawn n times."""
 
-    prompt: str
+    prompt: Prompt
     settings: SamplingSettings | Mapping | None = None
     chat: bool = False
     continue_from: tuple[int, ...] = ()
@@ -80,7 +97,7 @@ class ModelClient(ABC):
         return self.status
 
     # ---- the calls ----------------------------------------------------------------------------------------
-    def generate(self, prompt: str, settings: SamplingSettings | Mapping | None = None,
+    def generate(self, prompt: Prompt, settings: SamplingSettings | Mapping | None = None,
                  max_new_tokens: int = limits.DEFAULT_MAX_NEW_TOKENS, stop: Sequence[str] | str | None = (),
                  chat: bool = False, top_n: int = limits.DEFAULT_TOP_N, *, capture: bool = True,
                  ignore_eos: bool = False, continue_from: Sequence[int] = (),
@@ -90,8 +107,8 @@ class ModelClient(ABC):
         lab's Step): the run resumes after them, seeded generator included. capture=False skips the stage
         summaries (a benchmark's baseline); ignore_eos keeps going past end-of-text; report_waiting yields
         Waiting records while the request waits for a row. Bad input raises before anything is queued."""
-        return self._generate(GenerateCall(prompt, settings, max_new_tokens, stop, chat, top_n, capture, ignore_eos,
-                                           tuple(continue_from), report_waiting))
+        return self._generate(GenerateCall(prompt_of(prompt, chat), settings, max_new_tokens, stop, chat, top_n, capture,
+                                           ignore_eos, tuple(continue_from), report_waiting))
 
     def generate_batch(self, requests: Sequence[Request | Mapping], top_n: int = limits.DEFAULT_TOP_N, *,
                        report_waiting: bool = False) -> Iterator[BatchStep | Waiting]:
@@ -99,35 +116,42 @@ class ModelClient(ABC):
         tokens equal what generate gives it alone. A bad request is named by its number and field."""
         return self._generate_batch(BatchCall(tuple(requests), top_n, report_waiting))
 
-    def sample_many(self, prompt: str, settings: SamplingSettings | Mapping | None = None, chat: bool = False,
+    def sample_many(self, prompt: Prompt, settings: SamplingSettings | Mapping | None = None, chat: bool = False,
                     continue_from: Sequence[int] = (), n: int = limits.DEFAULT_MANY_DRAWS, seed: int | None = None,
                     top_n: int = limits.DEFAULT_TOP_N) -> ManyDraws:
         """Freeze the step after prompt + continue_from and draw n tokens from its final distribution: counts
         of its top_n tokens, the rest, and the chi-square test (sampling/many_draws.py)."""
-        return self._sample_many(DrawCall(prompt, settings, chat, tuple(continue_from), n, seed, top_n))
+        return self._sample_many(DrawCall(prompt_of(prompt, chat), settings, chat, tuple(continue_from), n, seed, top_n))
 
-    def trace(self, prompt: str, chat: bool = False, block: int | None = None,
+    def trace(self, prompt: Prompt, chat: bool = False, block: int | None = None,
               top_n: int = limits.DEFAULT_TRACE_TOP_N):
         """Lesson 10: one forward pass traced from token ids to logits at every position (a Trace record).
         block: whose attention to keep (1-based; None: the middle block)."""
-        return self._trace(prompt, chat, block, top_n)
+        return self._trace(prompt_of(prompt, chat), chat, block, top_n)
 
-    def trace_attention(self, prompt: str, chat: bool = False, block: int = 1):
+    def trace_attention(self, prompt: Prompt, chat: bool = False, block: int = 1):
         """One block's attention (1-based) for the prompt: an AttentionMap."""
-        return self._trace_attention(prompt, chat, block)
+        return self._trace_attention(prompt_of(prompt, chat), chat, block)
 
-    def lm_head(self, prompt: str, chat: bool = False, continue_from: Sequence[int] = (),
+    def lm_head(self, prompt: Prompt, chat: bool = False, continue_from: Sequence[int] = (),
                 top_k: int = limits.DEFAULT_LM_HEAD_TOP_K):
         """The LM head after prompt + continue_from: for the top tokens, logit = ‖h‖·‖w‖·cos (an LmHeadView)."""
-        return self._lm_head(prompt, chat, tuple(continue_from), top_k)
+        return self._lm_head(prompt_of(prompt, chat), chat, tuple(continue_from), top_k)
+
+    def prompt_logprobs(self, prompt: Prompt, chat: bool = False, top_n: int = limits.DEFAULT_PROMPT_TOP_N):
+        """Teacher forcing over the prompt, one forward pass: each token's log-probability given the tokens before
+        it and the top_n (0 to limits.MAX_PROMPT_TOP_N) most probable tokens there, under the raw distribution
+        (softmax of the logits, temperature 1). A PromptLogprobs record (records/prompt.py); its first position
+        has none."""
+        return self._prompt_logprobs(prompt_of(prompt, chat), chat, top_n)
 
     def room(self) -> Room:
         """The live room, anonymised: every row's settings and progress (no prompts), the queue."""
         return self._room()
 
-    def encode(self, prompt: str, chat: bool = False) -> list[int]:
+    def encode(self, prompt: Prompt, chat: bool = False) -> list[int]:
         """Prompt -> token ids: the raw completion (with the tokenizer's own BOS), or the chat template."""
-        return self._encode(prompt, chat)
+        return self._encode(prompt_of(prompt, chat), chat)
 
     def pieces_of(self, ids: Sequence[int]) -> dict[int, Token]:
         """Each token as a record: how it reads on its own and, when it holds part of a character, its bytes."""
@@ -153,6 +177,9 @@ class ModelClient(ABC):
     def _lm_head(self, prompt, chat, continue_from, top_k): ...
 
     @abstractmethod
+    def _prompt_logprobs(self, prompt, chat, top_n): ...
+
+    @abstractmethod
     def _room(self) -> Room: ...
 
     @abstractmethod
@@ -175,4 +202,4 @@ def wait_until_ready(client: ModelClient, poll: float = 0.25, timeout: float = 6
             return
 
 
-__all__ = ["BatchCall", "DrawCall", "GenerateCall", "ModelClient", "wait_until_ready"]
+__all__ = ["BatchCall", "DrawCall", "GenerateCall", "ModelClient", "Prompt", "prompt_of", "wait_until_ready"]

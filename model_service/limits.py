@@ -15,6 +15,7 @@ DEFAULT_ENGINE_MAX_NEW_TOKENS = 32  # an engine row's (eight rows side by side s
 DEFAULT_TOP_N = 20  # candidates kept per step record (the bars of a stage chart)
 DEFAULT_LM_HEAD_TOP_K = 10  # tokens broken down as ‖h‖·‖w‖·cos
 DEFAULT_TRACE_TOP_N = 5  # top logits per position in a forward-pass trace
+DEFAULT_PROMPT_TOP_N = 5  # alternatives per prompt position in prompt_logprobs (OpenAI's echo with logprobs)
 
 # ---- limits on one request ----------------------------------------------------------------------------
 # Measured on 2 CPU cores with SmolLM2-135M: a 1,024-token prompt prefills in ~1.8 s and traces in ~2.5 s;
@@ -23,6 +24,7 @@ MAX_PROMPT_TOKENS = 1024
 MAX_NEW_TOKENS = 512  # at ~16 tokens/s on that CPU: half a minute, interleaved with everyone else's steps
 MAX_TOP_N = 100  # candidates a step record may carry
 MAX_TRACE_TOP_N = 20  # top logits per position in a forward-pass trace
+MAX_PROMPT_TOP_N = 20  # alternatives per prompt position: 1,024 positions x 20 keep the record ~2 MB as JSON
 MAX_STOP_STRINGS = 8
 MAX_STOP_CHARS = 64  # per stop string
 MAX_RUN_FILE_BYTES = 8_000_000  # an imported run (JSON): a 512-step run is ~1.5 MB; the upload route allows this much

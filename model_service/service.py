@@ -138,19 +138,44 @@ class ModelService(ModelClient):
         return self.scheduler.room()
 
     def _encode(self, prompt, chat) -> list[int]:
-        prompt, chat = validation.text("prompt", prompt, required=False), validation.boolean("chat", chat)
+        chat = validation.boolean("chat", chat)
+        conversation = chat and isinstance(prompt, tuple)  # client.prompt_of made a chat's messages (role, content) pairs
+        if conversation:
+            messages = [{"role": role, "content": content} for role, content in validation.messages("messages", prompt)]
+        else:
+            prompt = validation.text("prompt", prompt, required=False)
+            messages = [{"role": "user", "content": prompt}]  # the lab's chat toggle: one user message
         if chat:
-            if not self.info.has_chat_template:
-                raise validation.InputError("no_chat_template", model=self.info.name)
-            text = self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
-            )
-            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            ids = self.tokenizer(self._chat_text(messages, conversation), add_special_tokens=False)["input_ids"]
         else:
             ids = self.tokenizer(prompt)["input_ids"]
         if not ids:
             raise validation.InputError("prompt_empty")
         return list(ids)
+
+    def _chat_text(self, messages: list[dict], conversation: bool) -> str:
+        """The model's chat template around the messages, ready for the assistant's turn. A template that refuses
+        a conversation (some take no system message, or want user and assistant to alternate) says why, naming
+        messages, as bad input; for one user message (the lab's toggle) its error is the service's own."""
+        from jinja2 import TemplateError
+
+        if not self.info.has_chat_template:
+            raise validation.InputError("no_chat_template", model=self.info.name)
+        try:
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        except (TemplateError, ValueError, TypeError, KeyError, IndexError) as e:
+            if not conversation:
+                raise
+            raise validation.InputError("chat_refused", field="messages", model=self.info.name, error=e) from None
+
+    def _added(self, prompt, chat, ids: list[int]) -> int:
+        """How many leading ids the tokenizer put in front of the prompt's own (its BOS): 0 for a chat, whose
+        template writes every token it reads."""
+        if chat:
+            return 0
+        own = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        extra = len(ids) - len(own)
+        return extra if extra > 0 and ids[extra:] == list(own) else 0
 
     def _pieces_of(self, ids) -> dict[int, Token]:
         return {int(i): self.pieces(int(i)) for i in ids}
@@ -163,6 +188,18 @@ class ModelService(ModelClient):
         with self.model_lock:
             self._check_open()
             return lm_head_breakdown(self.model, ids, None, top_k)
+
+    def _prompt_logprobs(self, prompt, chat, top_n):
+        from .forward_pass.prompt_logprobs import prompt_logprobs
+
+        top_n = _whole("top_n", top_n, 0, limits.MAX_PROMPT_TOP_N)
+        chat = validation.boolean("chat", chat)
+        ids = self.prompt_ids(prompt, chat)
+        added = self._added(prompt, chat, ids)
+        with self.model_lock:
+            self._check_open()
+            return prompt_logprobs(self.model, self.pieces, ids, top_n, added=added, chat=chat,
+                                   model_name=self.info.name)
 
     def _trace(self, prompt, chat, block, top_n):
         from .forward_pass.tracing import trace

@@ -33,6 +33,20 @@ def byte_tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", bos_token="<bos>")
 
 
+CHAT_TEMPLATE = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}<assistant>{% endif %}")
+NO_SYSTEM = ("{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}"
+             + CHAT_TEMPLATE)  # as some real templates do (Gemma 2's, Mistral's older ones)
+
+
+def byte_chat_tokenizer(system: bool = True):
+    """byte_tokenizer with a small chat template (<role>content lines), one that refuses a system message unless
+    `system`."""
+    tok = byte_tokenizer()
+    tok.chat_template = CHAT_TEMPLATE if system else NO_SYSTEM
+    return tok
+
+
 def tiny_llama(vocab_size: int = 258, seed: int = 0, layers: int = 2):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -90,14 +104,20 @@ def close_demo(demo) -> None:
 
 
 @contextlib.contextmanager
-def launched(demo):
-    """Queue and launch a demo on a free local port the way app.py does; yield its URL; close it safely."""
+def launched(demo, api=None):
+    """Queue and launch a demo on a free local port the way app.py does; yield its URL; close it safely.
+    api: the service whose OpenAI-compatible routes to mount too (open, as on 127.0.0.1)."""
     from playground.page import launch_options, queue_options
 
+    extra = {}
+    if api is not None:
+        from playground.openai_api import Access, launch_kwargs
+
+        extra = launch_kwargs(api, Access("open"))
     demo.queue(**queue_options())
     port = free_port()
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True, ssr_mode=False,
-                show_error=True, **launch_options())
+                show_error=True, **launch_options(), **extra)
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:

@@ -159,6 +159,11 @@ class ModelDeployment:
         return await self._answer(request, lambda b: self.service.lm_head(
             b.get("prompt"), _chat(b), b.get("continue_from") or (), b.get("top_k", limits.DEFAULT_LM_HEAD_TOP_K)))
 
+    @api.post("/prompt_logprobs")
+    async def prompt_logprobs(self, request: Request):
+        return await self._answer(request, lambda b: self.service.prompt_logprobs(
+            b.get("prompt"), _chat(b), b.get("top_n", limits.DEFAULT_PROMPT_TOP_N)))
+
     @api.post("/sample_many")
     async def sample_many(self, request: Request):
         return await self._answer(request, lambda b: self.service.sample_many(

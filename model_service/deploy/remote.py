@@ -23,6 +23,7 @@ from ..client import BatchCall, DrawCall, GenerateCall, ModelClient
 from ..forward_pass.lm_head import LmHeadView
 from ..models.switching import ServiceNotReady
 from ..records import validation, wire
+from ..records.prompt import PromptLogprobs
 from ..records.settings import request_from, settings_from
 from ..records.step import LoadStatus, ManyDraws, ModelInfo, Room, Token
 from ..records.trace import AttentionMap, Trace
@@ -158,6 +159,9 @@ class RemoteService(ModelClient):
     def _lm_head(self, prompt, chat, continue_from, top_k):
         body = {"prompt": prompt, "chat": chat, "continue_from": list(continue_from), "top_k": top_k}
         return LmHeadView.from_dict(self._post("/lm_head", body))
+
+    def _prompt_logprobs(self, prompt, chat, top_n):
+        return PromptLogprobs.from_dict(self._post("/prompt_logprobs", {"prompt": prompt, "chat": chat, "top_n": top_n}))
 
     def _sample_many(self, call: DrawCall) -> ManyDraws:
         body = {"prompt": call.prompt, "settings": settings_from(call.settings).to_dict(), "chat": call.chat,

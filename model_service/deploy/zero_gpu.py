@@ -94,7 +94,7 @@ def generate_batch_lease(requests, top_n):
 
 @gpu(duration=limits.ZERO_GPU_TRACE_SECONDS)
 def one_pass(method: str, args: tuple, kwargs: dict):
-    """trace, trace_attention, lm_head or sample_many: one forward pass, one record back."""
+    """trace, trace_attention, lm_head, prompt_logprobs or sample_many: one forward pass, one record back."""
     try:
         return getattr(_SERVICE, method)(*args, **kwargs)
     except (ValueError, RuntimeError) as e:
@@ -182,6 +182,10 @@ class ZeroGpuService(ModelClient):
     def _lm_head(self, prompt, chat, continue_from, top_k):
         self.inner.prompt_ids(prompt, chat)
         return _unwrap(one_pass("lm_head", (prompt, chat, tuple(continue_from)), {"top_k": top_k}))
+
+    def _prompt_logprobs(self, prompt, chat, top_n):
+        self.inner.prompt_ids(prompt, chat)
+        return _unwrap(one_pass("prompt_logprobs", (prompt, chat), {"top_n": top_n}))
 
     def _sample_many(self, call: DrawCall):
         self.inner.prompt_ids(call.prompt, call.chat)

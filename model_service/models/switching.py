@@ -175,6 +175,9 @@ class LoadingService(ModelClient):
     def _lm_head(self, *args):
         return self.service._lm_head(*args)
 
+    def _prompt_logprobs(self, *args):
+        return self.service._prompt_logprobs(*args)
+
     def _room(self):
         return self.service._room()
 

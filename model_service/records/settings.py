@@ -89,9 +89,10 @@ class SamplingSettings:
 
 @dataclass(frozen=True)
 class Request:
-    """One request of a batch: its prompt, its own sampling settings and its own stop conditions."""
+    """One request of a batch: its prompt, its own sampling settings and its own stop conditions. With chat, the
+    prompt may be a conversation: (role, content) pairs (validation.messages), JSON as lists of two."""
 
-    prompt: str
+    prompt: str | tuple
     settings: SamplingSettings = SamplingSettings()
     max_new_tokens: int = limits.DEFAULT_MAX_NEW_TOKENS
     stop: tuple[str, ...] = ()
@@ -145,7 +146,8 @@ def settings_from(value) -> SamplingSettings:
 def request_from(value) -> Request:
     """A Request as given, or built from a mapping of its fields (a JSON caller's batch row): settings through
     settings_from, stop strings through the one stop validator, chat as a boolean; unknown fields refused.
-    The prompt and max_new_tokens are checked against the model by the service (they need its tokenizer)."""
+    A chat's prompt may be a conversation, read by validation.messages. The prompt's length and max_new_tokens
+    are checked against the model by the service (they need its tokenizer)."""
     if isinstance(value, Request):
         return value
     if not isinstance(value, Mapping):
@@ -153,10 +155,12 @@ def request_from(value) -> Request:
     unknown = sorted(set(value) - set(Request.__dataclass_fields__))
     if unknown:
         raise ValueError(f"request has unknown fields: {', '.join(map(repr, unknown))}")
+    chat, prompt = validation.boolean("chat", value.get("chat", False)), value.get("prompt")
     return Request(
-        prompt=validation.text("prompt", value.get("prompt")),
+        prompt=validation.messages("messages", prompt) if chat and isinstance(prompt, (list, tuple))
+        else validation.text("prompt", prompt),
         settings=settings_from(value.get("settings")),
         max_new_tokens=value.get("max_new_tokens", limits.DEFAULT_MAX_NEW_TOKENS),
         stop=validation.stop_strings("stop", value.get("stop")),
-        chat=validation.boolean("chat", value.get("chat", False)),
+        chat=chat,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 
 from .. import limits
 
@@ -39,6 +40,13 @@ MESSAGES = {
     "stop_text": "{field} must be text (stop strings separated by |), got {got}",
     "prompt_too_long": "prompt is {count} tokens; the limit here is {limit}",
     "no_chat_template": "{model} has no chat template; turn the chat toggle off",
+    "messages": "{field} must be a non-empty list of messages, each with a role and a content, got {got}",
+    "message": "{field} must be a message: an object with a role and a content, got {got}",
+    "message_field": "{field} is not supported here: a message has a role and a content only",
+    "message_tool": "{field}: tool messages are not supported here (the playground gives its models no tools)",
+    "message_part": "{field}: only text parts are supported here, got {got}",
+    "messages_last": "{field} must end with a user message, which the model answers; the last one here is {role}",
+    "chat_refused": "{field}: the chat template of {model} refused this conversation: {error}",
     "room_full": "the room is full: {waiting} requests are waiting for the model (the limit here is {limit}); try again in a minute",
     "loading": "The model is still loading ({percent}: {message}). Try again in a moment.",
     "load_failed": "The model failed to load: {error}",
@@ -200,6 +208,49 @@ def stop_strings(field: str, value) -> tuple[str, ...]:
             raise InputError("stop_length", field=field, limit=limits.MAX_STOP_CHARS, count=len(s))
         out.append(s)
     return tuple(out)
+
+
+CHAT_ROLES = ("system", "developer", "user", "assistant")  # developer: OpenAI's newer name for system
+
+
+def messages(field: str, value) -> tuple[tuple[str, str], ...]:
+    """A chat: a non-empty list of {role, content} messages ending with a user message (the model writes the next
+    assistant turn). Roles: system, developer (read as system), user, assistant; content: text, or OpenAI's text
+    parts (joined). A user message must say something; a system or assistant one may be empty. Returns (role,
+    content) pairs: hashable, picklable, and JSON as lists of two, which this validator reads back (every path
+    that carries a chat, remote or ZeroGPU, checks it again with the same rules)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
+        raise InputError("messages", field=field, got=_show(value))
+    out = []
+    for i, message in enumerate(value):
+        at = f"{field}[{i}]"
+        if isinstance(message, Mapping):
+            extra = sorted(str(k) for k in message if k not in ("role", "content"))
+            if extra:
+                raise InputError("message_field", field=f"{at}.{extra[0]}")
+            role, content = message.get("role"), message.get("content")
+        elif isinstance(message, (list, tuple)) and len(message) == 2:
+            role, content = message
+        else:
+            raise InputError("message", field=at, got=_show(message))
+        if role == "tool":
+            raise InputError("message_tool", field=f"{at}.role")
+        choice(f"{at}.role", role, CHAT_ROLES)
+        out.append(("system" if role == "developer" else role, _content(f"{at}.content", content, role == "user")))
+    if out[-1][0] != "user":
+        raise InputError("messages_last", field=field, role=out[-1][0])
+    return tuple(out)
+
+
+def _content(field: str, content, required: bool) -> str:
+    if isinstance(content, (list, tuple)):  # OpenAI's content parts: text ones only
+        texts = []
+        for part in content:
+            if not isinstance(part, Mapping) or part.get("type") != "text":
+                raise InputError("message_part", field=field, got=_show(part))
+            texts.append(text(field, part.get("text"), required=False))
+        content = "".join(texts)
+    return text(field, content, required=required)
 
 
 def parse_stop_text(field: str, value) -> tuple[str, ...]:

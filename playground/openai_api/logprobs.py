@@ -13,12 +13,18 @@ the token) and the chosen token's probability. A mode picks the stage:
 The transforms never reorder the raw ranking (temperature is monotone; the filters cut its tail), so a stage's
 k most probable tokens are its first k candidates with a probability above 0, then the removed ones.
 Probabilities are the records' (6 significant digits), so a logprob is exact to about 1e-6 relative.
+
+An echoed prompt's logprobs (completions with echo and logprobs, OpenAI's legacy shape) come from the service's
+prompt_logprobs (model_service/records/prompt.py): the raw distribution whatever the mode, since nothing was
+sampled there; the first token has none (null), as OpenAI writes it.
 """
 
 from __future__ import annotations
 
+import codecs
 import math
 
+from model_service.records.prompt import PromptLogprobs
 from model_service.records.step import StepRecord
 
 FLOOR = -9999.0  # the logprob of a probability of 0 (JSON has no -inf), as vLLM's OpenAI server writes it
@@ -67,6 +73,41 @@ def chat_logprobs(records: list[StepRecord], mode: str, k: int) -> dict:
     return {"content": [chat_entry(r, mode, k) for r in records if counted(r)], "refusal": None}
 
 
+def _finite(lp: float) -> float:
+    return lp if math.isfinite(lp) else FLOOR
+
+
+def prompt_logprobs(prompt: PromptLogprobs, k: int) -> dict:
+    """An echoed prompt's part of a completion's logprobs, in the same parallel lists as the generated part: each
+    token, its logprob given the tokens before it (None for the first), its k most probable alternatives there
+    (None for the first), and text_offset, the characters of the prompt written before it. A marker the
+    tokenizer added (a BOS) is listed with no text: it writes none of the prompt, so the tokens' bytes put
+    together are the prompt's."""
+    out = {"tokens": [], "token_logprobs": [], "top_logprobs": [] if k else None, "text_offset": []}
+    chars, decoder = 0, codecs.getincrementaldecoder("utf-8")("replace")
+    for p in prompt.positions:
+        out["tokens"].append("" if p.added else p.token.piece)
+        out["token_logprobs"].append(None if p.logprob is None else _finite(p.logprob))
+        if k:
+            best: dict[str, float] | None = None
+            if p.logprob is not None:
+                best = {}
+                for candidate, lp in zip(p.top[:k], p.top_logprobs):
+                    best.setdefault(candidate.piece, _finite(lp))
+            out["top_logprobs"].append(best)
+        out["text_offset"].append(chars)
+        if not p.added:
+            chars += len(decoder.decode(bytes(token_bytes(p.token.piece, p.token.bytes_hex))))
+    return out
+
+
+def joined(first: dict, then: dict) -> dict:
+    """Two parts of a completion's logprobs (the echoed prompt's, the generated text's) as one."""
+    top = None if first["top_logprobs"] is None else first["top_logprobs"] + then["top_logprobs"]
+    return {"tokens": first["tokens"] + then["tokens"], "token_logprobs": first["token_logprobs"] + then["token_logprobs"],
+            "top_logprobs": top, "text_offset": first["text_offset"] + then["text_offset"]}
+
+
 def completion_logprobs(records: list[StepRecord], mode: str, k: int, start: int = 0, base: int = 0) -> dict:
     """A completion's logprobs: parallel lists. text_offset: where each token's text starts in the answer's text,
     read from the records' texts (`start`: the text's length before the first of these records; `base`: the
@@ -86,5 +127,5 @@ def completion_logprobs(records: list[StepRecord], mode: str, k: int, start: int
     return out
 
 
-__all__ = ["FLOOR", "chat_entry", "chat_logprobs", "chosen", "completion_logprobs", "counted", "logprob", "top",
-           "token_bytes"]
+__all__ = ["FLOOR", "chat_entry", "chat_logprobs", "chosen", "completion_logprobs", "counted", "joined", "logprob",
+           "prompt_logprobs", "top", "token_bytes"]

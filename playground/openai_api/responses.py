@@ -4,6 +4,10 @@ An Answer follows one request's records, choice by choice. A record's `text` is 
 is safe to show (no partial character, no partial stop string: model_service/records/step.py), so a chunk's
 text is what that text gained since the last one; a stop string never reaches the answer, nor the end-of-text
 token. finish_reason: "stop" (end-of-text or a stop string), "length" (max_tokens).
+
+A completion with echo starts with its prompt; with logprobs too, its logprobs start with the prompt's (the
+service's prompt_logprobs: a stream's first chunk carries them with the echoed text). With max_tokens 0 that is
+the whole answer: nothing is generated, finish_reason "length".
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import secrets
 import time
 
+from model_service.records.prompt import PromptLogprobs
 from model_service.records.step import StepRecord
 
 from . import logprobs as lp
@@ -43,12 +48,17 @@ class Choice:
 class Answer:
     """A request's answer: built up record by record; `chunks` for a stream, `response` at the end."""
 
-    def __init__(self, plan: Plan, model: str, prompt_tokens: int, playground: dict):
+    def __init__(self, plan: Plan, model: str, prompt_tokens: int, playground: dict,
+                 prompt: PromptLogprobs | None = None):
+        """prompt: the prompt's logprobs, for a completion with echo and logprobs."""
         self.plan, self.model, self.prompt_tokens, self.playground = plan, model, prompt_tokens, playground
         self.id = ("chatcmpl-" if plan.chat else "cmpl-") + secrets.token_hex(12)
         self.created = int(time.time())
         self.choices = [Choice(i) for i in range(plan.n)]
+        for choice in self.choices if plan.max_tokens == 0 else ():
+            choice.finish = "length"  # echo with nothing generated: the answer is the prompt
         self.echo = plan.prompt if plan.echo else ""
+        self.echoed = lp.prompt_logprobs(prompt, plan.logprobs) if prompt is not None and plan.logprobs is not None else None
 
     # ---- shared parts --------------------------------------------------------------------------------------
     def _head(self, obj: str) -> dict:
@@ -60,13 +70,15 @@ class Answer:
         return {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
                 "total_tokens": self.prompt_tokens + completion}
 
-    def _logprobs(self, records: list[StepRecord], start: int = 0):
+    def _logprobs(self, records: list[StepRecord], start: int = 0, echoed: bool = False):
+        """The logprobs of these records (echoed: after the echoed prompt's, for a whole answer)."""
         plan = self.plan
         if plan.logprobs is None:
             return None
         if plan.chat:
             return lp.chat_logprobs(records, plan.logprobs_mode, plan.logprobs)
-        return lp.completion_logprobs(records, plan.logprobs_mode, plan.logprobs, start, len(self.echo))
+        generated = lp.completion_logprobs(records, plan.logprobs_mode, plan.logprobs, start, len(self.echo))
+        return lp.joined(self.echoed, generated) if echoed and self.echoed is not None else generated
 
     # ---- a stream ---------------------------------------------------------------------------------------------
     def _chunk(self, index: int, text: str | None, logprobs, finish: str | None, role: bool = False) -> dict:
@@ -83,7 +95,7 @@ class Answer:
         if self.plan.chat:
             chunks = [self._chunk(c.index, None, None, None, role=True) for c in self.choices]
         else:
-            chunks = [self._chunk(c.index, self.echo, None, None) for c in self.choices]
+            chunks = [self._chunk(c.index, self.echo, self.echoed, c.finish) for c in self.choices]
         chunks[0]["playground"] = self.playground
         return chunks
 
@@ -105,7 +117,7 @@ class Answer:
     def response(self) -> dict:
         out = []
         for c in self.choices:
-            logprobs = self._logprobs(c.records)
+            logprobs = self._logprobs(c.records, echoed=True)
             if self.plan.chat:
                 message = {"role": "assistant", "content": c.text, "refusal": None}
                 out.append({"index": c.index, "message": message, "logprobs": logprobs, "finish_reason": c.finish})

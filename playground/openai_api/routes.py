@@ -63,11 +63,16 @@ async def read_json(request: Request):
         raise bad(f"the request body must be JSON: {e}") from None
 
 
+LAB_LINK_NOTE = ("the lab's chat toggle takes one user message: this link opens the lab with the conversation's last "
+                 "user message alone, so the lab's run reads a shorter prompt than this answer's")
+
+
 def lab_link(request: Request, plan: schema.Plan, settings) -> str:
-    """Where the lab opens this choice's run: its prompt, chat toggle and settings (seed included) as a link."""
-    values = {"prompt": plan.prompt, "chat": plan.chat, "temperature": settings.temperature,
+    """Where the lab opens this choice's run: its prompt, chat toggle and settings (seed included) as a link. A
+    conversation's link carries its last user message only (LAB_LINK_NOTE says so in the answer)."""
+    values = {"prompt": plan.lab_prompt, "chat": plan.chat, "temperature": settings.temperature,
               "top_k": settings.top_k, "top_p": settings.top_p, "min_p": settings.min_p, "order": settings.order,
-              "seed": str(settings.seed), "max_new_tokens": plan.max_tokens,
+              "seed": str(settings.seed), "max_new_tokens": max(1, plan.max_tokens),
               "stop": validation.format_stop_text(plan.stop)}
     return absolute(base_url(gr.Request(request)), make_query(values))
 
@@ -157,17 +162,25 @@ class Api:
         return await self.answer(request, "chat")
 
     def start(self, plan: schema.Plan):
-        """The service's stream for a plan and the prompt's length in tokens (blocks: tokenizing, queueing).
-        Bad input and a full room raise here, before anything is queued."""
-        prompt_tokens = len(self.service.encode(plan.prompt, plan.chat))
+        """The service's stream for a plan, the prompt's length in tokens and, for echo with logprobs, the
+        prompt's logprobs (blocks: tokenizing, queueing, that forward pass). Bad input and a full room raise
+        here, before anything is queued."""
+        prompt = None
+        if plan.echo and plan.logprobs is not None:  # one forward pass over the prompt, beside the room's batch
+            prompt = self.service.prompt_logprobs(plan.prompt, plan.chat, top_n=plan.logprobs)
+            prompt_tokens = len(prompt.positions)
+        else:
+            prompt_tokens = len(self.service.encode(plan.prompt, plan.chat))
         top_n = limits.API_MAX_TOP_LOGPROBS  # what logprobs may ask for (and what the lab keeps per step)
-        if plan.n == 1:
+        if plan.max_tokens == 0:  # echo alone: nothing to generate
+            stream = iter(())
+        elif plan.n == 1:
             settings, = plan.settings
             stream = self.service.generate(plan.prompt, settings, plan.max_tokens, plan.stop, plan.chat, top_n,
                                            report_waiting=plan.stream)
         else:
             stream = self.service.generate_batch(plan.requests(), top_n, report_waiting=plan.stream)
-        return stream, prompt_tokens
+        return stream, prompt_tokens, prompt
 
     async def answer(self, request: Request, kind: str) -> Response:
         prompt_field = "messages" if kind == "chat" else "prompt"
@@ -181,12 +194,14 @@ class Api:
                                 f"(GET /v1/models lists it)")
             plan = schema.parse(body, kind)
             links = [lab_link(request, plan, s) for s in plan.settings]
-            stream, prompt_tokens = await self.thread(self.start, plan)
+            stream, prompt_tokens, prompt = await self.thread(self.start, plan)
         except Exception as e:  # noqa: BLE001
             return error_response(from_exception(e, prompt_field))
         playground = {"lab_link": links[0], "lab_links": links, "seeds": [s.seed for s in plan.settings],
                       "logprobs_mode": plan.logprobs_mode}
-        answer = Answer(plan, model_id, prompt_tokens, playground)
+        if plan.conversation:
+            playground["lab_link_note"] = LAB_LINK_NOTE
+        answer = Answer(plan, model_id, prompt_tokens, playground, prompt)
         headers = {LINK_HEADER: links[0]}
         if plan.stream:
             return StreamingResponse(self.events(request, stream, answer), media_type="text/event-stream",

@@ -41,7 +41,7 @@ class Plan:
 
     kind: str  # "chat" or "completion"
     model: str | None  # as asked (None: the served one); the route checks it against the service
-    prompt: str  # a completion's prompt, or the one user message of a chat
+    prompt: str | tuple[tuple[str, str], ...]  # a completion's prompt; a chat's one user message, or its messages
     chat: bool  # the model's chat template (the service's chat=True)
     settings: tuple[SamplingSettings, ...]  # one per choice, each with its seed (drawn here when none was given)
     max_tokens: int
@@ -50,11 +50,22 @@ class Plan:
     include_usage: bool = False  # stream_options.include_usage: a last chunk with the usage
     logprobs: int | None = None  # None: no logprobs; k: the chosen token's and the k most probable
     logprobs_mode: str = "raw"
-    echo: bool = False  # a completion's text starts with its prompt
+    echo: bool = False  # a completion's text (and its logprobs, with logprobs) starts with its prompt's
 
     @property
     def n(self) -> int:
         return len(self.settings)
+
+    @property
+    def conversation(self) -> bool:
+        """A chat of several messages (a system message, earlier turns), not one user message."""
+        return not isinstance(self.prompt, str)
+
+    @property
+    def lab_prompt(self) -> str:
+        """What the lab's prompt box takes: the prompt, or a conversation's last user message (the lab's chat
+        toggle puts one user message in the template)."""
+        return self.prompt[-1][1] if self.conversation else self.prompt
 
     @property
     def prompt_field(self) -> str:
@@ -107,32 +118,12 @@ def choices(settings: SamplingSettings, n: int) -> tuple[SamplingSettings, ...]:
     return tuple(dataclasses.replace(settings, seed=seed) for seed in seeds)
 
 
-def _content(message, i: int) -> str:
-    field = f"messages[{i}].content"
-    content = message.get("content")
-    if isinstance(content, list):  # content parts: only text ones
-        texts = []
-        for part in content:
-            if not isinstance(part, Mapping) or part.get("type") != "text":
-                raise bad(f"{field}: only text parts are supported here, got {str(part)[:60]!r}", field)
-            texts.append(validation.text(field, part.get("text"), required=False))
-        content = "".join(texts)
-    return validation.text(field, content)
-
-
-def user_message(messages) -> str:
-    """The chat's one user message: the service's chat=True applies the model's chat template to it."""
-    if not isinstance(messages, list) or not messages:
-        raise bad("messages must be a non-empty list of {role, content} objects", "messages")
-    for i, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise bad(f"messages[{i}] must be an object with a role and a content", "messages")
-        validation.choice(f"messages[{i}].role", message.get("role"), ("system", "developer", "user", "assistant", "tool"))
-    if len(messages) != 1 or messages[0]["role"] != "user":
-        roles = ", ".join(m["role"] for m in messages)
-        raise bad(f"messages: this server's chat takes exactly one user message (the model's chat template around it, as the "
-                  f"lab's chat toggle does); got {len(messages)} message(s): {roles}", "messages")
-    return _content(messages[0], 0)
+def chat_prompt(messages) -> str | tuple[tuple[str, str], ...]:
+    """A chat's prompt for the service's chat=True: one user message as its text (what the lab's chat toggle
+    runs), or a conversation as validation.messages' (role, content) pairs, which the model's chat template turns
+    into one prompt. The one validator of messages names the field (messages[2].role)."""
+    pairs = validation.messages("messages", messages)
+    return pairs[0][1] if len(pairs) == 1 else pairs
 
 
 def _logprobs(body: Mapping, kind: str) -> int | None:
@@ -149,10 +140,16 @@ def _logprobs(body: Mapping, kind: str) -> int | None:
     return 0 if top is None else validation.number("top_logprobs", top, integer=True, low=0, high=high)
 
 
-def _max_tokens(body: Mapping, kind: str) -> int:
+def _max_tokens(body: Mapping, kind: str, echo: bool) -> int:
+    """1 to MAX_NEW_TOKENS; 0 only with echo (OpenAI's way to score a prompt: its logprobs, nothing generated)."""
     name = "max_completion_tokens" if kind == "chat" and body.get("max_completion_tokens") is not None else "max_tokens"
     default = limits.API_CHAT_MAX_TOKENS if kind == "chat" else limits.API_COMPLETION_MAX_TOKENS
-    return validation.number(name, _given(body, name, default), integer=True, low=1, high=limits.MAX_NEW_TOKENS)
+    tokens = validation.number(name, _given(body, name, default), integer=True, low=0 if kind == "completion" else 1,
+                               high=limits.MAX_NEW_TOKENS)
+    if tokens == 0 and not echo:
+        raise bad(f"{name} must be at least 1: 0 is allowed only with echo: true (the prompt's own logprobs, "
+                  f"nothing generated), got 0", name)
+    return tokens
 
 
 def _stream_options(body: Mapping, stream: bool) -> bool:
@@ -184,22 +181,19 @@ def parse(body, kind: str) -> Plan:
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise bad(f"model must be a string, got {type(model).__name__}", "model")
-    prompt = user_message(body.get("messages")) if kind == "chat" else _completion_prompt(body)
+    prompt = chat_prompt(body.get("messages")) if kind == "chat" else _completion_prompt(body)
     n = validation.number("n", _given(body, "n", 1), integer=True, low=1, high=limits.API_MAX_CHOICES)
     best_of = body.get("best_of")
     if best_of is not None and best_of != n:
         raise bad("best_of is not supported here (send n, or best_of equal to n)", "best_of")
     stream = validation.boolean("stream", _given(body, "stream", False))
     echo = validation.boolean("echo", _given(body, "echo", False))
-    logprobs = _logprobs(body, kind)
-    if echo and logprobs is not None:
-        raise bad("echo with logprobs (the prompt's logprobs) is not supported here yet", "echo")
     return Plan(
         kind=kind, model=model, prompt=prompt, chat=kind == "chat", settings=choices(sampling(body), n),
-        max_tokens=_max_tokens(body, kind), stop=validation.stop_strings("stop", body.get("stop")), stream=stream,
-        include_usage=_stream_options(body, stream), logprobs=logprobs,
+        max_tokens=_max_tokens(body, kind, echo), stop=validation.stop_strings("stop", body.get("stop")), stream=stream,
+        include_usage=_stream_options(body, stream), logprobs=_logprobs(body, kind),
         logprobs_mode=validation.choice("logprobs_mode", _given(body, "logprobs_mode", "raw"), LOGPROBS_MODES), echo=echo,
     )
 
 
-__all__ = ["LOGPROBS_MODES", "Plan", "choices", "parse", "sampling", "user_message"]
+__all__ = ["LOGPROBS_MODES", "Plan", "chat_prompt", "choices", "parse", "sampling"]

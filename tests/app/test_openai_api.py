@@ -118,6 +118,88 @@ def test_a_seeded_chat_completion_replays_exactly_streamed_or_not(oa):
     assert two.choices[0].message.content == text and two.model_extra["playground"]["seeds"] == [7, 8]
 
 
+def test_echo_with_logprobs_scores_the_prompt_then_the_answer(oa, embedded):
+    done = oa.completions.create(model=SMOLLM2, prompt=PROMPT, max_tokens=1, temperature=0, echo=True, logprobs=3)
+    choice, n = done.choices[0], len(embedded.encode(PROMPT))
+    logprobs = choice.logprobs
+    assert choice.text == PROMPT + " Paris" and choice.text.startswith(PROMPT)
+    assert len(logprobs.tokens) == len(logprobs.token_logprobs) == len(logprobs.top_logprobs) == len(
+        logprobs.text_offset) == n + 1 == done.usage.prompt_tokens + done.usage.completion_tokens
+    assert "".join(logprobs.tokens[:n]) == PROMPT and logprobs.tokens[n] == " Paris"
+    assert logprobs.token_logprobs[0] is None and logprobs.top_logprobs[0] is None  # OpenAI's shape
+    assert all(-30 < v < 0 for v in logprobs.token_logprobs[1:])
+    assert all(len(top) == 3 for top in logprobs.top_logprobs[1:])
+    assert logprobs.text_offset == [PROMPT.index(t) if i else 0 for i, t in enumerate(logprobs.tokens[:n])] + [len(PROMPT)]
+    scored = embedded.prompt_logprobs(PROMPT, top_n=3)  # the service's own record: the same numbers
+    assert logprobs.token_logprobs[1:n] == pytest.approx([p.logprob for p in scored.positions[1:]], abs=1e-6)
+
+
+def test_echo_with_max_tokens_0_is_the_prompts_logprobs_alone_streamed_or_not(oa, embedded):
+    ask = dict(model=SMOLLM2, prompt=PROMPT, max_tokens=0, echo=True, logprobs=1)
+    whole = oa.completions.create(**ask)
+    choice = whole.choices[0]
+    assert choice.text == PROMPT and choice.finish_reason == "length" and whole.usage.completion_tokens == 0
+    assert len(choice.logprobs.tokens) == whole.usage.prompt_tokens == len(embedded.encode(PROMPT))
+    chunks = [c for c in oa.completions.create(**ask, stream=True)]
+    assert "".join(c.choices[0].text for c in chunks) == PROMPT
+    assert chunks[0].choices[0].logprobs.token_logprobs == choice.logprobs.token_logprobs
+    assert chunks[-1].choices[0].finish_reason == "length"
+    with pytest.raises(openai.BadRequestError) as e:  # 0 without echo: nothing to answer
+        oa.completions.create(model=SMOLLM2, prompt=PROMPT, max_tokens=0)
+    assert e.value.param == "max_tokens" and "echo" in e.value.message
+
+
+CONVERSATION = [{"role": "system", "content": "You are a helpful assistant. Answer in a few words."},
+                {"role": "user", "content": "What is the capital of France?"},
+                {"role": "assistant", "content": "Paris."},
+                {"role": "user", "content": "And of Italy?"}]
+
+
+def test_a_conversation_of_system_and_earlier_turns_gets_an_answer(oa, embedded):
+    done = oa.chat.completions.create(model=SMOLLM2, messages=CONVERSATION, max_tokens=12, temperature=0)
+    assert done.choices[0].message.content.strip() and done.choices[0].message.role == "assistant"
+    assert done.usage.prompt_tokens == len(embedded.encode(CONVERSATION, chat=True))
+    assert done.usage.prompt_tokens > len(embedded.encode("And of Italy?", chat=True))  # the whole conversation is read
+    playground = done.model_extra["playground"]
+    assert "prompt=And+of+Italy%3F" in playground["lab_link"] and "last user message" in playground["lab_link_note"]
+    with pytest.raises(openai.BadRequestError) as e:
+        oa.chat.completions.create(model=SMOLLM2, messages=[*CONVERSATION, {"role": "tool", "content": "Rome"}])
+    assert e.value.param == "messages[4].role" and "tool" in e.value.message
+
+
+def test_a_seeded_conversation_replays_exactly_streamed_or_not(oa):
+    ask = dict(model=SMOLLM2, messages=CONVERSATION, max_tokens=16, temperature=1, seed=11, logprobs=True)
+    first = oa.chat.completions.create(**ask)
+    again = oa.chat.completions.create(**ask)
+    streamed = list(oa.chat.completions.create(**ask, stream=True))
+    text = first.choices[0].message.content
+    assert text and again.choices[0].message.content == text
+    assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == text
+    assert [t.logprob for t in again.choices[0].logprobs.content] == [t.logprob for t in first.choices[0].logprobs.content]
+    two = oa.chat.completions.create(**{**ask, "n": 2})  # n = 2 is one batch: choice 0 is still this run
+    assert two.choices[0].message.content == text
+
+
+def test_a_template_that_refuses_a_system_message_is_a_400_naming_messages():
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from model_service import ModelService
+    from playground.openai_api import Access, routes
+
+    from ..conftest import byte_chat_tokenizer, tiny_llama
+
+    strict = ModelService(tiny_llama(), byte_chat_tokenizer(system=False))
+    http = TestClient(Starlette(routes=routes(strict, Access("open"))))
+    client = openai.OpenAI(base_url="http://testserver/v1", api_key="-", http_client=http, max_retries=0)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=strict.info.name, messages=CONVERSATION, max_tokens=2)
+    assert e.value.param == "messages" and "System role not supported" in e.value.message
+    assert "Traceback" not in e.value.message
+    ok = client.chat.completions.create(model=strict.info.name, messages=CONVERSATION[1:], max_tokens=2, seed=1)
+    assert ok.choices[0].finish_reason in ("stop", "length")
+
+
 def test_a_stop_string_ends_the_text_before_it_in_every_choice(oa):
     done = oa.completions.create(model=SMOLLM2, prompt=PROMPT, max_tokens=8, temperature=0, stop=".")
     assert done.choices[0].text == " Paris" and done.choices[0].finish_reason == "stop"

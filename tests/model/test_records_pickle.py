@@ -73,6 +73,11 @@ def test_the_lm_head_view(service):
     round_trip(service.lm_head("Hello", continue_from=[72, 73], top_k=4))
 
 
+def test_the_prompt_logprobs(service):
+    record = round_trip(service.prompt_logprobs("Thủ đô", top_n=3))
+    assert len(pickle.dumps(record)) < 20_000  # 10 positions (one per byte) of 3 alternatives
+
+
 def test_what_the_page_reads_about_the_service(service):
     from model_service.records.step import LoadStatus
 

@@ -126,6 +126,30 @@ def test_one_pass_views_cross_the_boundary_equal(zero):
     assert [name for name, _ in leases] == ["one_pass"] * 3
 
 
+def test_prompt_logprobs_is_one_lease_and_crosses_equal(zero):
+    service, leases, direct = zero
+    assert timeless(service.prompt_logprobs("Thủ đô", top_n=3)) == timeless(direct.prompt_logprobs("Thủ đô", top_n=3))
+    assert leases == [("one_pass", limits.ZERO_GPU_TRACE_SECONDS)]
+    with pytest.raises(ValueError, match="prompt is empty"):
+        service.prompt_logprobs("")
+    assert len(leases) == 1  # checked here, before any lease
+
+
+def test_a_conversation_crosses_into_the_lease_and_a_refusing_template_is_named_before_one(zero):
+    from ..conftest import byte_chat_tokenizer
+
+    service = type(zero[0])(ModelService(tiny_llama(), byte_chat_tokenizer()))
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "Why?"}]
+    settings = SamplingSettings(temperature=0.9, seed=3)
+    leased = tokens(service.generate(chat, settings, max_new_tokens=6, chat=True, ignore_eos=True))
+    assert leased == tokens(service.inner.generate(chat, settings, max_new_tokens=6, chat=True, ignore_eos=True))
+    strict = type(zero[0])(ModelService(tiny_llama(), byte_chat_tokenizer(system=False)))
+    with pytest.raises(ValueError, match="messages: the chat template .* refused this conversation") as e:
+        list(strict.generate(chat, settings, max_new_tokens=2, chat=True))
+    assert e.value.key == "chat_refused"
+
+
 def test_sample_many_is_one_lease_and_bad_counts_cost_none(zero):
     service, leases, direct = zero
     settings = SamplingSettings(temperature=0.9, seed=4)

@@ -102,6 +102,27 @@ def test_trace_lm_head_and_pieces_equal_the_in_process_service(remote, tiny_serv
     assert remote.info == tiny_service.info
 
 
+def test_prompt_logprobs_equal_the_in_process_service(remote, tiny_service):
+    far, near = remote.prompt_logprobs("Thủ đô", top_n=3), tiny_service.prompt_logprobs("Thủ đô", top_n=3)
+    assert far.positions == near.positions and far.positions[0].logprob is None
+    with pytest.raises(validation.InputError, match="top_n must be a whole number between 0 and 20"):
+        remote.prompt_logprobs("x", top_n=50)
+
+
+def test_a_conversation_crosses_as_json_and_is_checked_by_the_same_validator(remote):
+    """The pairs a chat's messages become travel as lists of two; the replica reads them with validation.messages."""
+    import httpx
+
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+    with pytest.raises(validation.InputError) as e:  # the tiny model has no chat template: said by the replica
+        remote.encode(chat, chat=True)
+    assert e.value.key == "no_chat_template"
+    answer = httpx.post(f"{remote.url}/generate", json={"prompt": [["user", "Hi"], ["tool", "42"], ["user", "?"]],
+                                                        "chat": True, "max_new_tokens": 2})
+    assert answer.status_code == 400 and answer.json()["key"] == "message_tool", answer.text
+    assert answer.json()["values"]["field"] == "messages[1].role"
+
+
 def test_sample_many_equals_the_in_process_service(remote, tiny_service):
     settings = SamplingSettings(temperature=0.9, top_k=40, seed=6)
     far, near = (s.sample_many("Hello", settings, continue_from=[72], n=3000, seed=2) for s in (remote, tiny_service))
@@ -189,3 +210,27 @@ def test_the_page_in_front_of_the_remote_service_streams_the_same_records(remote
         streamed = list(client.submit("Hello", 0.8, 0, 0.95, 0.0, 3, "hf", 6, api_name="/stream_records"))
         local = tiny_service.generate("Hello", SamplingSettings(temperature=0.8, top_p=0.95, seed=3), 6)
         assert [r["token_id"] for r in streamed] == [r.token_id for r in local]
+
+
+def test_the_openai_api_in_front_of_the_remote_service_answers_as_the_service_does(remote, tiny_service):
+    """app.py --service with the OpenAI-compatible routes: a seeded completion, whole and streamed, draws the
+    replica's tokens, which are the in-process service's; a bad one is answered in OpenAI's shape."""
+    openai = pytest.importorskip("openai")
+    from playground.page import build_demo
+
+    settings = SamplingSettings(temperature=0.8, top_p=0.95, seed=3)
+    local = [r for r in tiny_service.generate("Hello", settings, 6)]
+    with launched(build_demo(remote), api=remote) as url:
+        client = openai.OpenAI(base_url=f"{url.rstrip('/')}/v1", api_key="-", max_retries=0)
+        model = client.models.list().data[0].id
+        assert model == remote.info.name
+        whole = client.completions.create(model=model, prompt="Hello", max_tokens=6, temperature=0.8, top_p=0.95,
+                                          seed=3, logprobs=2)
+        assert whole.choices[0].text == local[-1].text
+        assert whole.usage.completion_tokens == len(local)
+        pieces = "".join(c.choices[0].text for c in client.completions.create(
+            model=model, prompt="Hello", max_tokens=6, temperature=0.8, top_p=0.95, seed=3, stream=True))
+        assert pieces == local[-1].text
+        with pytest.raises(openai.BadRequestError) as bad:
+            client.completions.create(model=model, prompt="Hello", max_tokens=2, temperature=5)
+        assert "temperature" in bad.value.message

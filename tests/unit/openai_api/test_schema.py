@@ -3,6 +3,8 @@ error shape (errors.py): the service's validators do the checking, and the API n
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from model_service import limits
@@ -62,7 +64,14 @@ def test_n_choices_get_consecutive_seeds_or_fresh_ones():
     ({"messages": HI, "presence_penalty": 0.5}, "presence_penalty"),
     ({"messages": HI, "top-k": 3}, "top-k"),
     ({"messages": HI, "stream_options": {"include_usage": True}}, "stream_options"),
-    ({"messages": [{"role": "system", "content": "be brief"}, *HI]}, "messages"),
+    ({"messages": [*HI, {"role": "assistant", "content": "hello"}]}, "messages"),  # nothing left to answer
+    ({"messages": [{"role": "tool", "content": "42"}, *HI]}, "messages[0].role"),
+    ({"messages": [{"role": "user", "content": "x", "name": "bob"}]}, "messages[0].name"),
+    ({"messages": [{"role": "assistant", "content": "x", "tool_calls": []}, *HI]}, "messages[0].tool_calls"),
+    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+     "messages[0].content"),
+    ({"messages": ["hi"]}, "messages[0]"),
+    ({"messages": "hi"}, "messages"),
     ({"messages": []}, "messages"),
     ({"messages": [{"role": "user", "content": " "}]}, "messages[0].content"),
     ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
@@ -79,13 +88,46 @@ def test_a_bad_chat_field_is_a_400_naming_it(body, param):
     ({"prompt": ["a", "b"]}, "prompt"),
     ({"prompt": 3}, "prompt"),
     ({"prompt": "x", "logprobs": 21}, "logprobs"),
-    ({"prompt": "x", "echo": True, "logprobs": 1}, "echo"),
+    ({"prompt": "x", "max_tokens": 0}, "max_tokens"),  # 0 only with echo
+    ({"prompt": "x", "max_tokens": -1, "echo": True}, "max_tokens"),
     ({"prompt": "x", "suffix": "y"}, "suffix"),
     ({"prompt": "x", "messages": HI}, "messages"),
 ])
 def test_a_bad_completion_field_is_a_400_naming_it(body, param):
     error = refused(body, "completion")
     assert error.status == 400 and error.param == param
+
+
+def test_a_conversation_is_its_role_and_content_pairs_and_the_lab_gets_its_last_user_message():
+    body = {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+                         {"role": "assistant", "content": [{"type": "text", "text": "Hello!"}]},
+                         {"role": "developer", "content": ""}, {"role": "user", "content": "Name a colour."}],
+            "n": 2, "seed": 1}
+    plan = schema.parse(body, "chat")
+    assert plan.prompt == (("system", "Be brief."), ("user", "Hi"), ("assistant", "Hello!"), ("system", ""),
+                           ("user", "Name a colour.")), "developer is read as system; text parts are joined"
+    assert plan.conversation and plan.lab_prompt == "Name a colour." and plan.chat
+    hash(plan)  # frozen all the way down: a Plan, its Requests, the service's calls stay hashable
+    assert {r.prompt for r in plan.requests()} == {plan.prompt}
+    # what the remote and ZeroGPU paths carry: the pairs as JSON, read back by the same validator
+    assert validation.messages("messages", json.loads(json.dumps(plan.prompt))) == plan.prompt
+    one = schema.parse({"messages": HI}, "chat")
+    assert one.prompt == "hi" and not one.conversation and one.lab_prompt == "hi"  # as the lab's chat toggle runs it
+
+
+def test_echo_with_logprobs_and_max_tokens_0_scores_the_prompt():
+    plan = schema.parse({"prompt": "x", "echo": True, "logprobs": 3, "max_tokens": 0}, "completion")
+    assert (plan.echo, plan.logprobs, plan.max_tokens) == (True, 3, 0)
+    error = refused({"prompt": "x", "max_tokens": 0}, "completion")
+    assert error.param == "max_tokens" and "echo" in error.message
+    chat = refused({"messages": HI, "max_tokens": 0})
+    assert chat.param == "max_tokens" and "between 1 and" in chat.message
+
+
+def test_a_template_that_refuses_a_conversation_is_a_400_naming_messages():
+    refusal = validation.InputError("chat_refused", field="messages", model="m", error="System role not supported")
+    error = errors.from_exception(refusal, "messages")
+    assert error.status == 400 and error.param == "messages" and "System role not supported" in error.message
 
 
 def test_temperature_beyond_openais_range_names_temperature():
