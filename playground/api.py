@@ -19,6 +19,7 @@ import gradio as gr
 from model_service import limits
 from model_service.records import validation
 from model_service.records.settings import parse_settings
+from model_service.records.step import Waiting
 
 from .common.errors import user_error
 
@@ -38,6 +39,7 @@ def register_api(service) -> None:
         stop: Any = None,
         chat: Any = False,
         top_n: Any = limits.DEFAULT_TOP_N,
+        report_waiting: Any = False,
     ) -> Generator[dict, None, None]:  # gr.api needs Generator (not Iterator) to stream
         """Stream one JSON step record per generated token: the token, the text so far, every stage's
         top-N probabilities, kept counts and masses, entropies, the random draw and timings. The last
@@ -45,7 +47,9 @@ def register_api(service) -> None:
         each used exactly as given (or one string). seed: a whole number below 2**53, or null.
         A token that holds part of a character (a byte-level piece) has its bytes in bytes_hex (the
         chosen token's, and each candidate's), and pending_hex holds the bytes generated before this
-        step that do not make a whole character yet: model_service/records/utf8.py:read_piece reads them."""
+        step that do not make a whole character yet: model_service/records/utf8.py:read_piece reads them.
+        report_waiting: while the room's rows are all taken, first yield {"waiting": {"position", "ahead",
+        "queue_length"}} each time this request's place in the queue changes (no token fields)."""
         try:
             records = service.generate(
                 validation.text("prompt", prompt),
@@ -55,12 +59,13 @@ def register_api(service) -> None:
                 stop=validation.stop_strings("stop", stop),
                 chat=validation.boolean("chat", chat),
                 top_n=validation.number("top_n", top_n, integer=True, low=1, high=limits.MAX_TOP_N),
+                report_waiting=validation.boolean("report_waiting", report_waiting),
             )
         except (ValueError, RuntimeError) as e:
             raise user_error(e) from None
         try:
             for record in records:
-                yield record.to_dict()
+                yield {"waiting": record.to_dict()} if isinstance(record, Waiting) else record.to_dict()
         finally:
             getattr(records, "close", lambda: None)()  # a dropped client frees its row at once
 

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from ..conftest import ROOT, free_port
@@ -99,9 +100,9 @@ def test_a_space_start_loads_the_hub_id_serves_the_page_and_answers_paris(tmp_pa
 
     port = free_port()
     log = tmp_path / "space.log"
+    env = {**space_env(tmp_path, hub_cache, port), "NTP_API_KEY": SPACE_KEY}  # a Space secret the host set
     with open(log, "w") as out:
-        app = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=space_env(tmp_path, hub_cache, port),
-                               stdout=out, stderr=subprocess.STDOUT)
+        app = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         client = wait_for_client(f"http://127.0.0.1:{port}/", app, log)
         info = wait_until_loaded(client, log)
@@ -114,9 +115,29 @@ def test_a_space_start_loads_the_hub_id_serves_the_page_and_answers_paris(tmp_pa
         # served as a Space serves: on every address, and the start said so
         assert f"serving on http://127.0.0.1:{port}/" in text and "the room reaches it" in text, text[-2000:]
         assert "Dequantising" not in text
+        the_api_needs_the_key_and_answers_paris(f"http://127.0.0.1:{port}/v1")
     finally:
         app.terminate()
         app.wait(timeout=30)
+
+
+SPACE_KEY = "a-space-secret"
+
+
+def the_api_needs_the_key_and_answers_paris(base_url: str) -> None:
+    """The OpenAI-compatible API on the Space's port: a room's, so a missing or wrong key is refused (401), and
+    with the host's key a greedy completion is " Paris"."""
+    openai = pytest.importorskip("openai")
+    assert httpx.get(f"{base_url}/models", timeout=30).status_code == 401  # no key
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=base_url, api_key="not-the-key", max_retries=0).models.list()
+    client = openai.OpenAI(base_url=base_url, api_key=SPACE_KEY, max_retries=0)
+    model = client.models.list().data[0].id
+    assert model == HUB_ID
+    answer = client.completions.create(model=model, prompt="The capital of France is", max_tokens=1, temperature=0,
+                                       logprobs=5)
+    assert answer.choices[0].text == " Paris"
+    assert max(answer.choices[0].logprobs.top_logprobs[0].values()) == answer.choices[0].logprobs.token_logprobs[0]
 
 
 def wait_for_client(url: str, app: subprocess.Popen, log: Path):
