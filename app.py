@@ -44,6 +44,19 @@ def _from_env(read, *args):
         sys.exit(f"error: {e}")
 
 
+def _true_or_false(name: str):
+    """An argparse type: true/1/yes/on or false/0/no/off, as the variables read (model_service/env.py)."""
+    from model_service.records import validation
+
+    def parse(value: str) -> bool:
+        try:
+            return validation.boolean(name, value)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return parse
+
+
 def _cuda() -> bool:
     import torch
 
@@ -73,6 +86,10 @@ def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespa
                    help="where the room's forward passes run: in a process of their own (away from the web server's "
                         "GIL, with a second copy of the model), in a thread of this one, or auto: a process on a CPU, "
                         "a thread on a GPU (default auto)")
+    p.add_argument("--batch-invariant", type=_true_or_false("--batch-invariant"), metavar="true|false",
+                   default=_from_env(env.batch_invariant),
+                   help="a row's logits bit-identical in any batch, so a seed replays in any room (default: the "
+                        "device's, docs/sampling.md)")
     p.add_argument("--lang", default=text(env.LANG), choices=sorted(LANGUAGE_MODELS),
                    help="the page's language for every visitor (default: each browser's own; a link's ?lang= still "
                         "wins); with no --model, vi runs the multilingual gemma3-270m where the default is SmolLM2")
@@ -111,7 +128,7 @@ def build(args: argparse.Namespace):
         scenes = load(scene_paths(args.scenes or ""))
     except SceneError as e:  # a host's file with a mistake: say which scene and field before the room arrives
         sys.exit(f"error: {e}")
-    room = {"max_rows": args.max_rows, "queue_size": args.queue_size}
+    room = {"max_rows": args.max_rows, "queue_size": args.queue_size, "batch_invariant": args.batch_invariant}
     try:
         if getattr(args, "service", None):  # the model runs in another process (model_service/deploy/ray_serve.py)
             from model_service.deploy.remote import RemoteService

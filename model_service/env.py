@@ -34,6 +34,7 @@ API_KEY = "NTP_API_KEY"  # the key scripts send to the OpenAI-compatible API (/v
 # ---- the model's process --------------------------------------------------------------------------------------
 CACHE_DIR = "NTP_CACHE_DIR"  # where dequantised GGUF weights are kept
 THREADS = "NTP_THREADS"  # CPU threads for the model (default: all cores but one)
+BATCH_INVARIANT = "NTP_BATCH_INVARIANT"  # true/false: a row's logits bit-identical in any batch (default by device)
 # ---- set by others: Hugging Face (Spaces, the Hub client), Gradio -----------------------------------------
 SPACE_ID = "SPACE_ID"
 SPACE_HOST = "SPACE_HOST"  # the Space's own address (owner-name.hf.space)
@@ -86,6 +87,12 @@ def threads() -> int | None:
     return whole(THREADS, None, 1, limits.MAX_THREADS)
 
 
+def batch_invariant() -> bool | None:
+    """NTP_BATCH_INVARIANT as true or false, or None when unset (then the device's default, limits.py)."""
+    value = text(BATCH_INVARIANT)
+    return None if value is None else validation.boolean(BATCH_INVARIANT, value)
+
+
 def api_key() -> str | None:
     """NTP_API_KEY without surrounding spaces (a secret pasted with its newline), or None when unset or blank."""
     value = text(API_KEY)
@@ -106,7 +113,7 @@ def has_token(env: Mapping[str, str] | None = None) -> bool:
 
 
 __all__ = [
-    "ACCELERATOR", "API_KEY", "CACHE_DIR", "DEVICE", "HOST", "HOST_KEY", "HUB_OFFLINE", "LANG", "MAX_ROWS", "MODEL", "MODELS",
+    "ACCELERATOR", "API_KEY", "BATCH_INVARIANT", "CACHE_DIR", "DEVICE", "HOST", "HOST_KEY", "HUB_OFFLINE", "LANG", "MAX_ROWS", "MODEL", "MODELS",
     "PORT", "PYTHONPATH", "QUEUE_SIZE", "SCENES", "SCHEDULER", "SERVICE", "SHARE", "SPACE_HOST", "SPACE_ID", "SYSTEM",
     "THREADS", "TOKENS", "ZERO_GPU", "api_key", "cache_dir", "flag", "has_token", "hub_offline", "max_rows", "port",
     "queue_size", "text", "threads", "variables", "whole",

@@ -75,6 +75,10 @@ SCHEDULER_MODES = ("auto", "process", "thread")
 # shorter request behind a long one that would exceed that share goes first.
 LONG_REQUEST_TOKENS = 128
 # Gradio's own queue in front of the event handlers (each waiting browser event holds a slot).
+# The batch-invariant mode (model_service/engine/invariant.py): a row's logits bit-identical whatever shares its
+# forward pass, so a seed replays in any room. Its default per device (--batch-invariant / NTP_BATCH_INVARIANT
+# say otherwise), from bench/bench_invariance.py's cost on the room's throughput.
+BATCH_INVARIANT_DEFAULT = {"cpu": False, "cuda": False}
 GRADIO_QUEUE_SIZE = 512
 # Ray Serve (model_service/deploy/ray_serve.py): requests one replica takes at once (its scheduler queues what exceeds its
 # rows, and refuses past QUEUE_SIZE with a clear message, so Serve must not refuse first), and the ongoing
@@ -154,3 +158,8 @@ MAX_SCENES = 200  # playground/workshop/scenes.py
 COMPARE_MAX_NEW_TOKENS = 24  # four columns side by side stay readable (playground/compare/columns.py)
 FORWARD_MAX_CHIPS = 256  # playground/forward/text.py
 FORWARD_DEFAULT_BLOCKS = 30  # the slider's range until the first trace tells the real depth (playground/forward/components.py)
+# A draw whose u lies closer than this to an edge of its token's interval is marked as a knife's edge (and a greedy
+# step whose top two logits are closer than this): a row's logits moved by up to ~1e-4 between alone and batched
+# on 2 CPU cores (float32 GEMMs take other kernels for other batch sizes), which can move an edge by about as much
+# (playground/lab/run.py)
+KNIFE_EDGE_MARGIN = 1e-4

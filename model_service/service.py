@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from . import limits
 from .client import BatchCall, DrawCall, GenerateCall, ModelClient
-from .engine.card import room_limits
+from .engine.card import room_limits, room_mode
 from .engine.loaded import LoadedModel
 from .engine.step import RowState
 from .engine.streams import BatchStream, GroupSink, Job, Stream, StreamSink
@@ -56,12 +56,14 @@ def scheduler_mode(mode: str, device: str | None = None) -> str:
 
 class ModelService(ModelClient):
     def __init__(self, model, tokenizer, info: ModelInfo | None = None, *, max_rows: int | None = None,
-                 queue_size: int | None = None):
+                 queue_size: int | None = None, batch_invariant: bool | None = None):
         """Wrap an already loaded model (tests pass a tiny random one); `load` is the usual door.
 
         max_rows: rows per forward step (default NTP_MAX_ROWS, else as many as the GPU card holds, capped
         at limits.MAX_ROWS_GPU, and MAX_ROWS_CPU on a CPU); queue_size: requests that may wait for a row (NTP_QUEUE_SIZE, else
-        limits.QUEUE_SIZE)."""
+        limits.QUEUE_SIZE); batch_invariant: a row's logits bit-identical in any batch (engine/invariant.py; default
+        NTP_BATCH_INVARIANT, else the device's default)."""
+        self.batch_invariant = room_mode(model, batch_invariant)
         self.info = info or loading.model_info(model, tokenizer, type(model).__name__, "in-memory")
         self.loaded = LoadedModel.of(model, tokenizer, self.info.eos_token_ids)  # what the engine takes
         config = model.config.get_text_config()
@@ -80,7 +82,8 @@ class ModelService(ModelClient):
 
     @classmethod
     def load(cls, model: str | None = None, device: str | None = None, progress=None, *,
-             max_rows: int | None = None, queue_size: int | None = None, scheduler: str = "thread") -> ModelService:
+             max_rows: int | None = None, queue_size: int | None = None, scheduler: str = "thread",
+             batch_invariant: bool | None = None) -> ModelService:
         """scheduler: "thread" (the room's loop in this process), "process" (in a process of its own, which loads
         its own copy of the model: model_service/engine/scheduler_process.py says why), or "auto" (a process on a CPU)."""
         mode = scheduler_mode(scheduler, device)
@@ -88,9 +91,10 @@ class ModelService(ModelClient):
         if mode == "process":  # started first: the two copies load side by side
             from .engine.scheduler_process import SchedulerProcess
 
-            process = SchedulerProcess((model, device), max_rows, queue_size)
+            process = SchedulerProcess((model, device), max_rows, queue_size, batch_invariant)
         try:
-            service = cls(*loading.load(model, device, progress), max_rows=max_rows, queue_size=queue_size)
+            service = cls(*loading.load(model, device, progress), max_rows=max_rows, queue_size=queue_size,
+                          batch_invariant=batch_invariant)
             if process is not None:
                 process.max_rows, process.queue_size = service.max_rows, service.queue_size
                 process.wait_ready()

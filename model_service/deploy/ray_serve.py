@@ -92,13 +92,14 @@ class ModelDeployment:
     """One replica: one model, one scheduler. `factory` (optional) builds the ModelService (tests pass a
     tiny model); otherwise the replica loads `model` (a catalog key, None = the embedded default)."""
 
-    def __init__(self, model: str | None = None, factory: Callable | None = None, threads: int | None = None):
+    def __init__(self, model: str | None = None, factory: Callable | None = None, threads: int | None = None,
+                 batch_invariant: bool | None = None):
         from ..models.loading import serve_beside_web_server
         from ..service import ModelService
 
         serve_beside_web_server(threads)  # the replica's HTTP server streams records beside the scheduler
         self.started = time.time()
-        self.service = factory() if factory else ModelService.load(model)
+        self.service = factory() if factory else ModelService.load(model, batch_invariant=batch_invariant)
 
     @api.get("/info")
     def info(self) -> dict:
@@ -181,7 +182,7 @@ class ModelDeployment:
 
 def application(model: str | None = None, *, replicas: int | None = None, min_replicas: int = 1, max_replicas: int = 1,
                 factory: Callable | None = None, threads: int | None = None, num_cpus: float = 1, num_gpus: float = 0,
-                target_ongoing: int | None = None):
+                target_ongoing: int | None = None, batch_invariant: bool | None = None):
     """The bound application: a fixed number of replicas, or autoscaling between min and max. num_gpus: per
     replica (1 on a GPU cluster: Ray places each replica on its own card); target_ongoing: the ongoing requests
     per replica the autoscaler aims at (default limits.SERVE_TARGET_ONGOING, sized for a CPU replica)."""
@@ -191,7 +192,7 @@ def application(model: str | None = None, *, replicas: int | None = None, min_re
                                       "initial_replicas": min_replicas,
                                       "target_ongoing_requests": target_ongoing or limits.SERVE_TARGET_ONGOING},
                "ray_actor_options": {"num_cpus": num_cpus, "num_gpus": num_gpus}}
-    return ModelDeployment.options(**options).bind(model, factory, threads)
+    return ModelDeployment.options(**options).bind(model, factory, threads, batch_invariant)
 
 
 def main(argv=None) -> None:
@@ -210,6 +211,10 @@ def main(argv=None) -> None:
     ap.add_argument("--target-ongoing", type=int, default=None,
                     help=f"ongoing requests per replica the autoscaler aims at (default {limits.SERVE_TARGET_ONGOING}; "
                          f"a GPU replica batches up to {limits.MAX_ROWS_GPU} rows)")
+    ap.add_argument("--batch-invariant", type=lambda v: validation.boolean("--batch-invariant", v),
+                    default=env.batch_invariant(),
+                    metavar="true|false", help="a row's logits bit-identical in any batch (default: NTP_BATCH_INVARIANT, "
+                                               "else the device's default)")
     args = ap.parse_args(argv)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     # replicas import model_service from this checkout, wherever Ray starts their processes
@@ -218,7 +223,8 @@ def main(argv=None) -> None:
     serve.start(http_options={"host": args.host, "port": args.port})
     serve.run(application(args.model, replicas=args.replicas, min_replicas=args.min_replicas,
                           max_replicas=args.max_replicas, num_cpus=args.num_cpus, num_gpus=args.num_gpus,
-                          target_ongoing=args.target_ongoing), name="playground", route_prefix="/")
+                          target_ongoing=args.target_ongoing, batch_invariant=args.batch_invariant),
+           name="playground", route_prefix="/")
     print(f"model service on http://{args.host}:{args.port}/ — run the UI with: python app.py --service "
           f"http://{args.host}:{args.port}", flush=True)
     try:

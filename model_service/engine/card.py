@@ -56,4 +56,19 @@ def room_limits(model, max_rows: int | None = None, queue_size: int | None = Non
     return rows, waiting
 
 
-__all__ = ["card_rows", "kv_bytes_per_token", "room_limits", "rows_for_card"]
+def room_mode(model, batch_invariant: bool | None = None) -> bool:
+    """Set the room's arithmetic on a loaded model and say which it is: batch-invariant when asked, else
+    NTP_BATCH_INVARIANT, else the device's default (limits.BATCH_INVARIANT_DEFAULT; a model the mode cannot
+    serve keeps the default arithmetic unless the mode was asked for, which raises). The service and a scheduler
+    process both set their copy here."""
+    from .invariant import available, make_batch_invariant
+
+    asked = env.batch_invariant() if batch_invariant is None else validation.boolean("batch_invariant", batch_invariant)
+    on = limits.BATCH_INVARIANT_DEFAULT.get(model.device.type, False) if asked is None else asked
+    if asked is None and not available(model):
+        on = False
+    make_batch_invariant(model, on)
+    return on
+
+
+__all__ = ["card_rows", "kv_bytes_per_token", "room_limits", "room_mode", "rows_for_card"]

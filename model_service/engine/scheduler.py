@@ -37,6 +37,7 @@ import torch
 from .. import limits
 from ..records import validation
 from ..records.step import Room, RoomRow, Waiting
+from .invariant import is_batch_invariant
 from .loaded import LoadedModel
 from .runner import Decoder
 from .step import sample_rows
@@ -108,6 +109,7 @@ class Scheduler:
         return Room(
             rows=tuple(_room_row(job) for job in rows if job.live), waiting=waiting, step=self.steps,
             max_rows=self.max_rows, queue_size=self.queue_size,
+            batch_invariant=is_batch_invariant(self.loaded.model) if self.loaded.model is not None else False,
         )
 
     # ---- the loop ------------------------------------------------------------------------------------------

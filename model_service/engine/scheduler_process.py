@@ -58,7 +58,7 @@ class _Pipe:
 class SchedulerProcess:
     """Scheduler's stand-in in the web process: the room's loop runs in a spawned process."""
 
-    def __init__(self, source: tuple, max_rows: int, queue_size: int):
+    def __init__(self, source: tuple, max_rows: int, queue_size: int, batch_invariant: bool | None = None):
         """source: (model, device) as ModelService.load takes them; the process loads its own copy."""
         context = multiprocessing.get_context("spawn")  # fork would copy the web server's threads and locks
         mine, theirs = context.Pipe()
@@ -68,7 +68,8 @@ class SchedulerProcess:
         # Every send goes through one sender thread: cancel() may run inside a garbage-collected Stream's __del__,
         # in any thread, even one that is itself sending; SimpleQueue.put is safe there, a lock would deadlock.
         self._outgoing: queue.SimpleQueue = queue.SimpleQueue()
-        self._process = context.Process(target=serve, args=(theirs, source, max_rows, queue_size), daemon=True,
+        self._process = context.Process(target=serve, args=(theirs, source, max_rows, queue_size, batch_invariant),
+                                        daemon=True,
                                         name="model-scheduler")
         self._process.start()
         theirs.close()
@@ -275,11 +276,11 @@ class _CallerSink:
             outbox.pipe.send(msg.StepDone(records, vocab, forward_ms, sampling_ms, outbox.scheduler.steps))
 
 
-def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
+def serve(conn, source: tuple, max_rows: int, queue_size: int, batch_invariant: bool | None = None) -> None:
     """The scheduler process: load the model, then take submissions, cancels and room queries until told to
     stop or the web process goes away."""
     from ..models.loading import load, serve_beside_web_server
-    from .card import room_limits
+    from .card import room_limits, room_mode
     from .loaded import LoadedModel
     from .scheduler import Scheduler
     pipe = _Pipe(conn)
@@ -287,6 +288,7 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int) -> None:
     try:
         serve_beside_web_server()
         model, tokenizer, info = load(*source)
+        room_mode(model, batch_invariant)  # the same arithmetic as the web process's copy
         loaded = LoadedModel.of(model, tokenizer, info.eos_token_ids)
         scheduler = Scheduler(loaded, *room_limits(model, max_rows, queue_size))
     except Exception as error:  # noqa: BLE001 - whatever it is, the web process must hear it

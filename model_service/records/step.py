@@ -101,12 +101,20 @@ class Stage:
 
 @dataclass(frozen=True)
 class DrawInfo:
-    """u ~ U[0,1) on the final distribution's cumulative bar (most probable first); None = argmax."""
+    """u ~ U[0,1) on the final distribution's cumulative bar (most probable first); None = argmax.
+
+    margin: how far u lies from the nearer edge of the chosen token's interval [low, high), on the same bar: a
+    draw with a margin near 0 (below limits.KNIFE_EDGE_MARGIN) sat on a knife's edge, where the round-off of
+    another batch's arithmetic could have moved the edge past u and drawn the neighbour. None for greedy, and
+    for a token that was forced rather than drawn. logit_gap: for greedy, the raw logits' top two apart (how
+    far the argmax is from a tie); None otherwise."""
 
     u: float | None
     rank: int
     low: float
     high: float
+    margin: float | None = None
+    logit_gap: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -229,6 +237,7 @@ class Room:
     step: int  # forward steps the scheduler has run since it started
     max_rows: int  # rows per step
     queue_size: int  # waiting requests allowed; more are refused
+    batch_invariant: bool = False  # the room's arithmetic: a row's logits bit-identical in any batch (engine/invariant.py)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "rows": [r.to_dict() for r in self.rows]}

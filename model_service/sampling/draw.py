@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..records.step import DrawInfo
+from ..records.step import DrawInfo, r6
 from . import window as ranking
 
 
@@ -58,11 +58,32 @@ def draw(stages, greedy: Sequence[bool], generators: Sequence[torch.Generator | 
     ranks = torch.where(greedy_t, torch.zeros_like(position), position)
     if not bool(exact.all()):
         ranks = torch.where(exact, ranks, rank_of(stages.logits, tokens))
+    margins = _margins(target.squeeze(1), high, p_token, total)
+    gaps = _logit_gaps(stages.logits, greedy_t)
     draws = [
-        DrawInfo(u=v, rank=int(r), low=max(0.0, (h - p) / t), high=min(1.0, h / t))
-        for v, r, h, p, t in zip(us, ranks.tolist(), high.tolist(), p_token.tolist(), total.tolist())
+        DrawInfo(u=v, rank=int(r), low=max(0.0, (h - p) / t), high=min(1.0, h / t),
+                 margin=None if v is None else r6(m), logit_gap=None if v is not None else r6(g))
+        for v, r, h, p, t, m, g in zip(us, ranks.tolist(), high.tolist(), p_token.tolist(), total.tolist(), margins, gaps)
     ]
     return tokens, draws
+
+
+def _margins(target: torch.Tensor, high: torch.Tensor, p_token: torch.Tensor, total: torch.Tensor) -> list[float]:
+    """Each row's distance from u to the nearer edge of its token's interval, on the normalised bar (float64:
+    the bar's own precision; target = u * total)."""
+    high = high.double()
+    low = high - p_token.double()
+    return (torch.minimum(target - low, high - target).clamp(min=0) / total).tolist()
+
+
+def _logit_gaps(logits: torch.Tensor, greedy: torch.Tensor) -> list[float]:
+    """The raw logits' top two apart, for the greedy rows (0 for the others: not read)."""
+    gaps = torch.zeros(logits.shape[0], dtype=torch.float64)
+    if bool(greedy.any()) and logits.shape[-1] > 1:
+        rows = greedy.nonzero().view(-1)
+        top = logits[rows].topk(2, dim=-1).values.double().cpu()
+        gaps[rows.cpu()] = top[:, 0] - top[:, 1]
+    return gaps.tolist()
 
 
 def _read_bar(final: torch.Tensor, window: torch.Tensor, target: torch.Tensor, total: torch.Tensor, tail=True):

@@ -287,7 +287,8 @@ def room_html(room, lang="en") -> str:
     prompt), the queue, and the scheduler's step counter."""
     head = tr(lang, "engine.room.head", used=len(room.rows), max_rows=room.max_rows, waiting=room.waiting,
               step=f"{room.step:,}")
-    head = f'<div class="ntp-caption">{head}</div>'
+    mode = tr(lang, "engine.room.invariant_on" if getattr(room, "batch_invariant", False) else "engine.room.invariant_off")
+    head = f'<div class="ntp-caption">{head} {mode}</div>'
     if not room.rows:
         return f'{PARAMS_STYLE}<div class="ntp-params">{head}<div class="ntp-caption">{tr(lang, "engine.room.nobody")}</div></div>'
     cells = []

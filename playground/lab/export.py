@@ -32,7 +32,8 @@ _NUM, _OPT_NUM, _OPT_STR = "number", "number or null", "text or null"
 TOKEN = {"id": ("int", True), "piece": ("str", True), "special": ("bool", False), "bytes_hex": ("hex", False)}
 STAGE = {"name": ("str", True), "probs": ("probs", True), "kept_count": ("int", True), "kept_mass": ("p", True),
          "entropy_bits": (_NUM, True), "chosen_prob": ("p", True)}
-DRAW = {"u": ("p_or_null", True), "rank": ("int", True), "low": ("p", True), "high": ("p", True)}
+DRAW = {"u": ("p_or_null", True), "rank": ("int", True), "low": ("p", True), "high": ("p", True),
+        "margin": ("p_or_null", False), "logit_gap": (_OPT_NUM, False)}
 RECORD = {"step": ("int", True), "token_id": ("int", True), "piece": ("str", True), "special": ("bool", True),
           "text": ("str", True), "candidates": ("tokens", True), "stages": ("stages", True),
           "chosen_rank": ("int", True), "draw": ("draw", True), "seed": ("int", True), "forward_ms": (_NUM, True),
@@ -127,6 +128,9 @@ def _check(field: str, kind: str, value):
             _number(field, value, 0, 1)
     elif kind == _NUM:
         _number(field, value)
+    elif kind == _OPT_NUM:
+        if value is not None:
+            _number(field, value)
     elif kind in ("probs", "numbers"):
         _items(field, value)
         for i, p in enumerate(value):

@@ -13,6 +13,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
+from model_service import limits
 from model_service.records import validation
 from model_service.records.step import StepRecord
 
@@ -109,6 +110,15 @@ def wait_until(done, timeout: float = STOP_WAIT_S) -> bool:
     return True
 
 
+def knife_edge(draw, lang: str = "en") -> str:
+    """The note on a draw that another batch's round-off could have turned ("" for the others)."""
+    if draw.margin is not None and draw.margin < limits.KNIFE_EDGE_MARGIN:
+        return tr(lang, "lab.status.knife_edge", margin=f"{draw.margin:.1e}")
+    if draw.logit_gap is not None and draw.logit_gap < limits.KNIFE_EDGE_MARGIN:
+        return tr(lang, "lab.status.knife_edge_greedy", gap=f"{draw.logit_gap:.1e}")
+    return ""
+
+
 def status_markdown(run: Run, index: int | None = None, rate: float | None = None, lang: str = "en") -> str:
     if not run.records:
         return tr(lang, "lab.status.stopped_before_first" if run.stop_requested else "lab.status.empty")
@@ -126,6 +136,9 @@ def status_markdown(run: Run, index: int | None = None, rate: float | None = Non
         else tr(lang, "lab.status.drawn", u=f"{r.draw.u:.3f}", seed=r.seed),
         tr(lang, "lab.status.timing", forward=f"{r.forward_ms:.0f}", sampling=f"{r.sampling_ms:.1f}"),
     ]
+    edge = knife_edge(r.draw, lang)
+    if edge:
+        parts.append(edge)
     batch = getattr(r, "batch_size", 1)
     if batch > 1:
         parts.append(tr(lang, "lab.status.batch", batch=batch))
