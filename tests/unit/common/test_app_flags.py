@@ -16,12 +16,32 @@ def test_share_is_parsed_strictly(monkeypatch, value, expected):
     assert app.parse_args([]).share is expected
 
 
-@pytest.mark.parametrize("name, value", [("NTP_SHARE", "maybe"), ("NTP_PORT", "http"), ("NTP_MAX_ROWS", "0")])
+@pytest.mark.parametrize("name, value", [("NTP_SHARE", "maybe"), ("NTP_PORT", "http"), ("NTP_MAX_ROWS", "0"),
+                                         ("NTP_BATCH_INVARIANT", "sometimes")])
 def test_anything_else_stops_the_start_naming_the_variable(monkeypatch, capsys, name, value):
     monkeypatch.setenv(name, value)
     with pytest.raises(SystemExit) as stop:
         app.parse_args([])
     assert name in str(stop.value)
+
+
+@pytest.mark.parametrize("variable, flag, expected", [
+    (None, [], None), ("yes", [], True), ("off", [], False), ("on", ["--batch-invariant", "false"], False),
+    (None, ["--batch-invariant", "1"], True),
+])
+def test_batch_invariant_is_unset_true_or_false_and_the_flag_wins(monkeypatch, variable, flag, expected):
+    if variable is None:
+        monkeypatch.delenv("NTP_BATCH_INVARIANT", raising=False)
+    else:
+        monkeypatch.setenv("NTP_BATCH_INVARIANT", variable)
+    assert app.parse_args(flag).batch_invariant is expected  # None: the device's default (limits.py)
+
+
+def test_a_bad_batch_invariant_flag_stops_the_start_naming_it(monkeypatch, capsys):
+    monkeypatch.delenv("NTP_BATCH_INVARIANT", raising=False)
+    with pytest.raises(SystemExit):
+        app.parse_args(["--batch-invariant", "sometimes"])
+    assert "--batch-invariant" in capsys.readouterr().err
 
 
 SPACE_VARIABLES = ("SPACE_ID", "SYSTEM", "SPACES_ZERO_GPU", "ACCELERATOR", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",

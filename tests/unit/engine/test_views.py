@@ -244,3 +244,11 @@ def test_settings_labels_in_vietnamese_keep_the_knobs_names():
     assert settings_label(SamplingSettings(), "vi") == "T 1 (lấy mẫu thường)"
     assert settings_label(SamplingSettings(temperature=0), "vi") == "greedy"  # the knobs keep their names
     assert settings_label(SamplingSettings(temperature=0.6, top_k=40, order="vllm"), "vi") == "T 0.6 · top-k 40 · vllm"
+
+
+def test_the_live_room_says_which_arithmetic_it_runs():
+    plain = Room(rows=(), waiting=0, step=1, max_rows=8, queue_size=64)
+    invariant = Room(rows=(), waiting=0, step=1, max_rows=8, queue_size=64, batch_invariant=True)
+    assert "Default arithmetic" in room_html(plain) and "knife-edge draw can turn" in room_html(plain)
+    assert "Batch-invariant: a seeded request draws its solo tokens here" in room_html(invariant)
+    assert "Bất biến theo batch" in room_html(invariant, "vi") and "Số học mặc định" in room_html(plain, "vi")
