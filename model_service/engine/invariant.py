@@ -175,11 +175,14 @@ def unsupported(model) -> str | None:
     return None
 
 
-def make_batch_invariant(model, on: bool = True) -> None:
-    """Make a loaded model's forward passes switchable between the two modes, in place, and set its own mode
-    (`on`; the `mode` context overrides it per thread). Idempotent; a model the mode cannot serve raises
-    ValueError when `on`, and is left as it is when not."""
+def make_batch_invariant(model, on: bool = True, switchable: bool = False) -> None:
+    """Set a loaded model's own mode, in place (the `mode` context overrides it per thread). A model turned on,
+    or asked to be `switchable` (a lesson compares both modes on it), gets the switching forwards; a model left
+    in the default mode and not switchable is left exactly as it was (its attention stays transformers' own).
+    Idempotent; a model the mode cannot serve raises ValueError when `on`, and is left as it is when not."""
     if getattr(model, "ntp_batch_invariant", None) is None:
+        if not on and not switchable:
+            return
         reason = unsupported(model)
         if reason:
             if on:

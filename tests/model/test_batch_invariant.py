@@ -93,7 +93,7 @@ def test_switched_off_the_model_computes_what_it_did_before(tiny):
 def test_the_default_arithmetic_differs_with_the_batch_so_the_mode_is_needed(embedded):
     """Not a promise, a measurement this mode answers: on this CPU a row's logits move with its batch."""
     plain = copy.deepcopy(embedded.model)
-    make_batch_invariant(plain, on=False)
+    make_batch_invariant(plain, on=False, switchable=True)
     tok = embedded.tokenizer
     rows = ids_of(tok, PROMPTS[:4])
     alone, batched = steps(plain, rows[:1], n=2), steps(plain, rows, n=2)
@@ -150,6 +150,13 @@ def test_the_mode_is_named_when_a_model_cannot_run_it():
         make_batch_invariant(model, on=True)
     make_batch_invariant(model, on=False)  # the default: left as it is
     assert not is_batch_invariant(model)
+
+
+def test_a_model_in_the_default_mode_is_left_exactly_as_it_was():
+    model = tiny_llama(layers=1)
+    service = ModelService(model, byte_tokenizer(), batch_invariant=False)
+    assert not service.batch_invariant and model.config._attn_implementation == "sdpa"
+    assert not hasattr(model, "ntp_batch_invariant")
 
 
 def test_a_trace_still_reads_the_attention_of_a_switched_model(tiny):
