@@ -93,6 +93,23 @@ def placeholder_js() -> str:
 }}"""
 
 
+def relabel_js(scenes: SceneList) -> str:
+    """A language switch: the picker's labels and the open scene's caption in the new language, built in the browser
+    from the picker's value at that moment. A server handler would read the picker when the switch's turn comes (the
+    page runs a change's handlers one after another: seconds on a busy machine) and write that value back when it
+    answers, undoing a ← / → (or a host's scene, on a follower's page) that landed in between."""
+    texts = {code: {"choices": scenes.choices(code),
+                    "captions": {scene.id: caption_markdown(scene, scenes, code) for scene in scenes.scenes}}
+             for code in LANGUAGES}
+    data = json.dumps(texts).replace("<", "\\u003c")  # the host's text stays a string: no "<" in the script
+    return f"""(lang, id) => {{
+  const texts = {data};
+  const t = texts[lang] || texts[{json.dumps(DEFAULT)}];
+  const open = Object.prototype.hasOwnProperty.call(t.captions, id);
+  return [{{__type__: "update", choices: t.choices, value: open ? id : null}}, open ? t.captions[id] : ""];
+}}"""
+
+
 def action(scene: Scene) -> str:
     """What the browser does after the values arrived (ACTION_JS)."""
     return json.dumps({"id": scene.id, "focus": scene.focus, "run": scene.run})
@@ -201,13 +218,10 @@ class SceneBar:
         self.page_link_btn.click(page_link, [*state.inputs, language], self.link, api_name="page_link",
                                  show_progress="hidden", preprocess=False)
 
-        def relabel(lang, scene_id):
-            scene = self.scenes.get(scene_id)
-            return {self.picker: gr.Dropdown(choices=self.scenes.choices(lang), value=scene_id if scene else None),
-                    self.caption: caption_markdown(scene, self.scenes, lang)}
-
-        language.change(relabel, [language, self.picker], [self.picker, self.caption], api_visibility="private",
-                        show_progress="hidden").then(None, None, None, js=placeholder_js(), api_visibility="private")
+        # in the browser, from the picker's value then (relabel_js): a server handler's stale read undid a ← / →
+        language.change(None, [language, self.picker], [self.picker, self.caption], js=relabel_js(self.scenes),
+                        api_visibility="private", show_progress="hidden").then(
+            None, None, None, js=placeholder_js(), api_visibility="private")
         self.then = then
         return outputs
 
@@ -227,4 +241,4 @@ def base_url(request: gr.Request | None) -> str:
     return page_url(headers, url=url, root_path=root, host=hosting.detect())
 
 
-__all__ = ["ACTION_JS", "KEYS_JS", "SceneBar", "base_url", "caption_markdown", "placeholder_js"]
+__all__ = ["ACTION_JS", "KEYS_JS", "SceneBar", "base_url", "caption_markdown", "placeholder_js", "relabel_js"]

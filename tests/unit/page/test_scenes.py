@@ -1,10 +1,11 @@
 import json
+import re
 
 import pytest
 
 from playground.common.i18n import LANGUAGES
 from playground.workshop.links import TABS, parse_query
-from playground.workshop.scenes import BUILT_IN, SCENES_DIR, SceneError, load, parse_file, scene_paths
+from playground.workshop.scenes import BUILT_IN, SCENES_DIR, SceneError, SceneList, load, parse_file, scene_paths
 
 GOOD = {"id": "my-scene", "tab": "lab", "settings": {"temperature": 0.5, "chat": False, "seed": "3"},
         "title": {"en": "Mine", "vi": "Của tôi"}, "caption": {"en": "A caption.", "vi": "Một chú thích."}}
@@ -154,3 +155,18 @@ def test_a_compare_scene_sets_the_tabs_inputs_as_a_link_would(lessons):
     blank_cells = parse_file(a_file({**GOOD, "tab": "compare", "settings": {"compare_c": [0.7, None, "", None, "vllm"]}}),
                              "mine.json")[0]
     assert blank_cells.query == {"compare_c": "0.7,,,,vllm"} and parse_query(dict(blank_cells.query))[1] == []
+
+
+def test_a_language_switch_relabels_the_scene_bar_in_the_browser_from_every_scenes_texts(lessons):
+    from playground.workshop.scene_bar import caption_markdown, relabel_js
+
+    host = parse_file(a_file({**GOOD, "title": {"en": "<b>Mine</b>", "vi": "Của tôi"}}), "mine.json")
+    script = relabel_js(lessons)
+    texts = json.loads(re.search(r"const texts = (\{.*?\});\n", script).group(1))
+    assert set(texts) == set(LANGUAGES)
+    for code in LANGUAGES:
+        assert texts[code]["choices"] == [list(c) for c in lessons.choices(code)]
+        assert texts[code]["captions"] == {s.id: caption_markdown(s, lessons, code) for s in lessons.scenes}
+    assert texts["vi"]["captions"]["l10-embedding"].startswith("**Cảnh 2/24 · Bài 10 · Embedding**")
+    mine = relabel_js(SceneList(tuple(host)))
+    assert "<" not in mine and "&lt;b&gt;Mine&lt;/b&gt;" in mine  # a host's markup: escaped text, in a JSON string
