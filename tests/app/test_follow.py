@@ -183,6 +183,19 @@ def test_a_reloaded_host_page_resumes_its_room_with_its_key_and_a_wrong_key_is_r
     wait_for(follower, lambda o: "is closed" in str(o[0]))
 
 
+def test_a_publish_still_on_its_way_when_the_host_closes_is_no_reload_to_resume(host, app_url):
+    page = Page(host)
+    key = page.call("/open_room")[2]
+    host.predict("en", api_name="/close_room")
+    # the page's timer sent this tick before the page heard of the close: its key is the old one
+    late = page.call("/host_publish", key=key)
+    assert late[0] == "" and late[2] == ""  # the bar stays hidden and the tab forgets the key (no "could not host")
+    assert page.call("/host_publish")[0] == ""
+    # a session the server forgot (a new one) with that key still says why it cannot host that room again
+    forgot = Page(Client(app_url, verbose=False)).call("/host_publish", key=key)
+    assert "Could not host room" in forgot[0] and "no open room" in forgot[0]
+
+
 @pytest.mark.parametrize("code, message", [("0000", "room code must be 5 letters"), ("XXXXX", "no open room XXXXX")])
 def test_a_bad_or_unknown_code_is_a_clear_error(client, code, message):
     with pytest.raises(AppError, match=message):

@@ -132,7 +132,9 @@ def host_tick(room: Room, request: gr.Request, *values):
     given = HostValues.of(values)
     s, kept, lang = given.seat, given.kept, given.lang
     if not isinstance(s, Seat) or s.mode != "host":
-        if isinstance(kept, str) and kept.strip():  # the server forgot this page's session (hours asleep)
+        # a kept key with no host's seat: the server forgot this page's session (hours asleep), unless this page has
+        # just closed that room (a tick sent before the page heard of it still carries its key: close_room)
+        if isinstance(kept, str) and kept.strip() and not (isinstance(s, Seat) and s.closed == kept.strip()):
             return show(room, resumed(kept, lang, request)[0], lang)
         return show(room, s if isinstance(s, Seat) else Seat(), lang)
     state, records = hosted(room, given)
@@ -142,6 +144,8 @@ def host_tick(room: Room, request: gr.Request, *values):
     except ValueError as e:
         if getattr(e, "key", "").startswith("room_state"):  # too long: the room keeps the last state it took
             problems = [in_language(e, lang)]
+        elif s.mode != "host":  # this page closed its room while this tick was on its way
+            return show(room, s, lang)
         else:  # the room expired (hours idle) or the server restarted
             return show(room, Seat("closed", s.code, lang=lang), lang)
     if REGISTRY.followers(s.code) != s.followers or problems != s.problems:
@@ -151,12 +155,17 @@ def host_tick(room: Room, request: gr.Request, *values):
 
 
 def close_room(room: Room, s: Seat, lang):
-    if isinstance(s, Seat) and s.mode == "host":
-        try:
-            REGISTRY.close(s.code, s.token)
-        except ValueError:
-            pass  # expired already
-    return show(room, Seat(), lang)
+    if not (isinstance(s, Seat) and s.mode == "host"):
+        return show(room, Seat(), lang)
+    code, token, key = s.code, s.token, host_key(s)
+    # the page's seat first, in place: a publish tick the page sent before it hears of the close reads this seat with
+    # the old key, and must see a room this page closed, not a forgotten session to host again (host_tick)
+    s.mode, s.code, s.token, s.link, s.problems, s.followers, s.closed = "none", "", "", "", [], 0, key
+    try:
+        REGISTRY.close(code, token)
+    except ValueError:
+        pass  # expired already
+    return show(room, s, lang)
 
 
 def update(room: Room, snap: rooms.Snapshot, shown: dict, s: Seat, lang) -> dict:

@@ -24,6 +24,7 @@ class Seat:
     lang: str = DEFAULT
     problems: list = field(default_factory=list)
     followers: int = 0  # the host's count of following pages, as its bar shows it
+    closed: str = field(default="", repr=False)  # the key of the room this page closed (host_tick: not one to resume)
 
 
 def bar_text(seat: Seat, lang=DEFAULT) -> str:
