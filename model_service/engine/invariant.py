@@ -11,7 +11,8 @@ The mode removes both causes, as vLLM's VLLM_BATCH_INVARIANT does with kernels o
   row goes through one GEMM of one shape, so the same kernel with the same reduction order, wherever the row
   sits and whoever its neighbours are (a GEMM's rows never mix: a row's output reads only that row's input);
 - attention runs one row at a time over that row's own keys (its pads cut away), always with an explicit mask:
-  one call of one shape, alone or batched, joined at step 0 or mid-flight.
+  one call of one row, alone or batched, joined at step 0 or mid-flight (rows of one length in one call would
+  not do: sdpa's numbers for a row change with the rows beside it).
 Everything else in a decoder layer (norms, RoPE, activations, residual sums) works row by row already.
 
 Its cost: a row alone pays for a tile of TILE rows (measured on 2 CPU cores: bench/bench_invariance.py).
@@ -71,6 +72,7 @@ def _switched_linear(model, module: nn.Linear):
             return tiled_linear(x, module.weight, module.bias)
         return F.linear(x, module.weight, module.bias)
 
+    forward.ntp_switched = True
     return forward
 
 
@@ -124,9 +126,9 @@ def _model_of(module):
 def invariant_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """Attention over each row's own queries and keys (its pads cut away) with an explicit boolean mask
     (transformers' attention interface: query (B, H, q, D), key/value (B, Hkv, k, D), attention_mask
-    (B, 1, q, k) or None; returns ((B, q, H, D), None)). Rows of the same real size share one sdpa call: sdpa
-    computes each (row, head) on its own, so a row's numbers do not depend on the others in its call (checked
-    by tests/model/test_batch_invariant.py); a pad query's output is 0."""
+    (B, 1, q, k) or None; returns ((B, q, H, D), None)). One sdpa call per row, even for rows of one size: sdpa on
+    a CPU gives a row other numbers in a call of several rows than alone (~6e-8; seen on SmolLM2 when two rows of a
+    room had the same length); a pad query's output is 0."""
     batch, _, q_len, _ = query.shape
     k_len = key.shape[2]
     masks = _row_masks(attention_mask, batch, q_len, k_len, query.device)
@@ -140,15 +142,10 @@ def invariant_attention(module, query, key, value, attention_mask, scaling=None,
                 out[r, :, queries] = _sdpa(module, query[r:r + 1, :, queries], key[r:r + 1, :, keys],
                                            value[r:r + 1, :, keys], mask[None], scaling)[0]
         return out.transpose(1, 2).contiguous(), None
-    groups: dict[tuple[int, int], list[int]] = {}
     for r, (n_q, n_k) in enumerate(zip(*suffixes)):
         if n_q:
-            groups.setdefault((n_q, n_k), []).append(r)
-    for (n_q, n_k), members in groups.items():
-        rows = torch.tensor(members, device=query.device)
-        q, k, v = (t.index_select(0, rows)[:, :, -n:] for t, n in ((query, n_q), (key, n_k), (value, n_k)))
-        mask = masks.index_select(0, rows)[:, q_len - n_q:, k_len - n_k:]
-        out[rows, :, q_len - n_q:] = _sdpa(module, q, k, v, mask, scaling)
+            q, k, v = query[r:r + 1, :, q_len - n_q:], key[r:r + 1, :, k_len - n_k:], value[r:r + 1, :, k_len - n_k:]
+            out[r, :, q_len - n_q:] = _sdpa(module, q, k, v, masks[r:r + 1, q_len - n_q:, k_len - n_k:], scaling)[0]
     return out.transpose(1, 2).contiguous(), None
 
 
@@ -188,14 +185,43 @@ def make_batch_invariant(model, on: bool = True, switchable: bool = False) -> No
             if on:
                 raise ValueError(f"the batch-invariant mode cannot serve {type(model).__name__}: {reason}")
             return
-        _register_attention()
-        for module in model.modules():
-            if isinstance(module, nn.Linear):
-                module.forward = _switched_linear(model, module)
-            if hasattr(module, "num_key_value_groups"):  # an attention module
-                object.__setattr__(module, "ntp_model", model)  # not a submodule: no cycle in modules()
-        model.set_attn_implementation(ATTENTION)
+        _switch(model)
     model.ntp_batch_invariant = bool(on)
+
+
+def _switch(model) -> None:
+    _register_attention()
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            module.forward = _switched_linear(model, module)
+        if hasattr(module, "num_key_value_groups"):  # an attention module
+            object.__setattr__(module, "ntp_model", model)  # not a submodule: no cycle in modules()
+    model.set_attn_implementation(ATTENTION)
+
+
+@contextlib.contextmanager
+def switchable(model):
+    """The model made switchable for a while (the lesson's invariant half, under the model's lock), then put back
+    exactly as it was: its own forwards and attention. A model already switchable stays so. A model the mode
+    cannot serve raises ValueError."""
+    if getattr(model, "ntp_batch_invariant", None) is not None:
+        yield model
+        return
+    reason = unsupported(model)
+    if reason:
+        raise ValueError(f"the batch-invariant mode cannot serve {type(model).__name__}: {reason}")
+    attention = model.config._attn_implementation
+    _switch(model)
+    model.ntp_batch_invariant = False
+    try:
+        yield model
+    finally:
+        for module in model.modules():
+            if getattr(module.__dict__.get("forward"), "ntp_switched", False):  # ours only (not accelerate's hooks)
+                del module.__dict__["forward"]
+            module.__dict__.pop("ntp_model", None)
+        model.set_attn_implementation(attention)
+        del model.ntp_batch_invariant
 
 
 def is_batch_invariant(model) -> bool:
@@ -209,4 +235,4 @@ def available(model) -> bool:
 
 
 __all__ = ["ATTENTION", "TILE", "active", "available", "invariant_attention", "is_batch_invariant",
-           "make_batch_invariant", "mode", "tiled_linear", "unsupported"]
+           "make_batch_invariant", "mode", "switchable", "tiled_linear", "unsupported"]
