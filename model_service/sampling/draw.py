@@ -20,11 +20,25 @@ def draw(stages, greedy: Sequence[bool], generators: Sequence[torch.Generator | 
     generator, so a seeded row's draw does not depend on its batch-mates.
     Returns (token_ids (B,) int64, [DrawInfo per row]).
     """
-    final = stages.probs["final"]  # (B, V) float32
     # Every row consumes one draw per step, greedy or not, so the generator's state after k steps is
     # the same whatever the settings were: a run continued step by step replays a full run.
     us = [float(torch.rand((), generator=gen, device=gen.device)) for gen in generators]
-    us = [None if g else v for g, v in zip(greedy, us)]
+    return draw_at(stages, [None if g else v for g, v in zip(greedy, us)])
+
+
+def u_at(seed: int, step: int, device="cpu") -> float:
+    """The u a run seeded `seed` on `device` draws at `step` (0-based): draw() takes one number per step, greedy or
+    not, and a row continued after `step` tokens skips them in one call (engine/step.py:RowState)."""
+    generator = make_generator(seed, device)
+    if step:
+        torch.rand(step, generator=generator, device=generator.device)
+    return float(torch.rand((), generator=generator, device=generator.device))
+
+
+def draw_at(stages, us: Sequence[float | None]):
+    """draw() with each row's u given (None: greedy, the argmax): where u lands on the row's cumulative bar."""
+    greedy = [v is None for v in us]
+    final = stages.probs["final"]  # (B, V) float32
     u = torch.tensor([0.0 if v is None else v for v in us], dtype=torch.float64, device=final.device)
     total = final.sum(dim=-1, dtype=torch.float64)
     target = (u * total).unsqueeze(1)  # scaled, so float round-off never runs past the end
@@ -123,4 +137,4 @@ def make_generator(seed: int, device="cpu") -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed)
 
 
-__all__ = ["draw", "make_generator", "rank_of"]
+__all__ = ["draw", "draw_at", "make_generator", "rank_of", "u_at"]

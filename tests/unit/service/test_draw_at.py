@@ -1,0 +1,29 @@
+"""draw_at reads a given u on a hand-made bar; u_at gives the u a seeded run reads at a step."""
+
+from __future__ import annotations
+
+import torch
+
+from model_service.records.settings import SamplingSettings
+from model_service.sampling.draw import draw, draw_at, make_generator, u_at
+from model_service.sampling.pipeline import run_stages
+
+LOGITS = torch.tensor([[2.0, 1.0, 0.5, -1.0]]).log_softmax(-1)  # p ≈ 0.61, 0.22, 0.14, 0.03
+
+
+def test_u_picks_the_token_whose_interval_holds_it_and_says_its_margin():
+    stages = run_stages(LOGITS, [SamplingSettings()], capture=False)
+    p = LOGITS.exp()[0].tolist()
+    for u, token in ((0.0, 0), (p[0] - 1e-3, 0), (p[0] + 1e-3, 1), (p[0] + p[1] + 1e-3, 2), (0.999, 3)):
+        tokens, (info,) = draw_at(stages, [u])
+        assert int(tokens[0]) == token
+        assert abs(info.margin - min(u - info.low, info.high - u)) < 1e-6
+    tokens, (info,) = draw_at(stages, [None])  # greedy: the argmax, the gap of the top two instead of a margin
+    assert int(tokens[0]) == 0 and info.margin is None and abs(info.logit_gap - 1.0) < 1e-5
+
+
+def test_u_at_is_the_u_a_seeded_run_draws_at_that_step():
+    stages = run_stages(LOGITS, [SamplingSettings()], capture=False)
+    generator = make_generator(1234)
+    seen = [draw(stages, [False], [generator])[1][0].u for _ in range(20)]
+    assert [u_at(1234, step) for step in range(20)] == seen
