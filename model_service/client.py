@@ -123,6 +123,14 @@ class ModelClient(ABC):
         of its top_n tokens, the rest, and the chi-square test (sampling/many_draws.py)."""
         return self._sample_many(DrawCall(prompt_of(prompt, chat), settings, chat, tuple(continue_from), n, seed, top_n))
 
+    def batch_effect(self, prompt: Prompt, settings: SamplingSettings | Mapping | None = None, chat: bool = False,
+                     continue_from: Sequence[int] = (), top_n: int = limits.DEFAULT_TOP_N):
+        """Why the same seed can give another token in a busy room: the step after prompt + continue_from computed
+        alone and as one row of a room of limits.BATCH_EFFECT_ROWS, in the default arithmetic and the
+        batch-invariant one, with the u a run of these settings' seed reads there (a fresh seed when blank, named
+        in the record). A BatchEffect record (records/batch_effect.py)."""
+        return self._batch_effect(prompt_of(prompt, chat), settings, chat, tuple(continue_from), top_n)
+
     def trace(self, prompt: Prompt, chat: bool = False, block: int | None = None,
               top_n: int = limits.DEFAULT_TRACE_TOP_N):
         """Lesson 10: one forward pass traced from token ids to logits at every position (a Trace record).
@@ -166,6 +174,9 @@ class ModelClient(ABC):
 
     @abstractmethod
     def _sample_many(self, call: DrawCall) -> ManyDraws: ...
+
+    @abstractmethod
+    def _batch_effect(self, prompt, settings, chat, continue_from, top_n): ...
 
     @abstractmethod
     def _trace(self, prompt, chat, block, top_n): ...

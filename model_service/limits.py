@@ -163,3 +163,6 @@ FORWARD_DEFAULT_BLOCKS = 30  # the slider's range until the first trace tells th
 # on 2 CPU cores (float32 GEMMs take other kernels for other batch sizes), which can move an edge by about as much
 # (playground/lab/run.py)
 KNIFE_EDGE_MARGIN = 1e-4
+# The lesson "why the same seed can give another token in a busy room": one step alone and as one row of a room
+# of this many (a full CPU room; forward_pass/batch_effect.py)
+BATCH_EFFECT_ROWS = MAX_ROWS_CPU

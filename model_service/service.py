@@ -298,6 +298,26 @@ class ModelService(ModelClient):
             return sample_step(stages, n, seed, top_n, self.pieces, record.step, record.token_id, record.forward_ms,
                                record.pending_hex)
 
+    def _batch_effect(self, prompt, settings, chat, continue_from, top_n):
+        """Four forward passes on this process's copy of the model, under its lock (a room on the same copy waits
+        for them: about a second on a CPU)."""
+        from .forward_pass.batch_effect import STRANGERS, batch_effect
+        from .records.settings import fresh_seed
+
+        self._check_open()
+        settings = settings_from(settings)
+        top_n = _whole("top_n", top_n, 1, MAX_TOP_N)
+        if len(continue_from) >= MAX_NEW_TOKENS:
+            raise ValueError(f"continue_from: at most {MAX_NEW_TOKENS - 1} tokens (a run's steps), got {len(continue_from)}")
+        prefix = self._tokens("continue_from", continue_from)
+        ids, _ = self.prompt_and_budget(prompt, chat, len(prefix) + 1)
+        strangers = [self.encode(text) for text in STRANGERS[: limits.BATCH_EFFECT_ROWS - 1]]
+        seed = settings.seed if settings.seed is not None else fresh_seed()
+        with self.model_lock:
+            self._check_open()
+            return batch_effect(self.model, self.loaded.pad_id, self.pieces, ids + prefix, settings, len(prefix), seed,
+                                strangers, self.batch_invariant, top_n)
+
     # ---- checks every path shares -----------------------------------------------------------------------------
 
     def prompt_ids(self, prompt: str, chat: bool) -> list[int]:

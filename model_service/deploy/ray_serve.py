@@ -171,6 +171,12 @@ class ModelDeployment:
             b.get("prompt"), settings_from(b.get("settings")), _chat(b), b.get("continue_from") or (),
             n=b.get("n", limits.DEFAULT_MANY_DRAWS), seed=b.get("seed"), top_n=b.get("top_n", limits.DEFAULT_TOP_N)))
 
+    @api.post("/batch_effect")
+    async def batch_effect(self, request: Request):
+        return await self._answer(request, lambda b: self.service.batch_effect(
+            b.get("prompt"), settings_from(b.get("settings")), _chat(b), b.get("continue_from") or (),
+            top_n=b.get("top_n", limits.DEFAULT_TOP_N)))
+
     @api.post("/pieces")
     async def pieces(self, request: Request):
         return await self._answer(request, lambda b: {str(i): t.to_dict() for i, t in self.service.pieces_of(b.get("ids") or ()).items()})

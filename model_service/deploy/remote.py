@@ -23,6 +23,7 @@ from ..client import BatchCall, DrawCall, GenerateCall, ModelClient
 from ..forward_pass.lm_head import LmHeadView
 from ..models.switching import ServiceNotReady
 from ..records import validation, wire
+from ..records.batch_effect import BatchEffect
 from ..records.prompt import PromptLogprobs
 from ..records.settings import request_from, settings_from
 from ..records.step import LoadStatus, ManyDraws, ModelInfo, Room, Token
@@ -167,6 +168,11 @@ class RemoteService(ModelClient):
         body = {"prompt": call.prompt, "settings": settings_from(call.settings).to_dict(), "chat": call.chat,
                 "continue_from": list(call.continue_from), "n": call.n, "seed": call.seed, "top_n": call.top_n}
         return ManyDraws.from_dict(self._post("/sample_many", body))
+
+    def _batch_effect(self, prompt, settings, chat, continue_from, top_n) -> BatchEffect:
+        body = {"prompt": prompt, "settings": settings_from(settings).to_dict(), "chat": chat,
+                "continue_from": list(continue_from), "top_n": top_n}
+        return BatchEffect.from_dict(self._post("/batch_effect", body))
 
     def _pieces_of(self, ids) -> dict[int, Token]:
         data = self._post("/pieces", {"ids": list(ids)})

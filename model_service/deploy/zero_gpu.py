@@ -94,7 +94,7 @@ def generate_batch_lease(requests, top_n):
 
 @gpu(duration=limits.ZERO_GPU_TRACE_SECONDS)
 def one_pass(method: str, args: tuple, kwargs: dict):
-    """trace, trace_attention, lm_head, prompt_logprobs or sample_many: one forward pass, one record back."""
+    """trace, trace_attention, lm_head, prompt_logprobs, sample_many or batch_effect: one record back."""
     try:
         return getattr(_SERVICE, method)(*args, **kwargs)
     except (ValueError, RuntimeError) as e:
@@ -186,6 +186,10 @@ class ZeroGpuService(ModelClient):
     def _prompt_logprobs(self, prompt, chat, top_n):
         self.inner.prompt_ids(prompt, chat)
         return _unwrap(one_pass("prompt_logprobs", (prompt, chat), {"top_n": top_n}))
+
+    def _batch_effect(self, prompt, settings, chat, continue_from, top_n):
+        self.inner.prompt_ids(prompt, chat)
+        return _unwrap(one_pass("batch_effect", (prompt, settings, chat, tuple(continue_from)), {"top_n": top_n}))
 
     def _sample_many(self, call: DrawCall):
         self.inner.prompt_ids(call.prompt, call.chat)

@@ -167,6 +167,9 @@ class LoadingService(ModelClient):
     def _sample_many(self, call):
         return self.service._sample_many(call)
 
+    def _batch_effect(self, *args):
+        return self.service._batch_effect(*args)
+
     def _trace(self, *args):
         return self.service._trace(*args)
 

@@ -73,6 +73,10 @@ def test_the_lm_head_view(service):
     round_trip(service.lm_head("Hello", continue_from=[72, 73], top_k=4))
 
 
+def test_the_busy_room_lesson(service):
+    round_trip(service.batch_effect("Hello", {"temperature": 1.0, "seed": 3}, continue_from=[72]))
+
+
 def test_the_prompt_logprobs(service):
     record = round_trip(service.prompt_logprobs("Thủ đô", top_n=3))
     assert len(pickle.dumps(record)) < 20_000  # 10 positions (one per byte) of 3 alternatives

@@ -162,6 +162,17 @@ def test_sample_many_is_one_lease_and_bad_counts_cost_none(zero):
     assert len(leases) == 1
 
 
+def test_the_busy_room_lesson_is_one_lease_and_crosses_equal(zero):
+    service, leases, direct = zero
+    settings = SamplingSettings(temperature=1.0, top_p=0.95, seed=8)
+    effect = service.batch_effect("Hello", settings, continue_from=[72])
+    assert timeless(effect) == timeless(direct.batch_effect("Hello", settings, continue_from=[72]))
+    assert leases == [("one_pass", limits.ZERO_GPU_TRACE_SECONDS)]
+    with pytest.raises(ValueError, match="prompt is empty"):
+        service.batch_effect("", settings)
+    assert len(leases) == 1  # checked here, before any lease
+
+
 def test_a_batch_is_one_lease_sized_from_its_longest_request(zero):
     from model_service import Request
 

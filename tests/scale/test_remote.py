@@ -132,6 +132,14 @@ def test_sample_many_equals_the_in_process_service(remote, tiny_service):
         remote.sample_many("Hello", settings, n=5)
 
 
+def test_the_busy_room_lesson_equals_the_in_process_service(remote, tiny_service):
+    settings = SamplingSettings(temperature=1.0, top_p=0.95, seed=8)
+    far, near = (s.batch_effect("Hello", settings, continue_from=[72]) for s in (remote, tiny_service))
+    assert {**far.to_dict(), "forward_ms": 0} == {**near.to_dict(), "forward_ms": 0}
+    with pytest.raises(ValueError, match="continue_from"):
+        remote.batch_effect("Hello", settings, continue_from=[10**9])
+
+
 def test_bad_input_reaches_the_visitor_as_the_same_clear_error(remote):
     with pytest.raises(validation.InputError) as e:
         remote.generate("x", {"temperature": -1}, 4)
