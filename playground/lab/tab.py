@@ -15,6 +15,7 @@ from model_service import limits
 
 from ..common.handlers import bind
 from ..common.i18n import T
+from .batch_effect import build_batch_effect
 from .chips import COUNT_JS, STOP_JS, token_chips_html
 from .components import LabComponents
 from .handlers import generate, page_has, rerender, scrub_to, step, stop_run
@@ -69,6 +70,7 @@ def lay_out(service, language) -> LabComponents:
             scrub = gr.Slider(1, 2, 1, step=1, label=T("lab.scrub"), visible=False, elem_id="scrub")
             run_plot = gr.Plot(run_empty, show_label=False, elem_id="run-plot")
             build_inspect(service, language, run_state, scrub, run_plot)  # "Look inside this step" (issue 14)
+            build_batch_effect(service, language, run_state, scrub, run_plot)  # a seed in a busy room (issue 24)
     return LabComponents(
         service, language, prompt, chat, temperature, top_k, top_p, min_p, order, order_note, seed, max_new, stop,
         generate_btn, step_btn, stop_btn, chips, status, stage_plot, draw_plot, scrub, run_plot, run_state, view,

@@ -1,0 +1,75 @@
+"""The lab's lesson "why the same seed can give another token in a busy room": layout and wiring only (figure and
+table: batch_effect_views.py; the measurement: model_service/forward_pass/batch_effect.py).
+
+It follows the step the scrubber shows, as "Look inside this step" does. The measurement costs four forward
+passes (about a second or more on a CPU), so it runs only while the accordion is open: when it opens, when a run
+finishes or the scrubber moves with it open, and on its button. A result is kept with the step it belongs to, so
+a change of language redraws it without the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import gradio as gr
+
+from ..common.errors import user_error
+from ..common.i18n import DEFAULT, T, tr
+from . import batch_effect_views as views
+from .inspect import _key, _step_index
+
+
+def _vocab(service) -> int | None:
+    try:
+        return int(service.info.vocab_size)
+    except (RuntimeError, AttributeError):  # loading, or the host switching the model
+        return None
+
+
+def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider, run_plot: gr.Plot) -> dict:
+    """Create the accordion (under "Look inside this step") and wire it. `language`: the page's picker or a State."""
+    with gr.Accordion(T("batch.title"), open=False, elem_id="batch-effect") as box:
+        text = gr.Markdown(views.batch_effect_markdown(None, DEFAULT), elem_id="batch-effect-text")
+        run_btn = gr.Button(T("batch.run"), elem_id="batch-effect-run", size="sm")
+        plot = gr.Plot(views.batch_effect_figure(None, DEFAULT), show_label=False, elem_id="batch-effect-plot")
+    is_open = gr.State(False)
+    kept = gr.State(None)  # {"key": inspect._key(run, step), "record": BatchEffect}
+
+    def measure(index, run, lang):
+        """The shown step of the page's run, alone and in a busy room (its own settings and seed)."""
+        i = _step_index(run, index)
+        if i is None or run.request is None:
+            raise gr.Error(tr(lang, "batch.no_run"), print_exception=False)
+        settings = run.request.settings
+        if settings.seed is None:  # a blank seed: the run's own, so u is the one its step read
+            settings = replace(settings, seed=run.records[0].seed)
+        try:
+            effect = service.batch_effect(run.request.prompt, settings, chat=run.request.chat,
+                                          continue_from=[r.token_id for r in run.records[:i]])
+        except (ValueError, RuntimeError) as e:  # the model loading or switched, a run of another model
+            raise user_error(e, lang) from None
+        return {text: views.batch_effect_markdown(effect, lang, _vocab(service)),
+                plot: views.batch_effect_figure(effect, lang), kept: {"key": _key(run, i), "record": effect}}
+
+    def follow(index, run, opened, stored, lang):
+        """A new step on screen: measure it if the accordion is open; else show what is kept for it, if anything."""
+        i = _step_index(run, index)
+        mine = stored is not None and i is not None and run.request is not None and stored["key"] == _key(run, i)
+        if mine or not opened or i is None:
+            effect = stored["record"] if mine else None
+            return {text: views.batch_effect_markdown(effect, lang, _vocab(service)),
+                    plot: views.batch_effect_figure(effect, lang), kept: stored if mine else None}
+        return measure(index, run, lang)
+
+    outputs = [text, plot, kept]
+    run_btn.click(measure, [scrub, run_state, language], outputs, api_name="batch_effect", preprocess=False)
+    box.expand(lambda: True, None, is_open, queue=False, api_visibility="private").then(
+        follow, [scrub, run_state, is_open, kept, language], outputs, show_progress="minimal", preprocess=False,
+        api_visibility="private")
+    box.collapse(lambda: False, None, is_open, queue=False, api_visibility="private")
+    gr.on([run_plot.change, scrub.release, scrub.input], follow, [scrub, run_state, is_open, kept, language], outputs,
+          show_progress="minimal", trigger_mode="always_last", preprocess=False, api_visibility="private")
+    if isinstance(language, gr.Radio):
+        language.change(follow, [scrub, run_state, gr.State(False), kept, language], outputs,
+                        api_visibility="private", show_progress="hidden", preprocess=False)
+    return {"box": box, "text": text, "plot": plot, "run": run_btn}
