@@ -51,7 +51,7 @@ def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider,
         return {text: views.batch_effect_markdown(effect, lang, _vocab(service)),
                 plot: views.batch_effect_figure(effect, lang), kept: {"key": _key(run, i), "record": effect}}
 
-    def follow(index, run, opened, stored, lang):
+    def show_step(index, run, opened, stored, lang):
         """A new step on screen: measure it if the accordion is open; else show what is kept for it, if anything."""
         i = _step_index(run, index)
         mine = stored is not None and i is not None and run.request is not None and stored["key"] == _key(run, i)
@@ -64,12 +64,12 @@ def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider,
     outputs = [text, plot, kept]
     run_btn.click(measure, [scrub, run_state, language], outputs, api_name="batch_effect", preprocess=False)
     box.expand(lambda: True, None, is_open, queue=False, api_visibility="private").then(
-        follow, [scrub, run_state, is_open, kept, language], outputs, show_progress="minimal", preprocess=False,
+        show_step, [scrub, run_state, is_open, kept, language], outputs, show_progress="minimal", preprocess=False,
         api_visibility="private")
     box.collapse(lambda: False, None, is_open, queue=False, api_visibility="private")
-    gr.on([run_plot.change, scrub.release, scrub.input], follow, [scrub, run_state, is_open, kept, language], outputs,
+    gr.on([run_plot.change, scrub.release, scrub.input], show_step, [scrub, run_state, is_open, kept, language], outputs,
           show_progress="minimal", trigger_mode="always_last", preprocess=False, api_visibility="private")
     if isinstance(language, gr.Radio):
-        language.change(follow, [scrub, run_state, gr.State(False), kept, language], outputs,
+        language.change(show_step, [scrub, run_state, gr.State(False), kept, language], outputs,
                         api_visibility="private", show_progress="hidden", preprocess=False)
     return {"box": box, "text": text, "plot": plot, "run": run_btn}
