@@ -223,7 +223,8 @@ def test_s_stops_a_run_and_the_keys_help_speaks_the_pages_language(browser, app_
     expect(page.locator("#ntp-keys-help")).to_contain_text("Phím cách")
     page.keyboard.press("Escape")
     page.keyboard.press("g")
-    expect(page.locator("#run-status")).to_contain_text("Bước 3", timeout=60_000)
+    # any step of the stream (the status line may skip steps when the page is busy), long before step 80
+    expect(page.locator("#run-status")).to_contain_text(re.compile(r"Bước ([3-9]|[1-5][0-9]) / "), timeout=60_000)
     page.keyboard.press("s")
     expect(page.locator("#run-status")).to_contain_text("bạn đã dừng ở bước", timeout=30_000)  # stopped by you
     page.context.close()
