@@ -6,10 +6,11 @@ running batch vs the same N requests one after another. Prints
   - time to first record, p50 / p95 over the N streams (goal p95 <= 2 s at N = 16, 16 tokens)
   - p95 gap between consecutive records of one stream
   - seeded streams equal to solo: how many concurrent streams got exactly their one-after-another tokens
-and, in direct mode, the cost of the scheduler for one request alone: generate() vs the same decode
+and, in direct mode, the host overhead at 1, 4 and 16 rows ((step wall - forward) / forward, the step as a
+caller's stream sees it), and the cost of the scheduler for one request alone: generate() vs the same decode
 step run in the caller's thread with no scheduler (interleaved rounds).
 
-    .venv/bin/python bench/bench_room.py [--n 16 32] [--tokens 16 64] [--skip-solo] [--rounds 3]
+    .venv/bin/python bench/bench_room.py [--n 16 32] [--tokens 16 64] [--skip-solo] [--rounds 3] [--rounds-overhead 3]
     .venv/bin/python bench/bench_room.py --app http://127.0.0.1:7860/    # gradio_client against /stream_records
 """
 
@@ -156,6 +157,41 @@ def compare(source, n, tokens) -> float | None:
     return rate_together / rate_alone
 
 
+def host_overhead(service, sizes=(1, 4, 16), tokens=24, rounds=3):
+    """The room's host overhead: N streams decoding together (seeded, sampled, every stage captured, end-of-text
+    ignored so the batch stays full), the gap between a stream's consecutive records (the step as its caller sees
+    it) against the forward pass the records report: (step wall - forward) / forward, medians over the steady
+    steps of `rounds` rounds (each stream's first two records and last one left out: prefill and leaving)."""
+    from model_service import SamplingSettings
+
+    def one(i, n, out):
+        prompt, seed = request(i)
+        settings = SamplingSettings(temperature=TEMPERATURE, top_p=TOP_P, seed=seed)
+        times, forward = [], []
+        for record in service.generate(prompt, settings, max_new_tokens=tokens, ignore_eos=True):
+            record.to_dict()  # what a caller's stream does with it
+            times.append(time.perf_counter())
+            if record.batch_size == n:
+                forward.append(record.forward_ms)
+        out[i] = ([b - a for a, b in zip(times[2:-1], times[3:-1])], forward[2:-1])
+
+    print(f"  host overhead, {tokens} tokens per stream, {rounds} rounds (medians of steady steps):")
+    for n in sizes:
+        gaps, forwards = [], []
+        for _ in range(rounds):
+            out: dict = {}
+            threads = [threading.Thread(target=one, args=(i, n, out)) for i in range(n)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            gaps += [g * 1000 for g, _ in out.values() for g in g]
+            forwards += [f for _, f in out.values() for f in f]
+        step, forward = statistics.median(gaps), statistics.median(forwards)
+        print(f"    {n:3d} rows: step {step:6.1f} ms, forward {forward:6.1f} ms -> host overhead "
+              f"{(step - forward) / forward * 100:+5.1f}%  (goal <= 15% at 16 rows)")
+
+
 def solo_overhead(service, tokens=64, rounds=5):
     """One request alone: through the scheduler (generate) vs the same decode step in this thread."""
     import torch
@@ -205,6 +241,7 @@ def main():
     ap.add_argument("--tokens", type=int, nargs="+", default=[16, 64])
     ap.add_argument("--app", default=None, help="URL of a running app: stream through gradio_client")
     ap.add_argument("--skip-solo", action="store_true")
+    ap.add_argument("--rounds-overhead", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=1,
                     help="rounds per N and length, each concurrent then one after another; with more than one, "
                          "the median ratio is printed too (a shared machine's speed drifts by 10-20%% in minutes)")
@@ -215,6 +252,7 @@ def main():
     print(f"sampled T={TEMPERATURE} top-p={TOP_P}, seed = 1000 + stream index, {len(PROMPTS)} prompts cycled\n")
     if isinstance(source, Direct):
         list(source.stream(PROMPTS[0], 0, 4))  # warm-up
+        host_overhead(source.service, rounds=args.rounds_overhead)
         if not args.skip_solo:
             solo_overhead(source.service)
     for n in args.n:

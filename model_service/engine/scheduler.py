@@ -39,8 +39,9 @@ from ..records import validation
 from ..records.step import Room, RoomRow, Waiting
 from .invariant import is_batch_invariant
 from .loaded import LoadedModel
+from .output import OutputWorker
 from .runner import Decoder
-from .step import sample_rows
+from .step import Chosen, choose, summarise_chosen
 from .streams import Job, JobStatus
 
 
@@ -58,6 +59,7 @@ class Scheduler:
         self._running: list[Job] = []  # in the batch, in batch-row order
         self._decoder = Decoder(loaded.model, self._pad)
         self.steps = 0  # sampling steps run since start
+        self._output = OutputWorker()  # engine/output.py: step N's records are built while step N+1's forward runs
         self._stopping = False
         self._reason: Exception = RuntimeError("the model service is shutting down")
         self._thread = threading.Thread(target=self._loop, name="model-scheduler", daemon=True)
@@ -130,12 +132,14 @@ class Scheduler:
             try:
                 self._step()
             except Exception as error:  # the shared pass failed: this step's rows get the error, the loop goes on
+                self._output.wait()  # the step before's records first
                 for job in self._running + self._prefilling:
                     self._fail(job, error)
                 self._running, self._prefilling = [], []
                 self._decoder = Decoder(self.loaded.model, self._pad)
 
     def _shut(self) -> None:
+        self._output.close()  # the last step's records first
         error = self._reason
         for job in self._running + self._prefilling + [job for entry in self._queue for job in entry]:
             self._fail(job, error)
@@ -193,25 +197,22 @@ class Scheduler:
             decoding = self._running
             logits = self._decoder.step([job.next_token for job in decoding]) if decoding else None
         forward_ms = self._decoder.forward_ms if decoding else 0.0
+        self._output.wait()  # the step before's records are out: its callers have them, in order
         newcomers = self._ready()
         rows = decoding + newcomers
         if not rows:
             return  # only prompt chunks were read this step
         parts = ([logits] if logits is not None else []) + [job.logits for job in newcomers]
         all_logits = torch.cat(parts) if len(parts) > 1 else parts[0]
-        tokens, draws, summaries, sampling_ms = sample_rows(
-            all_logits, [job.row for job in rows], [job.top_n for job in rows], [job.capture for job in rows]
-        )
+        chosen = choose(all_logits, [job.row for job in rows], [job.top_n for job in rows],
+                        [job.capture for job in rows])
         self.steps += 1
+        turns = [self._advance(job, token) for job, token in zip(rows, chosen.tokens)]
+        batch = [1 if b >= len(decoding) else len(decoding) for b in range(len(rows))]
+        timings = [job.prefill_ms if b >= len(decoding) else forward_ms for b, job in enumerate(rows)]
         for b, job in enumerate(rows):
-            new = b >= len(decoding)
-            job.forwards += not new  # a newcomer's forward passes were counted chunk by chunk
-            if job.keep_logits:  # set before the record is delivered: the caller reads it once the record arrives
-                job.kept_logits = all_logits[b: b + 1].clone()
-            self._deliver(job, tokens[b], draws[b], summaries[b], job.prefill_ms if new else forward_ms,
-                          sampling_ms, 1 if new else len(decoding))
-        for sink in {id(job.sink): job.sink for job in rows}.values():
-            sink.end_step(all_logits.shape[-1], forward_ms + prefill_ms, sampling_ms)
+            job.forwards += b < len(decoding)  # a newcomer's forward passes were counted chunk by chunk
+        self._output.submit(lambda: self._emit(chosen, rows, turns, all_logits, timings, batch, forward_ms + prefill_ms))
         # the batch of the next step: finished rows leave, newcomers join after the others
         keep = [i for i, job in enumerate(decoding) if job.live]
         self._decoder.keep(keep)
@@ -225,6 +226,45 @@ class Scheduler:
         joined = {id(job) for job in newcomers}
         self._running = running
         self._prefilling = [job for job in self._prefilling if id(job) not in joined]
+
+    def _advance(self, job: Job, token: int):
+        """The row takes its token now (the next forward pass feeds it; a stop takes the row out of the batch)."""
+        if not job.live:
+            return None
+        try:
+            turn = job.row.advance(job.step, token)
+        except Exception as error:  # this row's failure is its caller's alone; the others go on
+            self._fail(job, error)
+            return None
+        job.step += 1
+        job.next_token = token
+        if turn.stop_reason is not None:
+            job.done = True
+        return turn
+
+    def _emit(self, chosen: Chosen, rows: list[Job], turns, all_logits, timings, batch, step_ms) -> None:
+        """In the output worker: the step's summaries, each row's record to its caller, then the step's end."""
+        try:
+            summaries, summary_ms = summarise_chosen(chosen)
+        except Exception as error:  # the shared summary failed: this step's rows get the error
+            for job, turn in zip(rows, turns):
+                if turn is not None and not job.cancelled:
+                    self._fail(job, error, took_turn=True)
+            return
+        sampling_ms = chosen.ms + summary_ms
+        for b, job in enumerate(rows):
+            if turns[b] is None or job.cancelled:
+                continue  # failed, or closed during this step: nobody reads it
+            if job.keep_logits:  # set before the record is delivered: the caller reads it once the record arrives
+                job.kept_logits = all_logits[b: b + 1].clone()
+            try:
+                record = job.row.record_of(turns[b], chosen.draws[b], summaries[b], timings[b], sampling_ms, batch[b])
+            except Exception as error:  # this row's failure is its caller's alone
+                self._fail(job, error, took_turn=True)
+                continue
+            job.sink.put(job, record)
+        for sink in {id(job.sink): job.sink for job in rows}.values():
+            sink.end_step(all_logits.shape[-1], step_ms, sampling_ms)
 
     def _prefill_some(self) -> float:
         """Read prompt chunks within this step's token budget (pads included). Newcomers' first chunks
@@ -297,22 +337,10 @@ class Scheduler:
         still_reading = {id(job.sink) for job in self._prefilling if job.logits is None}
         return [job for job in self._prefilling if job.logits is not None and id(job.sink) not in still_reading]
 
-    def _deliver(self, job: Job, token: int, draw_info, summary, forward_ms, sampling_ms, batch_size) -> None:
-        if job.cancelled:
-            return  # closed during this step: nobody reads it
-        try:
-            record = job.row.record(job.step, token, draw_info, summary, forward_ms, sampling_ms, batch_size)
-        except Exception as error:  # this row's failure is its caller's alone; the others go on
-            self._fail(job, error)
-            return
-        job.sink.put(job, record)
-        job.step += 1
-        job.next_token = token
-        if record.stop_reason is not None:
-            job.done = True
-
-    def _fail(self, job: Job, error: BaseException) -> None:
-        if job.live:
+    def _fail(self, job: Job, error: BaseException, took_turn: bool = False) -> None:
+        """The job's caller gets `error` and the job ends. took_turn: it ended at this step's turn already (a stop),
+        and its record failed after: its caller still waits for it."""
+        if job.live or (took_turn and not job.cancelled):
             job.done = True
             job.sink.fail(job, error)
 

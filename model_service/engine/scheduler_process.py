@@ -242,7 +242,7 @@ def _request(job) -> msg.RowRequest:
 
 class _Outbox:
     """The sinks of every request in the scheduler process: a step's records leave in one message, sent by the
-    scheduler thread when the step ends (no other thread of this process needs the GIL meanwhile)."""
+    output worker when the step ends (engine/output.py), while the scheduler thread runs the next forward pass."""
 
     def __init__(self, pipe: _Pipe, scheduler):
         self.pipe, self.scheduler = pipe, scheduler

@@ -5,15 +5,17 @@ each step (the scheduler runs them for all live rows together: model_service/eng
              LM head runs for each row's last position only, float32 logits (B, V). A newcomer's first
              logits come from its own prefill (Decoder.prefill / Decoder.extend, chunk by chunk).
 2. stages    model_service/sampling/pipeline.py:run_stages — each row's own temperature, top-k, top-p, min-p in
-             its own order, as (B,) tensors in one vectorised pass; every stage renormalised.
-3. draw      model_service/sampling/pipeline.py:draw — one u ~ U[0, 1) per row from the row's own seeded
-             generator, read on the final distribution's cumulative bar (argmax for greedy rows).
-4. summary   model_service/engine/step.py:summarise — per stage only the top-N probabilities, kept count,
-             kept mass, entropy and the chosen token's probability leave the tensors.
-5. stop      model_service/engine/step.py:RowState.record — end-of-text, a stop string (found in the decoded
-             text by model_service/engine/text_stream.py:TextStream), or max_new_tokens.
-6. record    model_service/records/step.py:StepRecord, built in RowState.record and handed to the caller's
-             stream by model_service/engine/scheduler.py:Scheduler._deliver; the token is fed back at step 1.
+             its own order, as (B,) tensors in one vectorised pass; each stage a Distribution measured on demand
+             (model_service/sampling/distribution.py: on the ranking window where its survivors lie in it).
+3. draw      model_service/sampling/draw.py:draw — one u ~ U[0, 1) per row from the row's own seeded
+             generator, read on the final distribution's cumulative bar (argmax for greedy rows). (2 and 3: choose)
+4. stop      RowState.advance — end-of-text, a stop string (found in the decoded text by
+             model_service/engine/text_stream.py:TextStream), or max_new_tokens; the token is fed back at step 1.
+5. summary   summarise — per stage only the top-N probabilities, kept count, kept mass, entropy and the chosen
+             token's probability leave the tensors, in one packed copy to the host.
+6. record    model_service/records/step.py:StepRecord, built in RowState.record_of and handed to the caller's
+             stream. 5 and 6 run in the output worker while the next step's forward pass runs
+             (model_service/engine/output.py; Scheduler._emit).
 
 Because a row's draw uses only its own generator and its own logits, a seeded request gets the same
 tokens whoever shares its batch (up to float round-off in the forward pass of a padded batch).
@@ -21,10 +23,13 @@ tokens whoever shares its batch (up to float round-off in the forward pass of a 
 
 from __future__ import annotations
 
+import itertools
+import math
 import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from ..records.settings import SamplingSettings
@@ -32,19 +37,6 @@ from ..records.step import Stage, StepRecord, r6
 from ..records.utf8 import incomplete_tail, piece_bytes
 from ..sampling.pipeline import Stages, draw, fresh_seed, make_generator, run_stages, stage_names
 from .text_stream import TextStream
-
-
-def _entropy_bits(probs: torch.Tensor) -> torch.Tensor:
-    """-sum p log2 p per row, 0 log 0 = 0. (xlogy is the textbook form; on CPU it is ~20x slower than a
-    log over the vocabulary, and this runs for every distinct stage of every row at every step.)"""
-    return -(probs * probs.clamp_min(torch.finfo(probs.dtype).tiny).log2()).sum(dim=-1)
-
-
-def _kept_mass(before: torch.Tensor, kept: torch.Tensor, kept_before: torch.Tensor) -> torch.Tensor:
-    """The mass of `kept` under the distribution `before` (B,). A stage that cut nothing keeps it all."""
-    if kept is kept_before:
-        return before.sum(dim=-1)
-    return torch.bmm(before.unsqueeze(1), kept.to(before.dtype).unsqueeze(2)).view(-1)
 
 
 class Summary(NamedTuple):
@@ -57,66 +49,51 @@ class Summary(NamedTuple):
 
 
 def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders: list[str]):
-    """Per row a Summary — only N + a few scalars per stage leave the device.
+    """Per row a Summary — only N + a few scalars per stage leave the device, in one packed copy.
 
     tokens: (B,) each row's chosen token; top_n: each row's N (computed for the largest, then cut);
     orders: each row's order, which sets the sequence of its stages (a mixed batch computes them
-    under shared names)."""
+    under shared names). Each distinct distribution is measured once (sampling/distribution.py: on the
+    ranking window where its survivors lie in it). A stage's kept mass, the mass its survivors had under the
+    stage before, is p_before(top) / p_after(top) for its most probable token: a cut leaves the survivors'
+    logits as they were (so every survivor gives the same ratio), and greedy's one-hot keeps only that token."""
     started = time.perf_counter()
-    # Stages a transform left unchanged share tensors: summarise each distinct one once, each on its
-    # own (B, V) tensor (stacking them into one (B, S, V) block outgrows the cache at large B).
-    unique: dict[int, int] = {}  # id(probs tensor) -> index among the distinct ones
-    names = []  # first stage name of each distinct distribution
-    for n in stages.names:
-        if id(stages.probs[n]) not in unique:
-            unique[id(stages.probs[n])] = len(names)
-            names.append(n)
-    column = [unique[id(stages.probs[n])] for n in stages.names]  # stage -> distinct index
+    b = tokens.shape[0]
+    distinct = list({id(stages.dists[n]): stages.dists[n] for n in stages.names}.values())
+    column = {n: next(i for i, d in enumerate(distinct) if d is stages.dists[n]) for n in stages.names}
+    cuts = sorted({(column[a], column[n]) for order in set(orders) for a, n in itertools.pairwise(stage_names(order))
+                   if n != "temperature" and column[a] != column[n]})
     ids = stages.window[:, : max(top_n)]  # (B, N)
-    raw_logits = stages.logits.gather(1, ids)  # (B, N)
-    chosen_col = tokens.view(-1, 1)
-    per = [
-        (
-            torch.count_nonzero(stages.kept[n], dim=-1),  # kept count (B,)
-            _entropy_bits(stages.probs[n]),
-            stages.probs[n].gather(1, chosen_col).squeeze(1),  # the chosen token's probability (B,)
-            stages.probs[n].gather(1, ids),  # the top-N's probabilities (B, N)
-        )
-        for n in names
-    ]
-    kept_count = torch.stack([p[0] for p in per], dim=1)  # (B, U)
-    entropy = torch.stack([p[1] for p in per], dim=1)
-    chosen = torch.stack([p[2] for p in per], dim=1)
-    top = torch.stack([p[3] for p in per], dim=1)  # (B, U, N)
-    # kept mass: each stage's survivors measured under the stage before it (raw's is itself); a pair
-    # of stages that share their distribution is computed once
-    masses: dict[tuple[int, int], torch.Tensor] = {}
-    for i in range(len(column)):
-        pair = (column[max(i - 1, 0)], column[i])
-        if pair not in masses:
-            before, after = names[pair[0]], names[pair[1]]
-            masses[pair] = _kept_mass(stages.probs[before], stages.kept[after], stages.kept[before])
-    kept_mass = torch.stack([masses[(column[max(i - 1, 0)], column[i])] for i in range(len(column))], dim=1)  # (B, S)
-
+    picked = torch.cat([ids, tokens.view(-1, 1)], dim=1)  # the top-N, then the chosen token
+    u, n_max = len(distinct), ids.shape[1]
+    packed = torch.cat(
+        [torch.stack([d.at(picked) for d in distinct], dim=1).flatten(1),  # (B, U * (N + 1))
+         torch.stack([d.count for d in distinct], dim=1).float(),  # (B, U)
+         torch.stack([d.entropy_nats for d in distinct], dim=1) / math.log(2),  # (B, U) bits
+         stages.logits.gather(1, ids)]  # (B, N)
+        + [(distinct[i].at(distinct[j].top) / distinct[j].at(distinct[j].top)) for i, j in cuts], dim=1)
+    host = packed.cpu().numpy().astype(np.float64)  # the one copy to the host
+    at = np.cumsum([0, u * (n_max + 1), u, u, n_max])
+    probs, counts = host[:, at[0]:at[1]].reshape(b, u, n_max + 1), host[:, at[1]:at[2]]
+    bits, logits = host[:, at[2]:at[3]].clip(min=0.0), host[:, at[3]:at[4]]
+    mass = {pair: host[:, at[4] + k].clip(max=1.0) for k, pair in enumerate(cuts)}
+    ids_h = ids.tolist()
     rows = []
-    for b, (row_ids, row_top, counts, masses, ents, ch, row_logits) in enumerate(zip(
-        ids.tolist(), top.tolist(), kept_count.tolist(), kept_mass.tolist(), entropy.tolist(), chosen.tolist(),
-        raw_logits.tolist(),
-    )):
-        n = top_n[b]
-        by_name = {
-            name: Stage(
+    for r in range(b):
+        n, names = top_n[r], stage_names(orders[r])
+        row = []
+        for i, name in enumerate(names):
+            c = column[name]
+            pair = (column[names[i - 1]], c) if i else None
+            row.append(Stage(
                 name=name,
-                probs=tuple(r6(p) for p in row_top[column[s]][:n]),
-                kept_count=int(counts[column[s]]),
-                kept_mass=r6(min(masses[s], 1.0)),
-                entropy_bits=r6(max(ents[column[s]], 0.0)),
-                chosen_prob=r6(ch[column[s]]),
-            )
-            for s, name in enumerate(stages.names)
-        }
-        rows.append((row_ids[:n], tuple(by_name[name] for name in stage_names(orders[b])),
-                     tuple(r6(v) for v in row_logits[:n])))
+                probs=tuple(r6(p) for p in probs[r, c, :n].tolist()),
+                kept_count=int(counts[r, c]),
+                kept_mass=r6(float(mass[pair][r])) if pair in mass else 1.0,  # raw, a reshape, an unchanged stage
+                entropy_bits=r6(float(bits[r, c])),
+                chosen_prob=r6(float(probs[r, c, n_max])),
+            ))
+        rows.append((ids_h[r][:n], tuple(row), tuple(r6(v) for v in logits[r, :n].tolist())))
     ms = (time.perf_counter() - started) * 1000
     return [Summary(*row, capture_ms=ms) for row in rows]
 
@@ -148,8 +125,9 @@ class RowState:
         token = self.loaded.pieces(token_id)
         self.pending = incomplete_tail(self.pending + piece_bytes(token.piece, token.bytes_hex))
 
-    def record(self, step, token_id, draw_info, summary, forward_ms, sampling_ms, batch_size=1) -> StepRecord:
-        """Check the stop conditions for the token just drawn; the record a viewer may see."""
+    def advance(self, step: int, token_id: int) -> Turn:
+        """Take the token just drawn: the stop conditions, the text so far. Runs at once, in the scheduler's loop
+        (whether the row goes on decides the next step's batch); its record can be built later (record_of)."""
         is_eos = token_id in self.loaded.eos_token_ids and not self.ignore_eos
         if not is_eos:
             self.text.push(token_id)
@@ -161,17 +139,21 @@ class RowState:
         )
         if stop_reason is not None:
             self.text.flush()
-        token = self.loaded.pieces(token_id)
         pending = self.pending
         if not is_eos:
             self._advance(token_id)
+        return Turn(step, token_id, self.text.visible, stop_reason, pending.hex())
+
+    def record_of(self, turn: Turn, draw_info, summary, forward_ms, sampling_ms, batch_size=1) -> StepRecord:
+        """The record a viewer may see of a step this row took (advance)."""
+        token = self.loaded.pieces(turn.token_id)
         candidate_ids, stages, logits, capture_ms = summary if summary is not None else ((), (), (), 0.0)
         return StepRecord(
-            step=step,
-            token_id=token_id,
+            step=turn.step,
+            token_id=turn.token_id,
             piece=token.piece,
             special=token.special,
-            text=self.text.visible,
+            text=turn.text,
             candidates=tuple(self.loaded.pieces(i) for i in candidate_ids),
             stages=stages,
             chosen_rank=draw_info.rank,
@@ -179,21 +161,47 @@ class RowState:
             seed=self.seed,
             forward_ms=round(forward_ms, 3),
             sampling_ms=round(sampling_ms, 3),
-            stop_reason=stop_reason,
+            stop_reason=turn.stop_reason,
             order=self.settings.order,
             batch_size=batch_size,
             bytes_hex=token.bytes_hex,
-            pending_hex=pending.hex(),
+            pending_hex=turn.pending_hex,
             logits=logits,
             capture_ms=round(capture_ms, 3),
         )
 
+    def record(self, step, token_id, draw_info, summary, forward_ms, sampling_ms, batch_size=1) -> StepRecord:
+        """advance, then record_of: a step taken and recorded at once."""
+        return self.record_of(self.advance(step, token_id), draw_info, summary, forward_ms, sampling_ms, batch_size)
 
-@torch.inference_mode()  # no autograd bookkeeping on the ~60 small ops of a step
-def sample_rows(logits: torch.Tensor, rows: list[RowState], top_n, capture=True):
-    """One sampling step for (B, V) logits, row i with rows[i]'s settings and generator.
-    top_n, capture: one for all rows or one per row (the stages are computed once, with summaries
-    if any row wants them). Returns (token ids, draws, summaries or Nones, sampling ms)."""
+
+class Turn(NamedTuple):
+    """What a row's step decided at once: its token, its text so far, its stop (None: it goes on)."""
+
+    step: int
+    token_id: int
+    text: str
+    stop_reason: str | None
+    pending_hex: str  # generated bytes before this token that did not make a whole character
+
+
+class Chosen(NamedTuple):
+    """A step's tokens, drawn; its summaries are made from `stages` after (summarise_chosen)."""
+
+    stages: Stages
+    token_ids: torch.Tensor  # (B,)
+    tokens: list[int]
+    draws: list
+    top_n: list[int]
+    capture: list[bool]
+    orders: list[str]
+    ms: float  # the time the stages and the draw took
+
+
+@torch.inference_mode()
+def choose(logits: torch.Tensor, rows: list[RowState], top_n, capture=True) -> Chosen:
+    """The stages and the draw of one step for (B, V) logits, row i with rows[i]'s settings and generator: what the
+    next forward pass needs. top_n, capture: one for all rows or one per row."""
     started = time.perf_counter()
     b = len(rows)
     top_n = [top_n] * b if isinstance(top_n, int) else list(top_n)
@@ -201,10 +209,24 @@ def sample_rows(logits: torch.Tensor, rows: list[RowState], top_n, capture=True)
     settings = [r.settings for r in rows]
     stages = run_stages(logits, settings, capture=any(capture), min_window=max(top_n))
     token_ids, draws = draw(stages, [s.greedy for s in settings], [r.generator for r in rows])
-    if any(capture):
-        summaries = summarise(stages, token_ids, top_n, [s.order for s in settings])
-        summaries = [s if c else None for s, c in zip(summaries, capture)]
-    else:
-        summaries = [None] * b
-    tokens = token_ids.tolist()
-    return tokens, draws, summaries, (time.perf_counter() - started) * 1000
+    return Chosen(stages, token_ids, token_ids.tolist(), draws, top_n, capture, [s.order for s in settings],
+                  (time.perf_counter() - started) * 1000)
+
+
+@torch.inference_mode()
+def summarise_chosen(chosen: Chosen) -> tuple[list, float]:
+    """Per row its Summary (None where capture is off), and the time they took. May run in another thread than
+    choose(): the stages' tensors are never written after."""
+    started = time.perf_counter()
+    if not any(chosen.capture):
+        return [None] * len(chosen.tokens), 0.0
+    summaries = summarise(chosen.stages, chosen.token_ids, chosen.top_n, chosen.orders)
+    return [s if c else None for s, c in zip(summaries, chosen.capture)], (time.perf_counter() - started) * 1000
+
+
+def sample_rows(logits: torch.Tensor, rows: list[RowState], top_n, capture=True):
+    """One sampling step, at once: choose, then summarise_chosen. Returns (token ids, draws, summaries or Nones,
+    sampling ms)."""
+    chosen = choose(logits, rows, top_n, capture)
+    summaries, ms = summarise_chosen(chosen)
+    return chosen.tokens, chosen.draws, summaries, chosen.ms + ms

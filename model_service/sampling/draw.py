@@ -38,18 +38,19 @@ def u_at(seed: int, step: int, device="cpu") -> float:
 def draw_at(stages, us: Sequence[float | None]):
     """draw() with each row's u given (None: greedy, the argmax): where u lands on the row's cumulative bar."""
     greedy = [v is None for v in us]
-    final = stages.probs["final"]  # (B, V) float32
-    u = torch.tensor([0.0 if v is None else v for v in us], dtype=torch.float64, device=final.device)
-    total = final.sum(dim=-1, dtype=torch.float64)
-    target = (u * total).unsqueeze(1)  # scaled, so float round-off never runs past the end
-    vocab, width = final.shape[-1], min(ranking.WINDOW, final.shape[-1])
-    greedy_t = torch.tensor(list(greedy), device=final.device)
+    final = stages.dists["final"]
+    device = final.z.device
+    u = torch.tensor([0.0 if v is None else v for v in us], dtype=torch.float64, device=device)
+    vocab, width = final.z.shape[-1], min(ranking.WINDOW, final.z.shape[-1])
+    greedy_t = torch.tensor(list(greedy), device=device)
     # Read on the bar, or first on a narrower window: up to a token whose logit beats the window's edge, the window
     # and the bar hold the same tokens in the same order, so the same sums: the same token. A draw that lands
     # further is read again on the bar, its row alone.
     narrow = stages.window.shape[-1] < width
     window = stages.window if narrow else stages.bar
-    tokens, high, position, beyond = _read_bar(final, window, target, total, tail=not narrow)
+    inside, total = _on_window(final, window)
+    target = (u * total).unsqueeze(1)  # scaled, so float round-off never runs past the end
+    tokens, high, p_token, position, beyond = _read_bar(final, window, inside, target, total, tail=not narrow)
     edge = stages.logits.gather(1, window[:, -1:]).squeeze(1)
     if narrow:
         value = stages.logits.gather(1, tokens.unsqueeze(1)).squeeze(1)
@@ -57,14 +58,13 @@ def draw_at(stages, us: Sequence[float | None]):
         if bool(again.any()):
             rows = again.nonzero().view(-1)
             bar = ranking.ranked_window(stages.logits[rows], width)
-            t, h, p, b = _read_bar(final[rows], bar, target[rows], total[rows])
-            tokens, high, position, beyond = (tokens.index_copy(0, rows, t), high.index_copy(0, rows, h),
-                                              position.index_copy(0, rows, p), beyond.index_copy(0, rows, b))
+            t, h, m, p, b = _read_bar(final, bar, _on_window(final, bar, rows)[0], target[rows], total[rows], rows)
+            tokens, high, p_token = tokens.index_copy(0, rows, t), high.index_copy(0, rows, h), p_token.index_copy(0, rows, m)
+            position, beyond = position.index_copy(0, rows, p), beyond.index_copy(0, rows, b)
             edge = edge.index_copy(0, rows, stages.logits[rows].gather(1, bar[:, -1:]).squeeze(1))
     if bool(greedy_t.any()):
-        tokens = torch.where(greedy_t, final.argmax(dim=-1), tokens)
-        high = torch.where(greedy_t, torch.ones_like(high), high)
-    p_token = final.gather(1, tokens.unsqueeze(1)).squeeze(1)
+        tokens = torch.where(greedy_t, final.top.squeeze(1), tokens)
+        high, p_token = torch.where(greedy_t, total, high), torch.where(greedy_t, total, p_token)
     # A bar token's rank is its position (the bar is the raw ranking, ties by lower id) when its logit beats
     # every token outside the bar; otherwise (drawn beyond it, or tied with its edge) count over the vocabulary.
     value = stages.logits.gather(1, tokens.unsqueeze(1)).squeeze(1)
@@ -80,6 +80,25 @@ def draw_at(stages, us: Sequence[float | None]):
         for v, r, h, p, t, m, g in zip(us, ranks.tolist(), high.tolist(), p_token.tolist(), total.tolist(), margins, gaps)
     ]
     return tokens, draws
+
+
+def _on_window(final, window: torch.Tensor, rows: torch.Tensor | None = None):
+    """The final distribution's probabilities on `window` (R, W), float64, and each row's total mass (R,): read on
+    the window alone for a row whose survivors all lie in it (exp(z - lse): the numbers the summaries show), else
+    from the whole vocabulary's softmax. `rows`: the rows `window` ranks (all by default)."""
+    z, lse = (final.z, final.lse) if rows is None else (final.z[rows], final.lse[rows])
+    inside = (z.gather(1, window) - lse.unsqueeze(1)).exp().double()
+    total = inside.sum(dim=-1)
+    if rows is None:
+        wide = ~final.within(window)
+    else:
+        wide = final.kept[rows].gather(1, window).sum(dim=-1) != final.count[rows]
+    if bool(wide.any()):
+        w = wide.nonzero().view(-1)
+        probs = final.probs[w if rows is None else rows[w]]
+        inside[w] = probs.gather(1, window[w]).double()
+        total[w] = probs.sum(dim=-1, dtype=torch.float64)
+    return inside, total
 
 
 def _margins(target: torch.Tensor, high: torch.Tensor, p_token: torch.Tensor, total: torch.Tensor) -> list[float]:
@@ -100,12 +119,13 @@ def _logit_gaps(logits: torch.Tensor, greedy: torch.Tensor) -> list[float]:
     return gaps.tolist()
 
 
-def _read_bar(final: torch.Tensor, window: torch.Tensor, target: torch.Tensor, total: torch.Tensor, tail=True):
-    """Where each row's target (B, 1) lands on the cumulative bar of `final` (B, V), of mass `total` (B,), laid
-    out as `window`'s tokens (B, W), then the rest in id order. Returns (tokens, the upper end of each token's
-    interval, its position on the bar, whether it lies beyond the window), each (B,). tail=False leaves the
+def _read_bar(final, window: torch.Tensor, inside: torch.Tensor, target: torch.Tensor, total: torch.Tensor,
+              rows: torch.Tensor | None = None, tail=True):
+    """Where each row's target (R, 1) lands on the cumulative bar of the final distribution, of mass `total` (R,),
+    laid out as `window`'s tokens (R, W) (their probabilities `inside`, float64), then the rest in id order.
+    `rows`: the rows of `final` these are (all by default). Returns (tokens, the upper end of each token's
+    interval, its probability on the bar, its position on the bar, whether it lies beyond the window), each (R,). tail=False leaves the
     token and interval of a row that lands beyond the window unread (its caller reads that row again)."""
-    inside = final.gather(1, window).double()  # (B, W); float64 only where the cumulative bar is read
     cum_inside = inside.cumsum(dim=-1)
     rest_mass = (total - cum_inside[:, -1]).clamp(min=0)
     position = torch.searchsorted(cum_inside, target, right=True).squeeze(1)  # W = beyond the window
@@ -115,14 +135,17 @@ def _read_bar(final: torch.Tensor, window: torch.Tensor, target: torch.Tensor, t
     last = position.clamp(max=window.shape[-1] - 1).unsqueeze(1)
     tokens = window.gather(1, last).squeeze(1)
     high = cum_inside.gather(1, last).squeeze(1)
+    mass = inside.gather(1, last).squeeze(1)
     if tail and bool(beyond.any()):
         r = beyond.nonzero().view(-1)  # only these rows lay out their tail
-        rest = final[r].scatter(1, window[r], 0.0).double()  # the tail, in id order
+        probs = final.probs[r if rows is None else rows[r]]
+        rest = probs.scatter(1, window[r], 0.0).double()  # the tail, in id order
         cum_rest = cum_inside[r, -1:] + rest.cumsum(dim=-1)
-        in_rest = torch.searchsorted(cum_rest, target[r], right=True).squeeze(1).clamp(max=final.shape[-1] - 1)
+        in_rest = torch.searchsorted(cum_rest, target[r], right=True).squeeze(1).clamp(max=probs.shape[-1] - 1)
         tokens = tokens.index_copy(0, r, in_rest)
         high = high.index_copy(0, r, cum_rest.gather(1, in_rest.unsqueeze(1)).squeeze(1))
-    return tokens, high, position, beyond
+        mass = mass.index_copy(0, r, rest.gather(1, in_rest.unsqueeze(1)).squeeze(1))
+    return tokens, high, mass, position, beyond
 
 
 def rank_of(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

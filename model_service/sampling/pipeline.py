@@ -30,6 +30,7 @@ import torch
 from ..records.settings import ORDERS, SamplingSettings, fresh_seed, stage_names
 from . import transforms
 from . import window as ranking
+from .distribution import Distribution, one_hot
 from .draw import draw, make_generator
 
 __all__ = ["ORDERS", "SamplingSettings", "stage_names", "pipeline", "run_stages", "draw", "sample"]
@@ -58,26 +59,29 @@ class BatchParams:
         return {name: getattr(self, name).tolist() for name in ("temperature", "top_k", "top_p", "min_p", "greedy")}
 
 
-# --- the transforms. Each works on full (B, V) rows in vocabulary order; the ranking is needed only
-# to find a cut, and it is read from `window`: the W best token ids per row, most probable first. ---
-
-
-
 @dataclass
 class Stages:
     """The pipeline's result (internal: tensors never leave model_service).
 
-    logits: (B, V) raw float32 logits; window: (B, W) best token ids, most probable first (W >= the
-    top-N any summary asks for); per stage name, probs (B, V) and the surviving mask (B, V), both in
-    vocabulary order. A stage that changed nothing shares its predecessor's tensors.
+    logits: (B, V) raw float32 logits; window: (B, W) best token ids, most probable first (W >= the top-N any
+    summary asks for); per stage name, its Distribution (sampling/distribution.py: the stage's logits, survivors,
+    and what is measured of it, on demand). A stage that changed nothing shares its predecessor's Distribution.
+    `probs` and `kept` read the whole vocabulary per stage, (B, V) in vocabulary order, made when first read.
     """
 
     logits: torch.Tensor
     window: torch.Tensor
     names: tuple[str, ...]
-    probs: dict[str, torch.Tensor]
-    kept: dict[str, torch.Tensor]
+    dists: dict[str, Distribution]
     _bar: torch.Tensor | None = None
+
+    @property
+    def probs(self) -> _Read:
+        return _Read(self.dists, "probs")
+
+    @property
+    def kept(self) -> _Read:
+        return _Read(self.dists, "kept")
 
     @property
     def bar(self) -> torch.Tensor:
@@ -92,42 +96,62 @@ class Stages:
         return self._bar
 
 
+class _Read(dict):
+    """stages.probs / stages.kept: one attribute of each stage's Distribution, computed when a name is read."""
+
+    def __init__(self, dists: dict[str, Distribution], attribute: str):
+        super().__init__()
+        self._dists, self._attribute = dists, attribute
+
+    def __missing__(self, name: str) -> torch.Tensor:
+        return getattr(self._dists[name], self._attribute)
+
+    def __contains__(self, name) -> bool:
+        return name in self._dists
+
+    def __iter__(self):
+        return iter(self._dists)
+
+    def __len__(self) -> int:
+        return len(self._dists)
+
+
 def _run_order(x: torch.Tensor, window: torch.Tensor, params: BatchParams, order: str, capture: bool, widths) -> Stages:
-    """Apply one order's chain to rows that all use it. capture=False keeps only "final". `widths`: the
-    rankings a cut beyond the window may ask for (window.cut)."""
-    z = x
-    alive = torch.ones_like(x, dtype=torch.bool)
-    probs, kept = {}, {}
-    last_probs, last_kept = None, alive
-    if capture:
-        last_probs = probs["raw"] = x.softmax(dim=-1)
-        kept["raw"] = alive
+    """Apply one order's chain to rows that all use it. capture: measure each stage's entropy with its normaliser
+    (a step whose records carry the stages). `widths`: the rankings a cut beyond the window may ask for."""
+    z, alive = x, None
+    dist = dists_raw = Distribution(x, None, window, entropy=capture)
+    dists = {"raw": dists_raw}
     for name in ORDERS[order]:
         if name == "temperature":
-            active = bool((params.temperature != 1).any())
-            if active:
+            if bool((params.temperature != 1).any()):
                 z = transforms.temperature(z, params.temperature)
+                dist = Distribution(z, alive, window, entropy=capture)
         else:
             knob = getattr(params, name)
             # a knob that is off in every row removes nothing: skip its pass over the vocabulary
             off = bool((knob == (1 if name == "top_p" else 0)).all())
-            removed = None if off else ranking.cut(name, z, knob, window, x, widths)
-            active = removed is not None and bool(removed.any())
-            if active:
+            removed = None if off else ranking.cut(name, z, knob, window, x, widths, dist.lse)
+            if removed is not None and bool(removed.any()):
                 z = z.masked_fill(removed, float("-inf"))
-                alive = alive & ~removed
-        if capture:
-            if active or last_probs is None:
-                last_probs, last_kept = z.softmax(dim=-1), alive
-            probs[name], kept[name] = last_probs, last_kept
-    final = last_probs if capture else z.softmax(dim=-1)
-    if params.greedy.any():
-        # Greedy = argmax of the raw logits; argmax returns the first maximum, the lowest id among ties.
-        one_hot = torch.zeros_like(final).scatter_(1, x.argmax(dim=-1, keepdim=True), 1.0)
-        g = params.greedy.unsqueeze(1)
-        final, alive = torch.where(g, one_hot, final), torch.where(g, one_hot.bool(), alive)
-    probs["final"], kept["final"] = final, alive
-    return Stages(logits=x, window=window, names=stage_names(order), probs=probs, kept=kept)
+                alive = ~removed if alive is None else alive & ~removed
+                dist = Distribution(z, alive, window, entropy=capture)
+        dists[name] = dist
+    if bool(params.greedy.any()):
+        # Greedy = argmax of the raw logits, all its mass on one token
+        dist = _greedy_rows(dist, params.greedy, x, window, capture)
+    dists["final"] = dist
+    return Stages(logits=x, window=window, names=stage_names(order), dists=dists)
+
+
+def _greedy_rows(last: Distribution, greedy: torch.Tensor, x: torch.Tensor, window, capture: bool) -> Distribution:
+    """The final distribution: one-hot on the argmax for the greedy rows, the last stage's for the others."""
+    hot = one_hot(x, window)
+    if bool(greedy.all()):
+        return hot
+    g = greedy.unsqueeze(1)
+    return Distribution(torch.where(g, hot.z, last.z), torch.where(g, hot.alive, last.kept), window, entropy=capture,
+                        top=torch.where(g, hot.top, last.top))
 
 
 def run_stages(
@@ -155,24 +179,25 @@ def run_stages(
     for order in dict.fromkeys(orders):
         rows = torch.tensor([i for i, o in enumerate(orders) if o == order], device=x.device)
         groups.append((rows, run(x[rows], window[rows], [settings[i] for i in rows.tolist()], order)))
-    return _merge(groups, x, window, stage_names("hf") if capture else ("final",))
+    return _merge(groups, x, window, stage_names("hf"), capture)
 
 
-def _merge(parts: list[tuple[torch.Tensor, Stages]], x: torch.Tensor, window: torch.Tensor, names) -> Stages:
+def _merge(parts: list[tuple[torch.Tensor, Stages]], x: torch.Tensor, window: torch.Tensor, names, capture) -> Stages:
     """Stages of groups of rows (their row indices, their Stages) put back in batch order, under `names`. The
-    window is the batch's. A stage that shares the
-    previous stage's tensors in every group shares them here too (summarise computes each distinct one once)."""
-    keys = [n for n in names if n in parts[0][1].probs]  # capture off: "final" only
-    probs, kept = {}, {}
-    for i, n in enumerate(keys):
-        before = keys[i - 1] if i else None
-        if before and all(st.probs[n] is st.probs[before] and st.kept[n] is st.kept[before] for _, st in parts):
-            probs[n], kept[n] = probs[before], kept[before]
+    window is the batch's. A stage that shares the previous stage's Distribution in every group shares it here too."""
+    dists: dict[str, Distribution] = {}
+    for i, n in enumerate(names):
+        before = names[i - 1] if i else None
+        if before and all(st.dists[n] is st.dists[before] for _, st in parts):
+            dists[n] = dists[before]
             continue
-        probs[n], kept[n] = torch.empty_like(x), torch.empty_like(x, dtype=torch.bool)
+        z, alive = torch.empty_like(x), torch.empty_like(x, dtype=torch.bool)
+        top = torch.empty_like(window[:, :1])
         for rows, st in parts:
-            probs[n][rows], kept[n][rows] = st.probs[n], st.kept[n]
-    return Stages(logits=x, window=window, names=tuple(names), probs=probs, kept=kept)
+            d = st.dists[n]
+            z[rows], alive[rows], top[rows] = d.z, d.kept, d.top
+        dists[n] = Distribution(z, alive, window, entropy=capture, top=top)
+    return Stages(logits=x, window=window, names=tuple(names), dists=dists)
 
 
 def _as_batch(logits: torch.Tensor, settings) -> tuple[torch.Tensor, list[SamplingSettings], bool]:

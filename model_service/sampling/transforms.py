@@ -25,7 +25,7 @@ def temperature(z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     return z / t.unsqueeze(1)
 
 
-def top_k(z: torch.Tensor, k: torch.Tensor, window: torch.Tensor):
+def top_k(z: torch.Tensor, k: torch.Tensor, window: torch.Tensor, lse: torch.Tensor | None = None):
     """Remove logits below the k-th largest; ties with it are kept. Also returns the rows whose k-th
     token lies beyond the window (B,), for which the mask is not yet right."""
     vocab, width = z.shape[-1], window.shape[-1]
@@ -34,18 +34,19 @@ def top_k(z: torch.Tensor, k: torch.Tensor, window: torch.Tensor):
     return (z < kth) & active.unsqueeze(1), active & (k > width)
 
 
-def top_p(z: torch.Tensor, p: torch.Tensor, window: torch.Tensor):
+def top_p(z: torch.Tensor, p: torch.Tensor, window: torch.Tensor, lse: torch.Tensor | None = None):
     """HF/vLLM top-p: with tokens sorted ascending, remove those whose cumulative probability is
     <= 1 - p; the token that crosses p and the most probable token always stay. Also returns the rows
     whose cut lies beyond the window (B,), for which the mask is not yet right.
 
     The ascending cumsum at a window token = the mass beyond the window + the window's suffix sum.
-    When the mass beyond the window is itself <= 1 - p, every token out there is removed."""
+    When the mass beyond the window is itself <= 1 - p, every token out there is removed. Only the window's
+    probabilities are read: exp(z - lse), `lse` the log-normaliser of z (B,) (computed here if not given)."""
     vocab, width = z.shape[-1], window.shape[-1]
     active = p < 1
-    probs = z.softmax(dim=-1)
-    inside = probs.gather(1, window)  # (B, W), descending
-    beyond = (probs.sum(dim=-1) - inside.sum(dim=-1)).clamp(min=0) if width < vocab else torch.zeros_like(p)
+    lse = z.logsumexp(dim=-1) if lse is None else lse
+    inside = (z.gather(1, window) - lse.unsqueeze(1)).exp()  # (B, W), descending
+    beyond = (1 - inside.sum(dim=-1)).clamp(min=0) if width < vocab else torch.zeros_like(p)
     ascending_cum = inside.flip(-1).cumsum(dim=-1).flip(-1) + beyond.unsqueeze(1)  # (B, W)
     remove_inside = ascending_cum <= (1 - p).unsqueeze(1)
     remove_inside[:, 0] = False
@@ -60,10 +61,12 @@ def top_p(z: torch.Tensor, p: torch.Tensor, window: torch.Tensor):
     return removed & active.unsqueeze(1), active & further
 
 
-def min_p(z: torch.Tensor, m: torch.Tensor, window: torch.Tensor):
-    """Remove tokens whose probability is below m times the top token's (no ranking needed)."""
-    probs = z.softmax(dim=-1)
-    return (probs < m.unsqueeze(1) * probs.amax(dim=-1, keepdim=True)) & (m > 0).unsqueeze(1), None
+def min_p(z: torch.Tensor, m: torch.Tensor, window: torch.Tensor, lse: torch.Tensor | None = None):
+    """Remove tokens whose probability is below m times the top token's (no ranking needed: the top token is the
+    window's first)."""
+    lse = z.logsumexp(dim=-1) if lse is None else lse
+    probs = (z - lse.unsqueeze(1)).exp()
+    return (probs < m.unsqueeze(1) * probs.gather(1, window[:, :1])) & (m > 0).unsqueeze(1), None
 
 
 REMOVERS = {"top_k": top_k, "top_p": top_p, "min_p": min_p}

@@ -34,15 +34,17 @@ def ranked_window(x: torch.Tensor, width: int) -> torch.Tensor:
     return ids.gather(1, by_value)
 
 
-def cut(name: str, z: torch.Tensor, knob: torch.Tensor, window: torch.Tensor, x: torch.Tensor, widths) -> torch.Tensor:
+def cut(name: str, z: torch.Tensor, knob: torch.Tensor, window: torch.Tensor, x: torch.Tensor, widths,
+        lse: torch.Tensor | None = None) -> torch.Tensor:
     """The tokens `name` removes (B, V). A row whose cut falls beyond the window is cut again on its own,
     on its raw logits `x` ranked to the next of `widths`, until the ranking reaches its cut (only such a row
-    pays for a wider ranking: one flat row used to make a 16-row batch sort the whole vocabulary)."""
-    removed, beyond = REMOVERS[name](z, knob, window)
+    pays for a wider ranking: one flat row used to make a 16-row batch sort the whole vocabulary). lse: the
+    log-normaliser of z (B,), if known."""
+    removed, beyond = REMOVERS[name](z, knob, window, lse)
     if beyond is not None and window.shape[-1] < z.shape[-1] and bool(beyond.any()):
         rows = beyond.nonzero().view(-1)
         wider = ranked_window(x[rows], next(w for w in widths if w > window.shape[-1]))
-        removed[rows] = cut(name, z[rows], knob[rows], wider, x[rows], widths)
+        removed[rows] = cut(name, z[rows], knob[rows], wider, x[rows], widths, None if lse is None else lse[rows])
     return removed
 
 

@@ -165,15 +165,17 @@ def test_long_requests_hold_at_most_half_the_rows(small_room):
     long2.close()
 
 
-def test_a_crash_in_one_row_fails_that_caller_only(tiny_service, monkeypatch):
-    original = RowState.record
+@pytest.mark.parametrize("where", ["advance", "record_of"])  # in the loop (its stop), in the output worker (its record)
+def test_a_crash_in_one_row_fails_that_caller_only(tiny_service, monkeypatch, where):
+    original = getattr(RowState, where)
 
-    def record(self, step, *args, **kwargs):
+    def failing(self, first, *args, **kwargs):
+        step = first if where == "advance" else first.step
         if self.settings.seed == 666 and step == 3:
             raise RuntimeError("injected failure in one row")
-        return original(self, step, *args, **kwargs)
+        return original(self, first, *args, **kwargs)
 
-    monkeypatch.setattr(RowState, "record", record)
+    monkeypatch.setattr(RowState, where, failing)
     idle(tiny_service)
     victim = tiny_service.generate("victim", SamplingSettings(seed=666), 20, ignore_eos=True)
     other = tiny_service.generate("other", SamplingSettings(seed=5), 20, ignore_eos=True)
