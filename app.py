@@ -90,6 +90,7 @@ def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespa
                    default=_from_env(env.batch_invariant),
                    help="a row's logits bit-identical in any batch, so a seed replays in any room (default: the "
                         "device's, docs/sampling.md)")
+    _from_env(env.cuda_graphs)  # no flag: the room's scheduler reads it (engine/scheduler.py); a bad value stops here
     p.add_argument("--lang", default=text(env.LANG), choices=sorted(LANGUAGE_MODELS),
                    help="the page's language for every visitor (default: each browser's own; a link's ?lang= still "
                         "wins); with no --model, vi runs the multilingual gemma3-270m where the default is SmolLM2")

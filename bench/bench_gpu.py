@@ -8,9 +8,11 @@ For each model, measured in one run:
   (b) capture overhead: tokens/s with every stage summarised vs capture off (interleaved rounds);
   (c) our loop vs transformers' model.generate(), same settings, same token count;
   (d) batch scaling through the room's scheduler: N concurrent requests, N = 1 … 32 rows — the forward
-      pass's median ms at N rows, aggregate tokens/s, and the speed-up over N = 1.
+      pass's median ms at N rows, aggregate tokens/s, and the speed-up over N = 1;
+  (e) the room's decode step eager vs CUDA graphs (engine/static_decode.py) at the fewest and most rows: step ms
+      against the bandwidth bound, tok/s with every stage captured.
 
-    python bench/bench_gpu.py                                # on a GPU: both models, rows 1 2 4 8 16 32
+    python bench/bench_gpu.py                                # on a GPU: both models, rows 1 2 4 8 16 32 64
     python bench/bench_gpu.py --models llama8b --bandwidth 3350 --json figures.json
     python bench/bench_gpu.py --tiny                         # anywhere: the same script on a tiny Llama, CPU
 
@@ -165,10 +167,52 @@ def scaling(service, rows, tokens):
     return results
 
 
+def graphs(service, rows, tokens, bandwidth):
+    """(e): the room's decode step eager vs at static shapes (engine/static_decode.py: CUDA graphs per bucket on
+    a GPU; on a CPU the same static step runs without a backend: the figures then say nothing of graphs). One row
+    against the bandwidth bound, and the largest N's tok/s with every stage captured."""
+    from model_service.engine.scheduler import Scheduler
+    from model_service.engine.static_decode import StaticDecoder
+
+    backend = "cudagraphs" if service.model.device.type == "cuda" else None
+    eager_decoder = Scheduler._batch_decoder
+    weights = sum(p.numel() * p.element_size() for p in service.model.parameters())
+    bound = weights / (bandwidth * 1e9) * 1000 if bandwidth else None
+    out = {}
+    for mode in ("eager", "graphs"):
+        if service._scheduler is not None:
+            service._scheduler.stop()
+            service._scheduler = None
+        Scheduler._batch_decoder = eager_decoder if mode == "eager" else (
+            lambda self: StaticDecoder(self.loaded.model, self._pad, backend=backend))
+        try:
+            figures = {}
+            for n in rows:
+                together(service, n, 4)  # warm-up: this bucket's graph is captured here
+                rate, step = together(service, n, tokens)
+                figures[n] = {"tokens_per_s": rate, "step_ms": step}
+            out[mode] = figures
+        finally:
+            Scheduler._batch_decoder = eager_decoder
+            service._scheduler.stop()
+            service._scheduler = None
+    for n in rows:
+        e, g = out["eager"][n], out["graphs"][n]
+        vs_bound = (f"; bound {bound:.2f} ms -> eager {e['step_ms'] / bound:.2f}x, graphs {g['step_ms'] / bound:.2f}x"
+                    if bound and e["step_ms"] and g["step_ms"] else "")
+        steps = (f"step eager {e['step_ms']:.2f} ms, graphs {g['step_ms']:.2f} ms ({e['step_ms'] / g['step_ms']:.2f}x)"
+                 if e["step_ms"] and g["step_ms"] else "step: never all N in one step")
+        print(f"  (e) N={n:3d}: {steps}{vs_bound}; {e['tokens_per_s']:.1f} -> {g['tokens_per_s']:.1f} tok/s "
+              f"with full capture{'' if backend else ' (CPU: the static step without graphs)'}")
+    return {"backend": backend, "bound_ms": bound,
+            "rows": [{"rows": n, **{f"{m}_{k}": out[m][n][k] for m in out for k in ("tokens_per_s", "step_ms")}}
+                     for n in rows]}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=None, choices=["llama8b", "smollm2"])
-    ap.add_argument("--rows", type=int, nargs="+", default=None, help="batch sizes (default 1 2 4 8 16 32)")
+    ap.add_argument("--rows", type=int, nargs="+", default=None, help="batch sizes (default 1 2 4 8 16 32 64)")
     ap.add_argument("--tokens", type=int, default=None, help="new tokens per request (default 64; tiny 6)")
     ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3; tiny 1)")
     ap.add_argument("--device", default=None, help="default: cuda, or cpu with --tiny")
@@ -177,7 +221,7 @@ def main():
     ap.add_argument("--json", default=None, help="also write the figures to this file")
     args = ap.parse_args()
     models = args.models or (["llama8b"] if args.tiny else ["llama8b", "smollm2"])
-    rows = args.rows or ([1, 2, 4] if args.tiny else [1, 2, 4, 8, 16, 32])
+    rows = args.rows or ([1, 2, 4] if args.tiny else [1, 2, 4, 8, 16, 32, 64])
     tokens, rounds = args.tokens or (6 if args.tiny else 64), args.rounds or (1 if args.tiny else 3)
     device = torch.device(args.device or ("cpu" if args.tiny else "cuda"))
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -197,7 +241,8 @@ def main():
             continue
         print(f"\n[{service.info.describe()}]")
         figures["models"][key] = {"model": service.info.describe(), **alone(service, tokens, rounds, bandwidth),
-                                  "scaling": scaling(service, rows, tokens)}
+                                  "scaling": scaling(service, rows, tokens),
+                                  "graphs": graphs(service, sorted({rows[0], rows[-1]}), tokens, bandwidth)}
         service.close()
         del service
         gc.collect()

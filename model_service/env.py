@@ -35,6 +35,7 @@ API_KEY = "NTP_API_KEY"  # the key scripts send to the OpenAI-compatible API (/v
 CACHE_DIR = "NTP_CACHE_DIR"  # where dequantised GGUF weights are kept
 THREADS = "NTP_THREADS"  # CPU threads for the model (default: all cores but one)
 BATCH_INVARIANT = "NTP_BATCH_INVARIANT"  # true/false: a row's logits bit-identical in any batch (default by device)
+CUDA_GRAPHS = "NTP_CUDA_GRAPHS"  # true/false: the room's decode step at static shapes, CUDA graphs (default by device)
 # ---- set by others: Hugging Face (Spaces, the Hub client), Gradio -----------------------------------------
 SPACE_ID = "SPACE_ID"
 SPACE_HOST = "SPACE_HOST"  # the Space's own address (owner-name.hf.space)
@@ -93,6 +94,12 @@ def batch_invariant() -> bool | None:
     return None if value is None else validation.boolean(BATCH_INVARIANT, value)
 
 
+def cuda_graphs() -> bool | None:
+    """NTP_CUDA_GRAPHS as true or false, or None when unset (then the device's default, limits.py)."""
+    value = text(CUDA_GRAPHS)
+    return None if value is None else validation.boolean(CUDA_GRAPHS, value)
+
+
 def api_key() -> str | None:
     """NTP_API_KEY without surrounding spaces (a secret pasted with its newline), or None when unset or blank."""
     value = text(API_KEY)
@@ -113,8 +120,8 @@ def has_token(env: Mapping[str, str] | None = None) -> bool:
 
 
 __all__ = [
-    "ACCELERATOR", "API_KEY", "BATCH_INVARIANT", "CACHE_DIR", "DEVICE", "HOST", "HOST_KEY", "HUB_OFFLINE", "LANG", "MAX_ROWS", "MODEL", "MODELS",
+    "ACCELERATOR", "API_KEY", "BATCH_INVARIANT", "CACHE_DIR", "CUDA_GRAPHS", "DEVICE", "HOST", "HOST_KEY", "HUB_OFFLINE", "LANG", "MAX_ROWS", "MODEL", "MODELS",
     "PORT", "PYTHONPATH", "QUEUE_SIZE", "SCENES", "SCHEDULER", "SERVICE", "SHARE", "SPACE_HOST", "SPACE_ID", "SYSTEM",
-    "THREADS", "TOKENS", "ZERO_GPU", "api_key", "cache_dir", "flag", "has_token", "hub_offline", "max_rows", "port",
+    "THREADS", "TOKENS", "ZERO_GPU", "api_key", "cache_dir", "cuda_graphs", "flag", "has_token", "hub_offline", "max_rows", "port",
     "queue_size", "text", "threads", "variables", "whole",
 ]

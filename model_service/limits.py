@@ -166,3 +166,8 @@ KNIFE_EDGE_MARGIN = 1e-4
 # The lesson "why the same seed can give another token in a busy room": one step alone and as one row of a room
 # of this many (a full CPU room; forward_pass/batch_effect.py)
 BATCH_EFFECT_ROWS = MAX_ROWS_CPU
+
+# ---- the decode step at static shapes (engine/static_decode.py): CUDA graphs per bucket ------------------------
+GRAPH_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)  # a batch of n rows runs in the smallest bucket that holds it
+GRAPH_MIN_LENGTH = 256  # cache length buckets: powers of two from here
+CUDA_GRAPHS_DEFAULT = {"cpu": False, "cuda": True}  # env NTP_CUDA_GRAPHS; the CPU has no graphs to replay

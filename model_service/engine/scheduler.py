@@ -34,13 +34,14 @@ from collections import deque
 
 import torch
 
-from .. import limits
+from .. import env, limits
 from ..records import validation
 from ..records.step import Room, RoomRow, Waiting
 from .invariant import is_batch_invariant
 from .loaded import LoadedModel
 from .output import OutputWorker
 from .runner import Decoder
+from .static_decode import StaticDecoder
 from .step import Chosen, choose, summarise_chosen
 from .streams import Job, JobStatus
 
@@ -57,7 +58,8 @@ class Scheduler:
         self._queue: deque[list[Job]] = deque()  # one entry per caller: its jobs that wait for rows
         self._prefilling: list[Job] = []  # hold a row, reading their prompt
         self._running: list[Job] = []  # in the batch, in batch-row order
-        self._decoder = Decoder(loaded.model, self._pad)
+        self.graphs = uses_graphs(loaded.model)
+        self._decoder = self._batch_decoder()
         self.steps = 0  # sampling steps run since start
         self._output = OutputWorker()  # engine/output.py: step N's records are built while step N+1's forward runs
         self._stopping = False
@@ -136,7 +138,14 @@ class Scheduler:
                 for job in self._running + self._prefilling:
                     self._fail(job, error)
                 self._running, self._prefilling = [], []
-                self._decoder = Decoder(self.loaded.model, self._pad)
+                self._decoder = self._batch_decoder()
+
+    def _batch_decoder(self) -> Decoder | StaticDecoder:
+        """The running batch's forward passes: static shapes and CUDA graphs on a GPU (engine/static_decode.py),
+        eager elsewhere. A newcomer's prompt is always read eagerly, in a runner.Decoder of its own."""
+        if self.graphs:
+            return StaticDecoder(self.loaded.model, self._pad, backend="cudagraphs")
+        return Decoder(self.loaded.model, self._pad)
 
     def _shut(self) -> None:
         self._output.close()  # the last step's records first
@@ -364,6 +373,16 @@ def _buckets(jobs: list[Job], chunk: int) -> list[list[Job]]:
         groups.append(ordered[cut[i]: i])
         i = cut[i]
     return groups[::-1]
+
+
+def uses_graphs(model) -> bool:
+    """CUDA graphs for the room's decode step: NTP_CUDA_GRAPHS, else the device's default (limits.py); never with
+    the batch-invariant attention (a loop over rows that reads the mask: no static graph)."""
+    if model is None:
+        return False
+    wanted = env.cuda_graphs()
+    wanted = limits.CUDA_GRAPHS_DEFAULT.get(model.device.type, False) if wanted is None else wanted
+    return wanted and model.device.type == "cuda" and not is_batch_invariant(model)
 
 
 def _room_row(job: Job) -> RoomRow:

@@ -23,6 +23,8 @@ def test_the_gpu_bench_runs_on_a_cpu_with_a_tiny_config(tmp_path):
     assert llama["bound_ms"] == llama["weights_bytes"] / 100e9 * 1000  # weights over HBM bandwidth
     assert [row["rows"] for row in llama["scaling"]] == [1, 2] and llama["scaling"][0]["speedup"] == 1.0
     assert llama["step_ms"] > 0 and set(llama["tokens_per_s"]) == {"capture on", "capture off", "generate()"}
+    assert "(e) N=  2: step eager" in out.stdout and [row["rows"] for row in llama["graphs"]["rows"]] == [1, 2]
+    assert llama["graphs"]["rows"][1]["graphs_tokens_per_s"] > 0 and llama["graphs"]["backend"] is None  # a CPU
 
 
 def test_without_a_gpu_the_full_run_says_so():

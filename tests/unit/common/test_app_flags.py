@@ -17,7 +17,7 @@ def test_share_is_parsed_strictly(monkeypatch, value, expected):
 
 
 @pytest.mark.parametrize("name, value", [("NTP_SHARE", "maybe"), ("NTP_PORT", "http"), ("NTP_MAX_ROWS", "0"),
-                                         ("NTP_BATCH_INVARIANT", "sometimes")])
+                                         ("NTP_BATCH_INVARIANT", "sometimes"), ("NTP_CUDA_GRAPHS", "maybe")])
 def test_anything_else_stops_the_start_naming_the_variable(monkeypatch, capsys, name, value):
     monkeypatch.setenv(name, value)
     with pytest.raises(SystemExit) as stop:

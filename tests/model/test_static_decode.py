@@ -1,0 +1,120 @@
+"""The decode step at static shapes (engine/static_decode.py) computes what the eager runner.Decoder computes,
+through a room's life (rows joining with prompts of other lengths, rows leaving, buckets outgrown), and it traces
+as one graph per bucket: torch.compile(backend="aot_eager", fullgraph=True) on a CPU, no graph break and no
+recompile within a bucket over 50 steps (what CUDA graphs need on a GPU)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from model_service import limits
+from model_service.engine.runner import Decoder
+from model_service.engine.static_decode import StaticDecoder, bucket, lengths
+
+from ..conftest import tiny_llama
+
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_llama()
+
+
+def prompt(n: int, seed: int) -> list[int]:
+    return torch.randint(2, 250, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def newcomer(model, tokens):
+    """A newcomer's prompt read eagerly in its own cache, as the scheduler does; its first logits."""
+    decoder = Decoder(model)
+    return decoder, decoder.prefill([tokens])
+
+
+def test_buckets():
+    assert [bucket(n, limits.GRAPH_BATCH_BUCKETS) for n in (1, 3, 16, 17, 64, 70)] == [1, 4, 16, 32, 64, 70]
+    assert [lengths(n) for n in (1, 256, 257, 1000)] == [256, 256, 512, 1024]
+
+
+@pytest.mark.parametrize("backend", [None, "aot_eager"])
+def test_static_steps_equal_eager_steps_as_rows_join_and_leave(model, backend, monkeypatch):
+    monkeypatch.setattr(limits, "GRAPH_MIN_LENGTH", 16)  # small buckets: the run outgrows two of them
+    eager, static = Decoder(model), StaticDecoder(model, backend=backend)
+    prompts = {0: prompt(5, 0), 1: prompt(11, 1), 2: prompt(3, 2), 3: prompt(9, 3)}
+    joins = {0: [0, 1], 4: [2], 9: [3]}  # step -> the rows that join before it
+    leaves = {7: [0], 12: [1]}  # step -> the rows (by name) that leave after it
+    names: list[int] = []
+    nexts: dict[int, int] = {}
+    for step in range(20):
+        for name in joins.get(step, []):
+            a, first = newcomer(model, prompts[name])
+            b, _ = newcomer(model, prompts[name])
+            eager.join(a)
+            static.join(b)
+            names.append(name)
+            nexts[name] = int(first.argmax())
+        tokens = [nexts[name] for name in names]
+        want, got = eager.step(tokens), static.step(tokens)
+        torch.testing.assert_close(got, want, atol=2e-4, rtol=0)
+        assert got.argmax(dim=-1).tolist() == want.argmax(dim=-1).tolist()
+        for name, row in zip(names, got):
+            nexts[name] = int(row.argmax())
+        if step in leaves:
+            keep = [i for i, name in enumerate(names) if name not in leaves[step]]
+            eager.keep(keep)
+            static.keep(keep)
+            names = [names[i] for i in keep]
+        assert static.rows == eager.rows and static.width == eager.mask.shape[1]  # trimmed alike
+    assert (static.slots, static.length) == (4, 32)  # grew from (2, 16): a third row, a wider batch
+
+
+def test_the_decode_step_traces_once_per_bucket_with_no_graph_break(model):
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    static = StaticDecoder(model, backend="aot_eager")
+    for name, n in enumerate((7, 4, 6)):  # three rows: the bucket of 4 slots, 256 columns
+        decoder, first = newcomer(model, prompt(n, name))
+        static.join(decoder)
+    tokens = [1, 2, 3]
+    for _ in range(50):
+        tokens = static.step(tokens).argmax(dim=-1).tolist()
+    assert (static.slots, static.length) == (4, 256)
+    assert dict(counters["graph_break"]) == {}
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])  # traced once, never again in 50 steps
+
+
+def test_a_room_on_the_static_step_draws_what_the_eager_room_draws(monkeypatch):
+    """The scheduler with the static step (its backend off: the same buffers, run eagerly): seeded requests of
+    different lengths, joining a running batch and leaving it, get the tokens the eager room gives them."""
+    import threading
+
+    from model_service import ModelService, SamplingSettings
+    from model_service.engine.scheduler import Scheduler
+
+    from ..conftest import byte_tokenizer
+
+    def room(static: bool) -> dict[int, list[int]]:
+        if static:
+            monkeypatch.setattr(Scheduler, "_batch_decoder", lambda self: StaticDecoder(self.loaded.model, self._pad))
+        service = ModelService(tiny_llama(), byte_tokenizer())
+        out: dict[int, list[int]] = {}
+
+        def one(i):
+            settings = SamplingSettings(temperature=0.9, top_p=0.95, seed=i)
+            out[i] = [r.token_id for r in service.generate("x" * (3 + 4 * i), settings, 6 + 3 * i, ignore_eos=True)]
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(5)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if static:
+            assert isinstance(service._scheduler._decoder, StaticDecoder)
+        service.close()
+        monkeypatch.undo()
+        return out
+
+    assert room(static=True) == room(static=False)
