@@ -5,8 +5,10 @@ Prints ratios measured in one run, with runs interleaved so machine noise hits b
       another (generate: same settings and seeds, hence the same tokens), in tokens/s of actual tokens
   (b) sampler time per step for B = 1, 8, 32 on real logits with mixed settings: one vectorised pass
       (what the engine runs) vs B passes of one row each
+  (c) a decode step's host work beside its forward pass at 1, 4 and 16 rows: the stages and the draw, then the
+      summaries and the records (bench_room.py prints the room's host overhead with these overlapped)
 
-    .venv/bin/python bench/bench_engine.py [--tokens 32] [--rounds 5] [--sampler-rounds 20] [--skip-throughput]
+    .venv/bin/python bench/bench_engine.py [--tokens 32] [--rounds 5] [--sampler-rounds 20] [--skip-throughput] [--skip-sampler]
 """
 
 from __future__ import annotations
@@ -145,19 +147,56 @@ def sampler(service, sizes: tuple[int, ...], rounds: int) -> None:
     print()
 
 
+def host_work(service, sizes=(1, 4, 16), steps=16) -> None:
+    """(c) a decode step's host work beside its forward pass, at B rows (the 8 mixed settings cycled): the stages
+    and the draw (what the next forward needs), then the summaries and the records (which the room builds in its
+    output worker while the next forward runs: bench_room.py prints what that leaves), as (work / forward)."""
+    from model_service.engine.step import choose, summarise_chosen
+
+    n = len(MIXED)
+    print(f"(c) host work per decode step beside the forward pass, medians of {steps - 4} steps")
+    for b in sizes:
+        rows = [RowState(service.loaded, MIXED[i % n][1], 10_000, ignore_eos=True) for i in range(b)]
+        decoder = Decoder(service.model, service.tokenizer.eos_token_id or 0)
+        logits = decoder.prefill([service.encode(MIXED[i % n][0]) for i in range(b)])
+        took = {"forward": [], "stages + draw": [], "summaries + records": []}
+        with torch.inference_mode():
+            for step in range(steps):
+                chosen = choose(logits, rows, 20)
+                started = time.perf_counter()
+                summaries, _ = summarise_chosen(chosen)
+                for row, token, draw_info, summary in zip(rows, chosen.tokens, chosen.draws, summaries):
+                    row.record(step, token, draw_info, summary, decoder.forward_ms, chosen.ms, b).to_dict()
+                records_ms = (time.perf_counter() - started) * 1000
+                logits = decoder.step(chosen.tokens)
+                if step >= 4:
+                    took["forward"].append(decoder.forward_ms)
+                    took["stages + draw"].append(chosen.ms)
+                    took["summaries + records"].append(records_ms)
+        med = {k: statistics.median(v) for k, v in took.items()}
+        f = med["forward"]
+        print(f"    B={b:3d}: forward {f:7.1f} ms | stages + draw {med['stages + draw']:6.1f} ms ({med['stages + draw'] / f:5.1%}) "
+              f"| summaries + records {med['summaries + records']:6.1f} ms ({med['summaries + records'] / f:5.1%}) "
+              f"-> all in line {(med['stages + draw'] + med['summaries + records']) / f:+6.1%}")
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sampler-rounds", type=int, default=20)
     ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--skip-sampler", action="store_true")
     args = ap.parse_args()
 
     service = ModelService.load()
     print(f"model: {service.description}; torch threads: {torch.get_num_threads()}\n")
     if not args.skip_throughput:
         throughput(service, args.tokens, args.rounds)
-    sampler(service, (1, 8, 32), args.sampler_rounds)
+    if not args.skip_sampler:
+        sampler(service, (1, 8, 32), args.sampler_rounds)
+    host_work(service)
 
 
 if __name__ == "__main__":

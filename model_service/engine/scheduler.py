@@ -119,6 +119,8 @@ class Scheduler:
     # ---- the loop ------------------------------------------------------------------------------------------
 
     def _loop(self) -> None:
+        if isinstance(self._decoder, StaticDecoder):  # capture the graphs before anyone waits on them
+            self._decoder.warm(self.max_rows)
         while True:
             with self._cond:
                 while not (self._queue or self._prefilling or self._running or self._stopping):

@@ -82,7 +82,8 @@ class StaticDecoder:
         where.fill_(w)
         for layer in cache.layers:
             layer.cumulative_length.fill_(w)
-        logits = self._traced()(ids, positions, where, mask)[:n].float()
+        # a graph's output lives in memory its next replay writes: the rows leave in a copy of their own
+        logits = self._traced()(ids, positions, where, mask)[:n].float().clone()
         self.width, self.next_position = w + 1, self.next_position + 1
         sync(self.device)
         self.forward_ms = (time.perf_counter() - started) * 1000
@@ -131,10 +132,12 @@ class StaticDecoder:
         """Drop every row not listed (finished or cancelled requests): the kept rows move to the first slots."""
         if len(rows) == self.n:
             return
-        if not rows:
-            self.n, self.width, self.next_position = 0, 0, self.next_position[:0]
+        if not rows:  # the next batch starts again in the smallest bucket that holds it (its buffers are kept)
             if self.cache is not None:
                 self._buffers[(self.slots, self.length)][4].zero_()
+            self.n, self.width, self.next_position = 0, 0, self.next_position[:0]
+            self.slots = self.length = 0
+            self.cache = None
             return
         cache, _, _, _, mask = self._buffers[(self.slots, self.length)]
         index = torch.tensor(rows, device=self.device)
@@ -199,7 +202,45 @@ class StaticDecoder:
         positions = torch.zeros((slots, 1), dtype=torch.long, device=self.device)
         where = torch.zeros(1, dtype=torch.long, device=self.device)
         mask = torch.zeros((slots, length), dtype=torch.long, device=self.device)
+        for buffer in (ids, positions, where, mask):  # a graph reads them where they are: no copy in per replay
+            torch._dynamo.mark_static_address(buffer)
         return cache, ids, positions, where, mask
+
+    @torch.inference_mode()
+    def warm(self, rows: int) -> list[tuple[int, int]]:
+        """Trace (and on CUDA capture) the step of every batch bucket up to `rows` at the first cache length, before
+        anyone waits on it: a bucket first met mid-room would stall the room while it is captured. Returns the
+        buckets warmed. The batch must be empty."""
+        if self.n:
+            raise RuntimeError("warm an empty batch")
+        config = self.model.config.get_text_config(decoder=True)
+        heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+        dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        like = torch.empty((1, heads, 1, dim), dtype=self.model.dtype, device=self.device)
+        warmed = []
+        for slots in limits.GRAPH_BATCH_BUCKETS:
+            if slots > bucket(rows, limits.GRAPH_BATCH_BUCKETS):
+                break
+            key = (slots, limits.GRAPH_MIN_LENGTH)
+            self._buffers.setdefault(key, self._allocate(*key, like))
+            self.slots, self.length = key
+            self.cache, _, _, _, mask = self._buffers[key]
+            for _ in range(3):  # cudagraph trees warm up, then record; later calls replay
+                mask[:, 0] = 1
+                self._step_spare()
+            mask.zero_()
+            warmed.append(key)
+        self.slots = self.length = 0
+        self.cache = None
+        return warmed
+
+    def _step_spare(self) -> None:
+        """One step of the bucket with no rows (warm): every slot reads a pad at column 0."""
+        cache, ids, positions, where, mask = self._buffers[(self.slots, self.length)]
+        where.zero_()
+        for layer in cache.layers:
+            layer.cumulative_length.zero_()
+        self._traced()(ids, positions, where, mask)
 
 
 __all__ = ["StaticDecoder", "bucket", "lengths"]

@@ -52,11 +52,12 @@ class Distribution:
             return torch.full(self.z.shape[:1], self.z.shape[-1], dtype=torch.int64, device=self.z.device)
         return torch.count_nonzero(self.alive, dim=-1)
 
-    def within(self, window: torch.Tensor) -> torch.Tensor:
-        """(B,) bool: the rows whose survivors all lie in `window` (B, W)."""
+    def within(self, window: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """(R,) bool: the rows (all, or `rows`) whose survivors all lie in `window` (R, W)."""
         if self.alive is None:
-            return torch.full(self.z.shape[:1], window.shape[-1] >= self.z.shape[-1], device=self.z.device)
-        return self.alive.gather(1, window).sum(dim=-1) == self.count
+            return torch.full(window.shape[:1], window.shape[-1] >= self.z.shape[-1], device=self.z.device)
+        alive, count = (self.alive, self.count) if rows is None else (self.alive[rows], self.count[rows])
+        return alive.gather(1, window).sum(dim=-1) == count
 
     @cached_property
     def _measured(self) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -66,11 +67,16 @@ class Distribution:
             return _measure(self.z.gather(1, self.window), top, self._entropy)
         if not bool(narrow.any()):
             return _measure(self.z, top, self._entropy)
-        lse, h = _measure(self.z, top, self._entropy)  # rare: a batch with some rows on the window, some wide
-        rows = narrow.nonzero().view(-1)
-        w_lse, w_h = _measure(self.z[rows].gather(1, self.window[rows]), top[rows], self._entropy)
-        lse = lse.index_copy(0, rows, w_lse)
-        return lse, (h.index_copy(0, rows, w_h) if h is not None else None)
+        # some rows on the window, some over the vocabulary: each on its own
+        lse = torch.empty(self.z.shape[0], dtype=self.z.dtype, device=self.z.device)
+        h = torch.empty_like(lse) if self._entropy else None
+        for rows, wide in ((narrow.nonzero().view(-1), False), ((~narrow).nonzero().view(-1), True)):
+            z = self.z[rows] if wide else self.z[rows].gather(1, self.window[rows])
+            part_lse, part_h = _measure(z, top[rows], self._entropy)
+            lse[rows] = part_lse
+            if h is not None:
+                h[rows] = part_h
+        return lse, h
 
     @property
     def lse(self) -> torch.Tensor:
@@ -84,18 +90,100 @@ class Distribution:
             del self.__dict__["_measured"]
         return self._measured[1]
 
-    def at(self, ids: torch.Tensor) -> torch.Tensor:
-        """The probabilities of the tokens `ids` (B, N) (0 for a removed one)."""
-        return (self.z.gather(1, ids) - self.lse.unsqueeze(1)).exp()
+    def at(self, ids: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """The probabilities of the tokens `ids` (R, N) of every row, or of `rows` (0 for a removed token)."""
+        z, lse = (self.z, self.lse) if rows is None else (self.z[rows], self.lse[rows])
+        return (z.gather(1, ids) - lse.unsqueeze(1)).exp()
 
     @cached_property
     def probs(self) -> torch.Tensor:
         """(B, V) in vocabulary order, for a reader that needs the whole vocabulary."""
         return self.z.softmax(dim=-1)
 
+    def probs_of(self, rows: torch.Tensor) -> torch.Tensor:
+        """(R, V) the whole vocabulary's probabilities of a few rows (a draw that lands beyond the window)."""
+        if "probs" in self.__dict__:
+            return self.probs[rows]
+        return self.z[rows].softmax(dim=-1)
+
     @cached_property
     def kept(self) -> torch.Tensor:
         return torch.ones_like(self.z, dtype=torch.bool) if self.alive is None else self.alive
+
+
+class Merged:
+    """Groups of rows' Distributions (each with its row indices), read as one batch in batch order: a mixed-order
+    batch's stage (sampling/pipeline.py:_merge). What is read per row (normalisers, counts, entropies, the
+    probabilities of a few tokens) is gathered from the groups; the whole vocabulary (z, kept, probs) is put
+    together only for a reader that needs it."""
+
+    def __init__(self, parts: list[tuple[torch.Tensor, Distribution]], window: torch.Tensor):
+        self.parts, self.window = parts, window
+        self.top = self._gather(lambda rows, d: d.top, window[:, :1])
+
+    def _gather(self, read, like: torch.Tensor) -> torch.Tensor:
+        out = torch.empty((self.window.shape[0], *like.shape[1:]), dtype=like.dtype, device=like.device)
+        for rows, d in self.parts:
+            out.index_copy_(0, rows, read(rows, d))
+        return out
+
+    def _rows(self, read) -> torch.Tensor:
+        first = read(*self.parts[0])
+        return self._gather(read, first)
+
+    @cached_property
+    def lse(self) -> torch.Tensor:
+        return self._rows(lambda rows, d: d.lse)
+
+    @cached_property
+    def entropy_nats(self) -> torch.Tensor:
+        return self._rows(lambda rows, d: d.entropy_nats)
+
+    @cached_property
+    def count(self) -> torch.Tensor:
+        return self._rows(lambda rows, d: d.count)
+
+    @property
+    def alive(self) -> torch.Tensor:
+        return self.kept
+
+    def at(self, ids: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        if rows is None:
+            return self._rows(lambda r, d: d.at(ids.index_select(0, r)))
+        return (self.z[rows].gather(1, ids) - self.lse[rows].unsqueeze(1)).exp()
+
+    def within(self, window: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        if rows is None:
+            return self._rows(lambda r, d: d.within(window.index_select(0, r)))
+        return self.kept[rows].gather(1, window).sum(dim=-1) == self.count[rows]
+
+    @cached_property
+    def z(self) -> torch.Tensor:
+        return self._rows(lambda rows, d: d.z)
+
+    @cached_property
+    def kept(self) -> torch.Tensor:
+        return self._rows(lambda rows, d: d.kept)
+
+    @cached_property
+    def probs(self) -> torch.Tensor:
+        return self._rows(lambda rows, d: d.probs)
+
+    def probs_of(self, rows: torch.Tensor) -> torch.Tensor:
+        """(R, V) a few rows' probabilities, each from its own group."""
+        if "probs" in self.__dict__:
+            return self.probs[rows]
+        out = torch.empty((len(rows), self.vocab), dtype=self.lse.dtype, device=self.window.device)
+        for prows, d in self.parts:
+            here = torch.isin(rows, prows)
+            if bool(here.any()):
+                local = torch.searchsorted(prows, rows[here])  # prows ascend: a row's place in its group
+                out[here] = d.probs_of(local)
+        return out
+
+    @property
+    def vocab(self) -> int:
+        return self.parts[0][1].z.shape[-1]
 
 
 def one_hot(x: torch.Tensor, window: torch.Tensor) -> Distribution:
@@ -105,4 +193,4 @@ def one_hot(x: torch.Tensor, window: torch.Tensor) -> Distribution:
     return Distribution(z, torch.zeros_like(x, dtype=torch.bool).scatter_(1, top, True), window, top=top)
 
 
-__all__ = ["Distribution", "one_hot"]
+__all__ = ["Distribution", "Merged", "one_hot"]

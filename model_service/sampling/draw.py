@@ -86,16 +86,12 @@ def _on_window(final, window: torch.Tensor, rows: torch.Tensor | None = None):
     """The final distribution's probabilities on `window` (R, W), float64, and each row's total mass (R,): read on
     the window alone for a row whose survivors all lie in it (exp(z - lse): the numbers the summaries show), else
     from the whole vocabulary's softmax. `rows`: the rows `window` ranks (all by default)."""
-    z, lse = (final.z, final.lse) if rows is None else (final.z[rows], final.lse[rows])
-    inside = (z.gather(1, window) - lse.unsqueeze(1)).exp().double()
+    inside = final.at(window, rows).double()
     total = inside.sum(dim=-1)
-    if rows is None:
-        wide = ~final.within(window)
-    else:
-        wide = final.kept[rows].gather(1, window).sum(dim=-1) != final.count[rows]
+    wide = ~final.within(window, rows)
     if bool(wide.any()):
         w = wide.nonzero().view(-1)
-        probs = final.probs[w if rows is None else rows[w]]
+        probs = final.probs_of(w if rows is None else rows[w])
         inside[w] = probs.gather(1, window[w]).double()
         total[w] = probs.sum(dim=-1, dtype=torch.float64)
     return inside, total
@@ -138,7 +134,7 @@ def _read_bar(final, window: torch.Tensor, inside: torch.Tensor, target: torch.T
     mass = inside.gather(1, last).squeeze(1)
     if tail and bool(beyond.any()):
         r = beyond.nonzero().view(-1)  # only these rows lay out their tail
-        probs = final.probs[r if rows is None else rows[r]]
+        probs = final.probs_of(r if rows is None else rows[r])
         rest = probs.scatter(1, window[r], 0.0).double()  # the tail, in id order
         cum_rest = cum_inside[r, -1:] + rest.cumsum(dim=-1)
         in_rest = torch.searchsorted(cum_rest, target[r], right=True).squeeze(1).clamp(max=probs.shape[-1] - 1)

@@ -30,7 +30,7 @@ import torch
 from ..records.settings import ORDERS, SamplingSettings, fresh_seed, stage_names
 from . import transforms
 from . import window as ranking
-from .distribution import Distribution, one_hot
+from .distribution import Distribution, Merged, one_hot
 from .draw import draw, make_generator
 
 __all__ = ["ORDERS", "SamplingSettings", "stage_names", "pipeline", "run_stages", "draw", "sample"]
@@ -72,7 +72,7 @@ class Stages:
     logits: torch.Tensor
     window: torch.Tensor
     names: tuple[str, ...]
-    dists: dict[str, Distribution]
+    dists: dict[str, Distribution | Merged]
     _bar: torch.Tensor | None = None
 
     @property
@@ -178,25 +178,22 @@ def run_stages(
     groups = []
     for order in dict.fromkeys(orders):
         rows = torch.tensor([i for i, o in enumerate(orders) if o == order], device=x.device)
-        groups.append((rows, run(x[rows], window[rows], [settings[i] for i in rows.tolist()], order)))
-    return _merge(groups, x, window, stage_names("hf"), capture)
+        groups.append((rows, run(x.index_select(0, rows), window.index_select(0, rows), [settings[i] for i in rows.tolist()],
+                                 order)))
+    return _merge(groups, x, window, stage_names("hf"))
 
 
-def _merge(parts: list[tuple[torch.Tensor, Stages]], x: torch.Tensor, window: torch.Tensor, names, capture) -> Stages:
+def _merge(parts: list[tuple[torch.Tensor, Stages]], x: torch.Tensor, window: torch.Tensor, names) -> Stages:
     """Stages of groups of rows (their row indices, their Stages) put back in batch order, under `names`. The
-    window is the batch's. A stage that shares the previous stage's Distribution in every group shares it here too."""
-    dists: dict[str, Distribution] = {}
+    window is the batch's. A stage that shares the previous stage's Distribution in every group shares it here too;
+    any other is read through its groups (distribution.Merged)."""
+    dists: dict[str, Distribution | Merged] = {}
     for i, n in enumerate(names):
         before = names[i - 1] if i else None
         if before and all(st.dists[n] is st.dists[before] for _, st in parts):
             dists[n] = dists[before]
             continue
-        z, alive = torch.empty_like(x), torch.empty_like(x, dtype=torch.bool)
-        top = torch.empty_like(window[:, :1])
-        for rows, st in parts:
-            d = st.dists[n]
-            z[rows], alive[rows], top[rows] = d.z, d.kept, d.top
-        dists[n] = Distribution(z, alive, window, entropy=capture, top=top)
+        dists[n] = Merged([(rows, st.dists[n]) for rows, st in parts], window)
     return Stages(logits=x, window=window, names=tuple(names), dists=dists)
 
 

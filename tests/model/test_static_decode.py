@@ -118,3 +118,24 @@ def test_a_room_on_the_static_step_draws_what_the_eager_room_draws(monkeypatch):
         return out
 
     assert room(static=True) == room(static=False)
+
+
+def test_warming_traces_every_batch_bucket_up_to_the_rooms_rows_then_a_room_runs_on_them(model):
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    static = StaticDecoder(model, backend="aot_eager")
+    assert static.warm(3) == [(1, 256), (2, 256), (4, 256)]
+    traced = counters["stats"]["unique_graphs"]
+    eager = Decoder(model)
+    for name, n in enumerate((7, 4, 6)):
+        static.join(newcomer(model, prompt(n, name))[0])
+        eager.join(newcomer(model, prompt(n, name))[0])
+    tokens = [1, 2, 3]
+    for _ in range(5):
+        want, got = eager.step(tokens), static.step(tokens)
+        torch.testing.assert_close(got, want, atol=2e-4, rtol=0)
+        tokens = want.argmax(dim=-1).tolist()
+    assert traced == 3 and counters["stats"]["unique_graphs"] == 3  # the room's steps traced nothing new
