@@ -111,6 +111,11 @@ class Distribution:
         return torch.ones_like(self.z, dtype=torch.bool) if self.alive is None else self.alive
 
 
+def _gathered(name: str) -> cached_property:
+    """A Merged attribute read from each group's Distribution, put in batch order once."""
+    return cached_property(lambda self: self._rows(lambda rows, d: getattr(d, name)))
+
+
 class Merged:
     """Groups of rows' Distributions (each with its row indices), read as one batch in batch order: a mixed-order
     batch's stage (sampling/pipeline.py:_merge). What is read per row (normalisers, counts, entropies, the
@@ -131,17 +136,12 @@ class Merged:
         first = read(*self.parts[0])
         return self._gather(read, first)
 
-    @cached_property
-    def lse(self) -> torch.Tensor:
-        return self._rows(lambda rows, d: d.lse)
-
-    @cached_property
-    def entropy_nats(self) -> torch.Tensor:
-        return self._rows(lambda rows, d: d.entropy_nats)
-
-    @cached_property
-    def count(self) -> torch.Tensor:
-        return self._rows(lambda rows, d: d.count)
+    lse = _gathered("lse")
+    entropy_nats = _gathered("entropy_nats")
+    count = _gathered("count")
+    z = _gathered("z")  # the whole vocabulary: put together only when read
+    kept = _gathered("kept")
+    probs = _gathered("probs")
 
     @property
     def alive(self) -> torch.Tensor:
@@ -156,18 +156,6 @@ class Merged:
         if rows is None:
             return self._rows(lambda r, d: d.within(window.index_select(0, r)))
         return self.kept[rows].gather(1, window).sum(dim=-1) == self.count[rows]
-
-    @cached_property
-    def z(self) -> torch.Tensor:
-        return self._rows(lambda rows, d: d.z)
-
-    @cached_property
-    def kept(self) -> torch.Tensor:
-        return self._rows(lambda rows, d: d.kept)
-
-    @cached_property
-    def probs(self) -> torch.Tensor:
-        return self._rows(lambda rows, d: d.probs)
 
     def probs_of(self, rows: torch.Tensor) -> torch.Tensor:
         """(R, V) a few rows' probabilities, each from its own group."""
