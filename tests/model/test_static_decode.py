@@ -15,7 +15,6 @@ from model_service.engine.static_decode import StaticDecoder, bucket, lengths
 from ..conftest import tiny_llama
 
 
-
 @pytest.fixture(scope="module")
 def model():
     return tiny_llama()

@@ -10,9 +10,9 @@ import math
 import pytest
 import torch
 
+from model_service.engine.step import summarise
 from model_service.records.settings import SamplingSettings, stage_names
 from model_service.sampling import window as ranking
-from model_service.engine.step import summarise
 from model_service.sampling.pipeline import pipeline, run_stages
 
 ROWS = [
