@@ -74,10 +74,13 @@ def draw_at(stages, us: Sequence[float | None]):
         ranks = torch.where(exact, ranks, rank_of(stages.logits, tokens))
     margins = _margins(target.squeeze(1), high, p_token, total)
     gaps = _logit_gaps(stages.logits, greedy_t)
+    # one copy to the host for the whole draw (on a GPU each .tolist() would wait for the device again)
+    packed = torch.stack([ranks.double(), high.double(), p_token.double(), total, margins, gaps])
+    host = packed.cpu().tolist()
     draws = [
         DrawInfo(u=v, rank=int(r), low=max(0.0, (h - p) / t), high=min(1.0, h / t),
                  margin=None if v is None else r6(m), logit_gap=None if v is not None else r6(g))
-        for v, r, h, p, t, m, g in zip(us, ranks.tolist(), high.tolist(), p_token.tolist(), total.tolist(), margins, gaps)
+        for v, r, h, p, t, m, g in zip(us, *host)
     ]
     return tokens, draws
 
@@ -97,22 +100,22 @@ def _on_window(final, window: torch.Tensor, rows: torch.Tensor | None = None):
     return inside, total
 
 
-def _margins(target: torch.Tensor, high: torch.Tensor, p_token: torch.Tensor, total: torch.Tensor) -> list[float]:
+def _margins(target: torch.Tensor, high: torch.Tensor, p_token: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
     """Each row's distance from u to the nearer edge of its token's interval, on the normalised bar (float64:
     the bar's own precision; target = u * total)."""
     high = high.double()
     low = high - p_token.double()
-    return (torch.minimum(target - low, high - target).clamp(min=0) / total).tolist()
+    return torch.minimum(target - low, high - target).clamp(min=0) / total
 
 
-def _logit_gaps(logits: torch.Tensor, greedy: torch.Tensor) -> list[float]:
+def _logit_gaps(logits: torch.Tensor, greedy: torch.Tensor) -> torch.Tensor:
     """The raw logits' top two apart, for the greedy rows (0 for the others: not read)."""
-    gaps = torch.zeros(logits.shape[0], dtype=torch.float64)
+    gaps = torch.zeros(logits.shape[0], dtype=torch.float64, device=logits.device)
     if bool(greedy.any()) and logits.shape[-1] > 1:
         rows = greedy.nonzero().view(-1)
-        top = logits[rows].topk(2, dim=-1).values.double().cpu()
-        gaps[rows.cpu()] = top[:, 0] - top[:, 1]
-    return gaps.tolist()
+        top = logits[rows].topk(2, dim=-1).values.double()
+        gaps[rows] = top[:, 0] - top[:, 1]
+    return gaps
 
 
 def _read_bar(final, window: torch.Tensor, inside: torch.Tensor, target: torch.Tensor, total: torch.Tensor,
