@@ -170,4 +170,6 @@ BATCH_EFFECT_ROWS = MAX_ROWS_CPU
 # ---- the decode step at static shapes (engine/static_decode.py): CUDA graphs per bucket ------------------------
 GRAPH_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)  # a batch of n rows runs in the smallest bucket that holds it
 GRAPH_MIN_LENGTH = 256  # cache length buckets: powers of two from here
-CUDA_GRAPHS_DEFAULT = {"cpu": False, "cuda": True}  # env NTP_CUDA_GRAPHS; the CPU has no graphs to replay
+# env NTP_CUDA_GRAPHS. Off on CUDA until a GPU run has measured the static step (bench/bench_gpu.py (e)): it is
+# tested on a CPU (tests/model/test_static_decode.py), never yet on a card. The CPU has no graphs to replay.
+CUDA_GRAPHS_DEFAULT = {"cpu": False, "cuda": False}

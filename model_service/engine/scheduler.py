@@ -28,6 +28,7 @@ forward passes outside the batch) waits at most one step.
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 import weakref
 from collections import deque
@@ -120,7 +121,10 @@ class Scheduler:
 
     def _loop(self) -> None:
         if isinstance(self._decoder, StaticDecoder):  # capture the graphs before anyone waits on them
-            self._decoder.warm(self.max_rows)
+            try:
+                self._decoder.warm(self.max_rows)
+            except Exception as error:
+                self._eager_from_now(error)
         while True:
             with self._cond:
                 while not (self._queue or self._prefilling or self._running or self._stopping):
@@ -140,7 +144,16 @@ class Scheduler:
                 for job in self._running + self._prefilling:
                     self._fail(job, error)
                 self._running, self._prefilling = [], []
+                if self.graphs:
+                    self._eager_from_now(error)
                 self._decoder = self._batch_decoder()
+
+    def _eager_from_now(self, error: Exception) -> None:
+        """The static step failed (its capture, or a step on it): the room goes on eagerly, and the log says why."""
+        self.graphs = False
+        self._decoder = self._batch_decoder()
+        print(f"the room's CUDA graphs are off, its decode step runs eagerly: {type(error).__name__}: {error}",
+              file=sys.stderr, flush=True)
 
     def _batch_decoder(self) -> Decoder | StaticDecoder:
         """The running batch's forward passes: static shapes and CUDA graphs on a GPU (engine/static_decode.py),

@@ -12,7 +12,8 @@ forward pass launches its ~2,000 kernels one by one from Python. Here the runnin
 - one traced decode function per (slots, length) bucket, with no data-dependent Python (tests/model/
   test_static_decode.py compiles it with torch.compile(backend="aot_eager", fullgraph=True) on a CPU: no graph
   break, no recompile within a bucket over 50 steps). On CUDA the backend is "cudagraphs": the bucket's forward is
-  captured once and replayed, one launch per step.
+  captured once and replayed, one launch per step. Opt-in (NTP_CUDA_GRAPHS=true) until a GPU run has measured it;
+  a failure falls back to the eager decoder (engine/scheduler.py:Scheduler._eager_from_now).
 
 Prefill stays eager: a newcomer reads its prompt in its own runner.Decoder and its cache is copied into a free slot
 when it joins. A batch that outgrows its bucket moves to the next (a copy, and that bucket's graph); a row that

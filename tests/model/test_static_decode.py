@@ -138,3 +138,38 @@ def test_warming_traces_every_batch_bucket_up_to_the_rooms_rows_then_a_room_runs
         torch.testing.assert_close(got, want, atol=2e-4, rtol=0)
         tokens = want.argmax(dim=-1).tolist()
     assert traced == 3 and counters["stats"]["unique_graphs"] == 3  # the room's steps traced nothing new
+
+
+@pytest.mark.parametrize("fails_in", ["warm", "step"])
+def test_when_the_static_step_fails_the_room_goes_on_eagerly_and_says_why(monkeypatch, capsys, fails_in):
+    from model_service import ModelService, SamplingSettings
+    from model_service.engine import scheduler as room
+
+    from ..conftest import byte_tokenizer
+
+    class Failing(StaticDecoder):
+        def __init__(self, model, pad_id=0, backend=None):
+            super().__init__(model, pad_id, backend=None)  # the CPU has no cudagraphs backend
+
+        def warm(self, rows):
+            if fails_in == "warm":
+                raise RuntimeError("capture failed")
+            return super().warm(rows)
+
+        def step(self, tokens):
+            if fails_in == "step":
+                raise RuntimeError("replay failed")
+            return super().step(tokens)
+
+    monkeypatch.setattr(room, "uses_graphs", lambda model: True)
+    monkeypatch.setattr(room, "StaticDecoder", Failing)
+    service = ModelService(tiny_llama(), byte_tokenizer())
+    settings = SamplingSettings(seed=3)
+    if fails_in == "step":  # the rows of the failed step get its error; the room goes on without graphs
+        with pytest.raises(RuntimeError, match="replay failed"):
+            list(service.generate("first", settings, 4, ignore_eos=True))
+    tokens = [r.token_id for r in service.generate("after", settings, 4, ignore_eos=True)]
+    assert len(tokens) == 4 and service._scheduler.graphs is False
+    assert isinstance(service._scheduler._decoder, Decoder)
+    assert "the room's CUDA graphs are off" in capsys.readouterr().err
+    service.close()
