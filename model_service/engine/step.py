@@ -29,7 +29,6 @@ import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import numpy as np
 import torch
 
 from ..records.settings import SamplingSettings
@@ -72,11 +71,12 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
          torch.stack([d.entropy_nats for d in distinct], dim=1) / math.log(2),  # (B, U) bits
          stages.logits.gather(1, ids)]  # (B, N)
         + [(distinct[i].at(distinct[j].top) / distinct[j].at(distinct[j].top)) for i, j in cuts], dim=1)
-    host = packed.cpu().numpy().astype(np.float64)  # the one copy to the host
-    at = np.cumsum([0, u * (n_max + 1), u, u, n_max])
-    probs, counts = host[:, at[0]:at[1]].reshape(b, u, n_max + 1), host[:, at[1]:at[2]]
-    bits, logits = host[:, at[2]:at[3]].clip(min=0.0), host[:, at[3]:at[4]]
-    mass = {pair: host[:, at[4] + k].clip(max=1.0) for k, pair in enumerate(cuts)}
+    host = packed.double().cpu()  # the one copy to the host; then Python lists, a few calls for the whole step
+    at = list(itertools.accumulate([0, u * (n_max + 1), u, u, n_max]))
+    probs = host[:, at[0]:at[1]].reshape(b, u, n_max + 1).tolist()
+    counts, bits = host[:, at[1]:at[2]].tolist(), host[:, at[2]:at[3]].clamp(min=0.0).tolist()
+    logits = host[:, at[3]:at[4]].tolist()
+    mass = {pair: host[:, at[4] + k].clamp(max=1.0).tolist() for k, pair in enumerate(cuts)}
     ids_h = ids.tolist()
     rows = []
     for r in range(b):
@@ -87,13 +87,13 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
             pair = (column[names[i - 1]], c) if i else None
             row.append(Stage(
                 name=name,
-                probs=tuple(r6(p) for p in probs[r, c, :n].tolist()),
-                kept_count=int(counts[r, c]),
-                kept_mass=r6(float(mass[pair][r])) if pair in mass else 1.0,  # raw, a reshape, an unchanged stage
-                entropy_bits=r6(float(bits[r, c])),
-                chosen_prob=r6(float(probs[r, c, n_max])),
+                probs=tuple(r6(p) for p in probs[r][c][:n]),
+                kept_count=int(counts[r][c]),
+                kept_mass=r6(mass[pair][r]) if pair in mass else 1.0,  # raw, a reshape, an unchanged stage
+                entropy_bits=r6(bits[r][c]),
+                chosen_prob=r6(probs[r][c][n_max]),
             ))
-        rows.append((ids_h[r][:n], tuple(row), tuple(r6(v) for v in logits[r, :n].tolist())))
+        rows.append((ids_h[r][:n], tuple(row), tuple(r6(v) for v in logits[r][:n])))
     ms = (time.perf_counter() - started) * 1000
     return [Summary(*row, capture_ms=ms) for row in rows]
 
