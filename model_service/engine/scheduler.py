@@ -35,14 +35,14 @@ from collections import deque
 
 import torch
 
-from .. import env, limits
+from .. import limits
 from ..records import validation
-from ..records.step import Room, RoomRow, Waiting
+from ..records.step import Room, Waiting
 from .invariant import is_batch_invariant
 from .loaded import LoadedModel
 from .output import OutputWorker
 from .runner import Decoder
-from .static_decode import StaticDecoder
+from .static_decode import StaticDecoder, uses_graphs
 from .step import Chosen, choose, summarise_chosen
 from .streams import Job, JobStatus
 
@@ -112,7 +112,7 @@ class Scheduler:
             waiting = sum(len(entry) for entry in self._queue)
             rows = list(self._running) + list(self._prefilling)
         return Room(
-            rows=tuple(_room_row(job) for job in rows if job.live), waiting=waiting, step=self.steps,
+            rows=tuple(job.room_row() for job in rows if job.live), waiting=waiting, step=self.steps,
             max_rows=self.max_rows, queue_size=self.queue_size,
             batch_invariant=is_batch_invariant(self.loaded.model) if self.loaded.model is not None else False,
         )
@@ -388,25 +388,6 @@ def _buckets(jobs: list[Job], chunk: int) -> list[list[Job]]:
         groups.append(ordered[cut[i]: i])
         i = cut[i]
     return groups[::-1]
-
-
-def uses_graphs(model) -> bool:
-    """CUDA graphs for the room's decode step: NTP_CUDA_GRAPHS, else the device's default (limits.py); never with
-    the batch-invariant attention (a loop over rows that reads the mask: no static graph)."""
-    if model is None:
-        return False
-    wanted = env.cuda_graphs()
-    wanted = limits.CUDA_GRAPHS_DEFAULT.get(model.device.type, False) if wanted is None else wanted
-    return wanted and model.device.type == "cuda" and not is_batch_invariant(model)
-
-
-def _room_row(job: Job) -> RoomRow:
-    settings = job.row.settings.to_dict()
-    seeded = settings.pop("seed") is not None
-    return RoomRow(
-        settings=settings, seeded=seeded, step=job.step, max_new_tokens=job.row.max_new_tokens,
-        prompt_tokens=len(job.ids), prefilling=job.next_token is None,
-    )
 
 
 def _stop(ref) -> None:

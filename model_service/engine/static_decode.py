@@ -27,8 +27,19 @@ import time
 import torch
 from transformers.cache_utils import Cache, StaticLayer
 
-from .. import limits
+from .. import env, limits
+from .invariant import is_batch_invariant
 from .runner import Decoder, sync
+
+
+def uses_graphs(model) -> bool:
+    """CUDA graphs for the room's decode step: NTP_CUDA_GRAPHS, else the device's default (limits.py); never with
+    the batch-invariant attention (a loop over rows that reads the mask: no static graph)."""
+    if model is None:
+        return False
+    wanted = env.cuda_graphs()
+    wanted = limits.CUDA_GRAPHS_DEFAULT.get(model.device.type, False) if wanted is None else wanted
+    return wanted and model.device.type == "cuda" and not is_batch_invariant(model)
 
 
 def bucket(n: int, buckets) -> int:
@@ -244,4 +255,4 @@ class StaticDecoder:
         self._traced()(ids, positions, where, mask)
 
 
-__all__ = ["StaticDecoder", "bucket", "lengths"]
+__all__ = ["StaticDecoder", "bucket", "lengths", "uses_graphs"]

@@ -11,7 +11,7 @@ import queue
 from dataclasses import dataclass
 
 from .. import limits
-from ..records.step import BatchStep, StepRecord, Waiting
+from ..records.step import BatchStep, RoomRow, StepRecord, Waiting
 from ..sampling.pipeline import BatchParams
 
 # How often a waiting caller checks that the scheduler thread is still alive (seconds).
@@ -63,6 +63,13 @@ class Job:
     @property
     def live(self) -> bool:
         return not (self.done or self.cancelled)
+
+    def room_row(self) -> RoomRow:
+        """What the room shows of this request: its settings, progress and prompt length, never its prompt."""
+        settings = self.row.settings.to_dict()
+        seeded = settings.pop("seed") is not None
+        return RoomRow(settings=settings, seeded=seeded, step=self.step, max_new_tokens=self.row.max_new_tokens,
+                       prompt_tokens=len(self.ids), prefilling=self.next_token is None)
 
 
 class StreamSink:
