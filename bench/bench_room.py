@@ -185,8 +185,8 @@ def host_overhead(service, sizes=(1, 4, 16), tokens=24, rounds=3):
                 t.start()
             for t in threads:
                 t.join()
-            gaps += [g * 1000 for g, _ in out.values() for g in g]
-            forwards += [f for _, f in out.values() for f in f]
+            gaps += [gap * 1000 for stream_gaps, _ in out.values() for gap in stream_gaps]
+            forwards += [ms for _, stream_forwards in out.values() for ms in stream_forwards]
         step, forward = statistics.median(gaps), statistics.median(forwards)
         print(f"    {n:3d} rows: step {step:6.1f} ms, forward {forward:6.1f} ms -> host overhead "
               f"{(step - forward) / forward * 100:+5.1f}%  (goal <= 15% at 16 rows)")

@@ -145,8 +145,9 @@ class Scheduler:
                     self._fail(job, error)
                 self._running, self._prefilling = [], []
                 if self.graphs:
-                    self._eager_from_now(error)
-                self._decoder = self._batch_decoder()
+                    self._eager_from_now(error)  # a fresh eager decoder, and the log says why
+                else:
+                    self._decoder = self._batch_decoder()
 
     def _eager_from_now(self, error: Exception) -> None:
         """The static step failed (its capture, or a step on it): the room goes on eagerly, and the log says why."""

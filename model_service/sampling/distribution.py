@@ -143,10 +143,6 @@ class Merged:
     kept = _gathered("kept")
     probs = _gathered("probs")
 
-    @property
-    def alive(self) -> torch.Tensor:
-        return self.kept
-
     def at(self, ids: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
         if rows is None:
             return self._rows(lambda r, d: d.at(ids.index_select(0, r)))

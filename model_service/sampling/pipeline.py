@@ -120,8 +120,8 @@ def _run_order(x: torch.Tensor, window: torch.Tensor, params: BatchParams, order
     """Apply one order's chain to rows that all use it. capture: measure each stage's entropy with its normaliser
     (a step whose records carry the stages). `widths`: the rankings a cut beyond the window may ask for."""
     z, alive = x, None
-    dist = dists_raw = Distribution(x, None, window, entropy=capture)
-    dists = {"raw": dists_raw}
+    dist = Distribution(x, None, window, entropy=capture)
+    dists = {"raw": dist}
     for name in ORDERS[order]:
         if name == "temperature":
             if bool((params.temperature != 1).any()):
