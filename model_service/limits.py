@@ -102,6 +102,12 @@ MALLOC_MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024  # glibc's largest allowed value 
 # ---- ranges of the sampling knobs (beyond the sliders, for the API and links) ---------------------------
 MAX_TEMPERATURE = 100.0  # T = 100 already flattens any real distribution to near-uniform
 MAX_TOP_K = 1_000_000  # larger than any vocabulary; top_k >= vocab is "off"
+MAX_REPETITION_PENALTY = 10.0  # divides a positive logit by up to 10 (1 = off; engines use ~1.05-1.3)
+MAX_FREQUENCY_PENALTY = 2.0  # frequency and presence penalties: OpenAI's and vLLM's range, -2 to 2
+MAX_PENALTY_LAST_N = 1_000_000  # llama.cpp's window of counted tokens (-1 = the whole context, 0 = none)
+DEFAULT_PENALTY_LAST_N = 64  # llama.cpp's default (common/common.h penalty_last_n)
+MAX_LOGIT_BIAS = 100.0  # a bias is in [-100, 100], as OpenAI and vLLM take it; -100 is "never this token"
+MAX_LOGIT_BIAS_TOKENS = 300  # tokens one request may bias: OpenAI's cap
 
 # ---- the OpenAI-compatible API beside the page (playground/openai_api/, docs/openai.md) ------------------------
 # Each request joins the room's scheduler like a learner (the caps above hold); these are the API's own.

@@ -242,7 +242,7 @@ class ModelService(ModelClient):
     def check_generate(self, call: GenerateCall) -> CheckedGenerate:
         """A generate call checked (tokenizer work only, no forward pass); a ValueError names the field."""
         self._check_open()  # a closed service (the host switched the model) says why, before any work
-        settings = settings_from(call.settings)
+        settings = self._settings(call.settings)
         top_n = _whole("top_n", call.top_n, 1, MAX_TOP_N)
         stop = validation.stop_strings("stop", call.stop)  # the one validator: count and length capped on every path
         ids, max_new_tokens = self.prompt_and_budget(call.prompt, call.chat, call.max_new_tokens)
@@ -262,7 +262,7 @@ class ModelService(ModelClient):
             try:
                 request = request_from(request)
                 ids, max_new = self.prompt_and_budget(request.prompt, request.chat, request.max_new_tokens)
-                row = RowState(self.loaded, settings_from(request.settings), max_new,
+                row = RowState(self.loaded, self._settings(request.settings), max_new,
                                validation.stop_strings("stop", request.stop))
                 jobs.append(Job(ids, row, 0, top_n, True, sink, index=n - 1))
             except (ValueError, TypeError) as e:
@@ -294,7 +294,8 @@ class ModelService(ModelClient):
         with Stream(self.scheduler, [job], sink) as stream:
             record = next(stream)
         with torch.inference_mode():
-            stages = run_stages(job.kept_logits, [settings], capture=False, min_window=top_n)
+            stages = run_stages(job.kept_logits, [settings], capture=False, min_window=top_n,
+                                contexts=[(job.row.prompt, list(prefix))])
             return sample_step(stages, n, seed, top_n, self.pieces, record.step, record.token_id, record.forward_ms,
                                record.pending_hex)
 
@@ -305,7 +306,7 @@ class ModelService(ModelClient):
         from .records.settings import fresh_seed
 
         self._check_open()
-        settings = settings_from(settings)
+        settings = self._settings(settings)
         top_n = _whole("top_n", top_n, 1, MAX_TOP_N)
         if len(continue_from) >= MAX_NEW_TOKENS:
             raise ValueError(f"continue_from: at most {MAX_NEW_TOKENS - 1} tokens (a run's steps), got {len(continue_from)}")
@@ -337,6 +338,13 @@ class ModelService(ModelClient):
                 f"context of {self.max_context} tokens"
             )
         return ids, max_new_tokens
+
+    def _settings(self, value) -> SamplingSettings:
+        """settings_from, and what needs the model: a biased token must be in its vocabulary."""
+        settings = settings_from(value)
+        for token, _ in settings.logit_bias:
+            _whole("logit_bias token id", token, 0, self.info.vocab_size - 1)
+        return settings
 
     def _tokens(self, field: str, ids) -> list[int]:
         return [_whole(field, t, 0, self.info.vocab_size - 1) for t in ids]

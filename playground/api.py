@@ -40,6 +40,11 @@ def register_api(service) -> None:
         chat: Any = False,
         top_n: Any = limits.DEFAULT_TOP_N,
         report_waiting: Any = False,
+        logit_bias: Any = None,
+        repetition_penalty: Any = 1.0,
+        frequency_penalty: Any = 0.0,
+        presence_penalty: Any = 0.0,
+        penalty_last_n: Any = limits.DEFAULT_PENALTY_LAST_N,
     ) -> Generator[dict, None, None]:  # gr.api needs Generator (not Iterator) to stream
         """Stream one JSON step record per generated token: the token, the text so far, every stage's
         top-N probabilities, kept counts and masses, entropies, the random draw and timings. The last
@@ -49,11 +54,16 @@ def register_api(service) -> None:
         chosen token's, and each candidate's), and pending_hex holds the bytes generated before this
         step that do not make a whole character yet: model_service/records/utf8.py:read_piece reads them.
         report_waiting: while the room's rows are all taken, first yield {"waiting": {"position", "ahead",
-        "queue_length"}} each time this request's place in the queue changes (no token fields)."""
+        "queue_length"}} each time this request's place in the queue changes (no token fields).
+        logit_bias ({"token id": bias} or "13:-100, 42:5") and the penalties come first in every order; which
+        tokens a penalty counts is the order's rule (docs/sampling.md); "hf" has no frequency or presence
+        penalty."""
         try:
             records = service.generate(
                 validation.text("prompt", prompt),
-                parse_settings(temperature, top_k, top_p, min_p, seed, order),
+                parse_settings(temperature, top_k, top_p, min_p, seed, order, logit_bias=logit_bias,
+                               repetition_penalty=repetition_penalty, frequency_penalty=frequency_penalty,
+                               presence_penalty=presence_penalty, penalty_last_n=penalty_last_n),
                 max_new_tokens=validation.number("max_new_tokens", max_new_tokens, integer=True, low=1,
                                                  high=limits.MAX_NEW_TOKENS),
                 stop=validation.stop_strings("stop", stop),

@@ -36,6 +36,7 @@ class Job:
     def __init__(self, ids: list[int], row, first_step: int, top_n: int, capture: bool, sink, index: int = 0):
         self.ids = ids  # prompt + tokens already generated (continue_from): what prefill reads
         self.row = row  # engine/step.py:RowState: settings, generator, text, stop conditions
+        row.prompt = tuple(ids[: len(ids) - len(row.prefix)])  # what its penalties count, with what it generates
         self.step = first_step  # the step number of its next record
         self.top_n, self.capture = top_n, capture
         self.sink, self.index = sink, index  # index: its place among its caller's requests

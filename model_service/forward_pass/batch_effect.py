@@ -79,9 +79,9 @@ def _in_room(model, pad_id: int, ids: list[int], strangers: list[list[int]]) -> 
 
 
 def _check(alone: torch.Tensor, room: torch.Tensor, settings: SamplingSettings, u: float | None,
-           candidates: torch.Tensor, pieces: Callable[[int], Token], on: bool) -> ArithmeticCheck:
-    """Compare the two logit vectors and read u on each one's bar."""
-    stages = run_stages(torch.stack([alone, room]), [settings, settings], capture=False)
+           candidates: torch.Tensor, pieces: Callable[[int], Token], on: bool, context) -> ArithmeticCheck:
+    """Compare the two logit vectors and read u on each one's bar. context: (prompt ids, generated ids)."""
+    stages = run_stages(torch.stack([alone, room]), [settings, settings], capture=False, contexts=[context, context])
     tokens, draws = draw_at(stages, [u, u])
     delta = (room - alone).abs()
     max_delta = float(delta.max())
@@ -124,6 +124,7 @@ def batch_effect(model, pad_id: int, pieces: Callable[[int], Token], ids: Sequen
     seeded `seed` reads at `step`, alone and in a room of len(strangers) + 1 rows, in both arithmetics.
     The caller holds the model's lock (no other forward pass may see it made switchable)."""
     ids, strangers = list(ids), [list(s) for s in strangers]
+    context = (ids[: len(ids) - step], ids[len(ids) - step:])  # what the penalties count: prompt, generated
     u = None if settings.greedy else u_at(seed, step, model.device)
     started = time.perf_counter()
     with torch.inference_mode():
@@ -137,9 +138,9 @@ def batch_effect(model, pad_id: int, pieces: Callable[[int], Token], ids: Sequen
                 alone, room = _alone(model, pad_id, ids), _in_room(model, pad_id, ids, strangers)
             if candidates is None:
                 candidates = alone.topk(min(top_n, alone.shape[-1])).indices
-                final = run_stages(alone[None], [settings], capture=False).probs["final"][0]
+                final = run_stages(alone[None], [settings], capture=False, contexts=[context]).probs["final"][0]
                 probs = tuple(r6(p) for p in final[candidates].tolist())
-            checks[on] = _check(alone, room, settings, u, candidates, pieces, on)
+            checks[on] = _check(alone, room, settings, u, candidates, pieces, on, context)
     return BatchEffect(
         step=step, seed=seed, u=u, rows=len(strangers) + 1, joined_after=JOINED_AFTER,
         candidates=tuple(pieces(int(i)) for i in candidates), probs=probs, default=checks[False],

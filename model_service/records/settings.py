@@ -13,10 +13,13 @@ from .. import limits
 from . import validation
 
 ORDERS: dict[str, tuple[str, ...]] = {
-    "hf": ("temperature", "top_k", "top_p", "min_p"),
-    "vllm": ("temperature", "min_p", "top_k", "top_p"),
-    "llama.cpp": ("top_k", "top_p", "min_p", "temperature"),
+    "hf": ("logit_bias", "penalties", "temperature", "top_k", "top_p", "min_p"),
+    "vllm": ("logit_bias", "penalties", "temperature", "min_p", "top_k", "top_p"),
+    "llama.cpp": ("logit_bias", "penalties", "top_k", "top_p", "min_p", "temperature"),
 }
+# The stages that change logits anywhere in the vocabulary (they can reorder the ranking) and read the context:
+# every engine applies them first, so the cuts after them rank the adjusted logits.
+ADJUSTERS = ("logit_bias", "penalties")
 # vLLM treats T below this as greedy and clamps (this, 0.01) up to 0.01. Every order treats T below it
 # as greedy: dividing float32 logits by T <= ~1e-37 overflows to inf and the softmax to NaN, and above
 # 1e-5 but tiny the tempered distribution is already one-hot on the argmax (docs/sampling.md).
@@ -31,7 +34,14 @@ RANGES = {
     "top_k": dict(integer=True, low=0, high=limits.MAX_TOP_K),
     "top_p": dict(low=0, high=1, low_open=True),
     "min_p": dict(low=0, high=1),
+    "repetition_penalty": dict(low=0, high=limits.MAX_REPETITION_PENALTY, low_open=True),
+    "frequency_penalty": dict(low=-limits.MAX_FREQUENCY_PENALTY, high=limits.MAX_FREQUENCY_PENALTY),
+    "presence_penalty": dict(low=-limits.MAX_FREQUENCY_PENALTY, high=limits.MAX_FREQUENCY_PENALTY),
+    "penalty_last_n": dict(integer=True, low=-1, high=limits.MAX_PENALTY_LAST_N),
 }
+# What an order cannot do: transformers has no frequency or presence penalty (docs/sampling.md, "Penalties").
+NOT_IN_ORDER = {"hf": {"frequency_penalty": "transformers has no frequency penalty",
+                       "presence_penalty": "transformers has no presence penalty"}}
 
 
 def fresh_seed() -> int:
@@ -48,7 +58,10 @@ def stage_names(order: str) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class SamplingSettings:
     """One request's sampling knobs. Defaults switch every filter off (unlike HF generate(), whose
-    silent default is top_k=50): temperature 1, top_k 0, top_p 1, min_p 0."""
+    silent default is top_k=50): temperature 1, top_k 0, top_p 1, min_p 0, no bias, no penalty.
+
+    The penalties read the row's context (sampling/penalties.py): which tokens count is each engine's rule, by
+    `order`; penalty_last_n is llama.cpp's window and only its order reads it."""
 
     temperature: float = 1.0  # 0 = greedy
     top_k: int = 0  # 0 = off
@@ -56,12 +69,28 @@ class SamplingSettings:
     min_p: float = 0.0  # 0 = off
     seed: int | None = None  # None = fresh randomness
     order: str = "hf"
+    logit_bias: tuple[tuple[int, float], ...] = ()  # (token id, bias) pairs, added to those logits first
+    repetition_penalty: float = 1.0  # 1 = off: a counted token's positive logit / r, negative x r
+    frequency_penalty: float = 0.0  # 0 = off: minus f x the token's count
+    presence_penalty: float = 0.0  # 0 = off: minus p once a token is counted at all
+    penalty_last_n: int = limits.DEFAULT_PENALTY_LAST_N  # llama.cpp: count the last n tokens (-1 all, 0 none)
 
     def __post_init__(self):
         for name in RANGES:
             object.__setattr__(self, name, validation.number(name, getattr(self, name), **RANGES[name]))
         object.__setattr__(self, "seed", validation.seed("seed", self.seed))
+        object.__setattr__(self, "logit_bias", validation.logit_bias("logit_bias", self.logit_bias))
         validation.choice("order", self.order, ORDERS)
+        off = type(self).__dataclass_fields__
+        for name, why in NOT_IN_ORDER.get(self.order, {}).items():
+            if getattr(self, name) != off[name].default:
+                raise validation.InputError("not_in_order", field=name, order=self.order, why=why,
+                                            off=off[name].default)
+
+    @property
+    def penalised(self) -> bool:
+        """Any repetition, frequency or presence penalty (the context is read only then)."""
+        return self.repetition_penalty != 1 or self.frequency_penalty != 0 or self.presence_penalty != 0
 
     @property
     def greedy(self) -> bool:
@@ -84,6 +113,11 @@ class SamplingSettings:
             "min_p": self.min_p,
             "seed": self.seed,
             "order": self.order,
+            "logit_bias": {str(token): bias for token, bias in self.logit_bias},  # JSON's keys are text
+            "repetition_penalty": self.repetition_penalty,
+            "frequency_penalty": self.frequency_penalty,
+            "presence_penalty": self.presence_penalty,
+            "penalty_last_n": self.penalty_last_n,
         }
 
 
@@ -106,13 +140,16 @@ class Request:
 
 
 def parse_settings(temperature, top_k, top_p, min_p, seed, order, *, labels: dict | None = None,
-                   blank_is_default: bool = False) -> SamplingSettings:
+                   blank_is_default: bool = False, logit_bias=None, repetition_penalty=1.0, frequency_penalty=0.0,
+                   presence_penalty=0.0, penalty_last_n=limits.DEFAULT_PENALTY_LAST_N) -> SamplingSettings:
     """SamplingSettings from raw values (numbers or their text, as a page, a link, a table or JSON sends
     them), each checked with the message naming it. labels: how the caller names each field ("top-k"
     on the page, "top_k" in the API); blank_is_default: an empty cell takes the default (the table)."""
-    name = {**{f: f for f in (*RANGES, "seed", "order")}, **(labels or {})}
+    name = {**{f: f for f in (*RANGES, "seed", "order", "logit_bias")}, **(labels or {})}
     off = SamplingSettings()
-    values = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p}
+    values = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
+              "repetition_penalty": repetition_penalty, "frequency_penalty": frequency_penalty,
+              "presence_penalty": presence_penalty, "penalty_last_n": penalty_last_n}
     numbers = {
         f: validation.number(name[f], v, **RANGES[f], **({"blank": getattr(off, f)} if blank_is_default else {}))
         for f, v in values.items()
@@ -121,9 +158,13 @@ def parse_settings(temperature, top_k, top_p, min_p, seed, order, *, labels: dic
         order = order.strip().lower()  # a typed cell: " VLLM " means vllm
     elif blank_is_default and validation.is_blank(order):
         order = off.order
-    return SamplingSettings(
-        **numbers, seed=validation.seed(name["seed"], seed), order=validation.choice(name["order"], order, ORDERS)
-    )
+    order = validation.choice(name["order"], order, ORDERS)
+    for field, why in NOT_IN_ORDER.get(order, {}).items():
+        if numbers[field] != getattr(off, field):
+            raise validation.InputError("not_in_order", field=name[field], order=order, why=why,
+                                        off=getattr(off, field))
+    return SamplingSettings(**numbers, seed=validation.seed(name["seed"], seed), order=order,
+                            logit_bias=validation.logit_bias(name["logit_bias"], logit_bias))
 
 
 def settings_from(value) -> SamplingSettings:

@@ -68,6 +68,12 @@ MESSAGES = {
     "run_field": "the run file's {field} must be {expected}, got {got}",
     "run_missing": "the run file has no {field}",
     "run_unknown": "the run file's {field} is not part of a run (expected: {known})",
+    "bias_map": "{field} must map token ids to biases (an object, or text like 1234:-100, 42:5), got {got}",
+    "bias_id": "{field}: a token id must be a whole number between 0 and {high}, got {got}",
+    "bias_value": "{field}: the bias of token {token} must be a number between -{limit} and {limit}, got {got}",
+    "bias_count": "{field}: at most {limit} tokens may be biased, got {count}",
+    "bias_twice": "{field}: token {token} is given twice",
+    "not_in_order": "{field} is not part of the {order} order ({why}); set it to {off} or choose another order",
     "model_choice": "{field} must be one of the host's models ({choices}), got {got}",
 }
 
@@ -186,6 +192,52 @@ def choice(field: str, value, choices) -> str:
 def seed(field: str, value) -> int | None:
     """Blank = fresh randomness; else a whole number in [0, MAX_SEED] (exact in a JavaScript number)."""
     return number(field, value, integer=True, low=0, high=limits.MAX_SEED, blank=None)
+
+
+def logit_bias(field: str, value) -> tuple[tuple[int, float], ...]:
+    """Token id -> bias, as OpenAI and vLLM take it: an object ({"1234": -100}: JSON's keys are text), pairs,
+    or text as the page and links write it ("1234:-100, 42:5"). Blank: none. Returns (id, bias) pairs sorted by
+    id; each id a whole number >= 0 (the service checks it against the model's vocabulary), each bias in
+    [-MAX_LOGIT_BIAS, MAX_LOGIT_BIAS]."""
+    if is_blank(value):
+        return ()
+    if isinstance(value, str):
+        pairs = []
+        for part in value.replace(";", ",").split(","):
+            if not part.strip():
+                continue
+            token, sep, bias = part.partition(":")
+            if not sep:
+                raise InputError("bias_map", field=field, got=_show(value))
+            pairs.append((token, bias))
+    elif isinstance(value, Mapping):
+        pairs = list(value.items())
+    elif isinstance(value, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in value):
+        pairs = [tuple(p) for p in value]
+    else:
+        raise InputError("bias_map", field=field, got=_show(value))
+    if len(pairs) > limits.MAX_LOGIT_BIAS_TOKENS:
+        raise InputError("bias_count", field=field, limit=limits.MAX_LOGIT_BIAS_TOKENS, count=len(pairs))
+    out: dict[int, float] = {}
+    for token, bias in pairs:
+        try:
+            token_id = number(field, token, integer=True, low=0, high=limits.MAX_TOP_K)
+        except InputError:
+            raise InputError("bias_id", field=field, high=f"{limits.MAX_TOP_K:,}", got=_show(token)) from None
+        try:
+            out_bias = number(field, bias, low=-limits.MAX_LOGIT_BIAS, high=limits.MAX_LOGIT_BIAS)
+        except InputError:
+            raise InputError("bias_value", field=field, token=token_id, limit=f"{limits.MAX_LOGIT_BIAS:g}",
+                             got=_show(bias)) from None
+        if token_id in out:
+            raise InputError("bias_twice", field=field, token=token_id)
+        out[token_id] = out_bias
+    return tuple(sorted(out.items()))
+
+
+def format_logit_bias(pairs) -> str:
+    """The text form validation.logit_bias reads: "1234:-100, 42:5" (the page's box, links)."""
+    return ", ".join(f"{token}:{bias:g}" for token, bias in pairs)
 
 
 def stop_strings(field: str, value) -> tuple[str, ...]:

@@ -2,21 +2,24 @@
 
 Pipeline order, per `SamplingSettings.order` (the only place it is written down):
 
-    "hf"        raw -> temperature -> top_k -> top_p -> min_p -> final   (Hugging Face generate(); the lesson's order)
-    "vllm"      raw -> temperature -> min_p -> top_k -> top_p -> final   (vLLM v1 sampler)
-    "llama.cpp" raw -> top_k -> top_p -> min_p -> temperature -> final   (llama.cpp: cut at T=1, then reshape)
+    "hf"        raw -> logit_bias -> penalties -> temperature -> top_k -> top_p -> min_p -> final
+                (Hugging Face generate(); the lesson's order)
+    "vllm"      raw -> logit_bias -> penalties -> temperature -> min_p -> top_k -> top_p -> final   (vLLM v1)
+    "llama.cpp" raw -> logit_bias -> penalties -> top_k -> top_p -> min_p -> temperature -> final
+                (llama.cpp: cut at T=1, then reshape)
 
 Every stage's distribution is softmax of the logits that survive so far ("removed" = -inf), so each one
 is already renormalised. "final" is the distribution the token is drawn from: the last transform's
-distribution, or one-hot on the argmax of the raw logits for a greedy row (temperature 0; in vLLM
-order also any T < 1e-5). A transform that is off still appears, equal to the stage before it.
+distribution, or one-hot on the argmax of the adjusted logits (raw + bias + penalties: what every engine's greedy
+reads) for a greedy row (temperature 0; in vLLM order also any T < 1e-5). A transform that is off still appears, equal to the stage before it.
 The exact semantics (ties, greedy, clamps, the draw) are in docs/sampling.md; transformers' logits warpers are
 the oracle for the "hf" order, and reference.py (the same step, plainly) for all three. Each knob's math is in
 transforms.py, the ranking window in window.py, the draw in draw.py; this module chains them.
 
-Every transform keeps or drops a tail of the ranking and temperature (T > 0) is monotone, so the
-ranking of surviving tokens never changes: the top-N of every stage are the raw top-N, and a cut needs
-the ranking only as far as the cut. Rows are ranked to WINDOW // 4 first; a row whose cut falls further
+The bias and the penalties (penalties.py) may change any logit, so the ranking is made after them, on the
+adjusted logits. Every transform after them keeps or drops a tail of that ranking and temperature (T > 0) is
+monotone, so the ranking of surviving tokens never changes, and a cut needs the ranking only as far as the cut.
+The candidates a record shows are the raw top-N (`Stages.shown`): what the model proposed, before any adjustment. Rows are ranked to WINDOW // 4 first; a row whose cut falls further
 is ranked again, wider (WINDOW, then 4 x WINDOW, then the whole vocabulary), on its own.
 """
 
@@ -28,10 +31,11 @@ from dataclasses import dataclass
 import torch
 
 from ..records.settings import ORDERS, SamplingSettings, fresh_seed, stage_names
-from . import transforms
+from . import penalties, transforms
 from . import window as ranking
 from .distribution import Distribution, Merged, one_hot
 from .draw import draw, make_generator
+from .penalties import Context
 
 __all__ = ["ORDERS", "SamplingSettings", "stage_names", "pipeline", "run_stages", "draw", "sample"]
 
@@ -63,8 +67,10 @@ class BatchParams:
 class Stages:
     """The pipeline's result (internal: tensors never leave model_service).
 
-    logits: (B, V) raw float32 logits; window: (B, W) best token ids, most probable first (W >= the top-N any
-    summary asks for); per stage name, its Distribution (sampling/distribution.py: the stage's logits, survivors,
+    logits: (B, V) the float32 logits the ranking and the draw read: raw + bias + penalties (the raw logits
+    themselves where nothing adjusts); window: (B, W) their best token ids, most probable first (W >= the
+    top-N any summary asks for); raw: the model's own logits, and `shown` their best ids (the candidates a record
+    shows), both the same tensors as logits and window where nothing adjusts; per stage name, its Distribution (sampling/distribution.py: the stage's logits, survivors,
     and what is measured of it, on demand). A stage that changed nothing shares its predecessor's Distribution.
     `probs` and `kept` read the whole vocabulary per stage, (B, V) in vocabulary order, made when first read.
     """
@@ -73,7 +79,18 @@ class Stages:
     window: torch.Tensor
     names: tuple[str, ...]
     dists: dict[str, Distribution | Merged]
+    raw: torch.Tensor | None = None
+    raw_window: torch.Tensor | None = None
     _bar: torch.Tensor | None = None
+
+    def __post_init__(self):
+        if self.raw is None:
+            self.raw = self.logits
+
+    @property
+    def shown(self) -> torch.Tensor:
+        """(B, >= N) the raw ranking's best ids: the candidates a record shows."""
+        return self.window if self.raw_window is None else self.raw_window
 
     @property
     def probs(self) -> _Read:
@@ -116,14 +133,38 @@ class _Read(dict):
         return len(self._dists)
 
 
-def _run_order(x: torch.Tensor, window: torch.Tensor, params: BatchParams, order: str, capture: bool, widths) -> Stages:
+def _adjusted(x: torch.Tensor, settings, contexts, order: str, capture: bool):
+    """The bias and penalties stages of one order group: (adjusted logits, {stage: its logits or None when it
+    changed nothing})."""
+    z, changed = x, {}
+    extra = penalties.bias(settings, x.shape[-1], x.device)
+    if extra is not None:
+        z = z + extra
+    changed["logit_bias"] = z if extra is not None else None
+    counted = penalties.counted(settings, contexts, order, x.shape[-1], x.device)
+    if counted is not None:
+        z = penalties.penalise(z, settings, *counted, order)
+    changed["penalties"] = z if counted is not None else None
+    return z, changed
+
+
+def _run_order(x: torch.Tensor, settings, contexts, order: str, capture: bool, widths, window=None) -> Stages:
     """Apply one order's chain to rows that all use it. capture: measure each stage's entropy with its normaliser
-    (a step whose records carry the stages). `widths`: the rankings a cut beyond the window may ask for."""
-    z, alive = x, None
-    dist = Distribution(x, None, window, entropy=capture)
+    (a step whose records carry the stages). `widths`: the rankings a cut beyond the window may ask for; window:
+    x's ranking to widths[0], if made already (the batch's, when no row adjusts its logits)."""
+    params = BatchParams.from_settings(settings, x.device)
+    y, changed = _adjusted(x, settings, contexts, order, capture)
+    adjusted = y is not x
+    window = ranking.ranked_window(y, widths[0]) if adjusted or window is None else window
+    raw_window = ranking.ranked_window(x, widths[0]) if adjusted else None
+    z, alive = y, None
+    dist = Distribution(x, None, window if raw_window is None else raw_window, entropy=capture)
     dists = {"raw": dist}
     for name in ORDERS[order]:
-        if name == "temperature":
+        if name in changed:
+            if changed[name] is not None:
+                dist = Distribution(changed[name], None, window, entropy=capture)
+        elif name == "temperature":
             if bool((params.temperature != 1).any()):
                 z = transforms.temperature(z, params.temperature)
                 dist = Distribution(z, alive, window, entropy=capture)
@@ -131,17 +172,17 @@ def _run_order(x: torch.Tensor, window: torch.Tensor, params: BatchParams, order
             knob = getattr(params, name)
             # a knob that is off in every row removes nothing: skip its pass over the vocabulary
             off = bool((knob == (1 if name == "top_p" else 0)).all())
-            removed = None if off else ranking.cut(name, z, knob, window, x, widths, dist.lse)
+            removed = None if off else ranking.cut(name, z, knob, window, y, widths, dist.lse)
             if removed is not None and bool(removed.any()):
                 z = z.masked_fill(removed, float("-inf"))
                 alive = ~removed if alive is None else alive & ~removed
                 dist = Distribution(z, alive, window, entropy=capture)
         dists[name] = dist
     if bool(params.greedy.any()):
-        # Greedy = argmax of the raw logits, all its mass on one token
-        dist = _greedy_rows(dist, params.greedy, x, window, capture)
+        # Greedy = argmax of the adjusted logits, all its mass on one token
+        dist = _greedy_rows(dist, params.greedy, y, window, capture)
     dists["final"] = dist
-    return Stages(logits=x, window=window, names=stage_names(order), dists=dists)
+    return Stages(logits=y, window=window, names=stage_names(order), dists=dists, raw=x, raw_window=raw_window)
 
 
 def _greedy_rows(last: Distribution, greedy: torch.Tensor, x: torch.Tensor, window, capture: bool) -> Distribution:
@@ -155,38 +196,53 @@ def _greedy_rows(last: Distribution, greedy: torch.Tensor, x: torch.Tensor, wind
 
 
 def run_stages(
-    logits: torch.Tensor, settings: Sequence[SamplingSettings], capture: bool = True, min_window: int = 0
+    logits: torch.Tensor, settings: Sequence[SamplingSettings], capture: bool = True, min_window: int = 0,
+    contexts: Sequence[Context] | None = None,
 ) -> Stages:
     """All stages for a (B, V) batch. Rows are grouped by order (at most three groups); within a
     group every knob is a (B,) tensor, so there is no loop over rows. A row whose cut falls beyond
     the window is ranked wider for that cut alone (window.cut). With mixed orders the stage dict uses HF's names;
-    each row's own chain is its settings.order."""
+    each row's own chain is its settings.order. contexts: per row (prompt ids, generated ids), what the penalties
+    count (None: an empty context)."""
     x = logits.float()
     vocab = x.shape[-1]
     # The window is where top-k / top-p find their cut and where the draw reads first. Greedy rows with
     # neither need only the top-N the summaries show: a top-20 costs a fraction of a top-256.
     ranked = any(not s.greedy or s.top_k > 0 or s.top_p < 1 for s in settings)
     widths = ranking.widths(vocab, min_window) if ranked else [min(vocab, max(min_window, 1)), vocab]
-    window = ranking.ranked_window(x, widths[0])
     orders = [s.order for s in settings]
-
-    def run(rows_x, rows_window, rows_settings, order):
-        return _run_order(rows_x, rows_window, BatchParams.from_settings(rows_settings, x.device), order, capture, widths)
-
     if len(set(orders)) == 1:
-        return run(x, window, settings, orders[0])
+        return _run_order(x, settings, contexts, orders[0], capture, widths)
+    # the batch's ranking once, for the groups whose logits nothing adjusts (the others rank their own)
+    plain = not any(s.logit_bias or s.penalised for s in settings)
+    window = ranking.ranked_window(x, widths[0]) if plain else None
     groups = []
     for order in dict.fromkeys(orders):
-        rows = torch.tensor([i for i, o in enumerate(orders) if o == order], device=x.device)
-        groups.append((rows, run(x.index_select(0, rows), window.index_select(0, rows), [settings[i] for i in rows.tolist()],
-                                 order)))
-    return _merge(groups, x, window, stage_names("hf"))
+        picked = [i for i, o in enumerate(orders) if o == order]
+        rows = torch.tensor(picked, device=x.device)
+        groups.append((rows, _run_order(x.index_select(0, rows), [settings[i] for i in picked],
+                                        None if contexts is None else [contexts[i] for i in picked], order, capture,
+                                        widths, None if window is None else window.index_select(0, rows))))
+    return _merge(groups, x, stage_names("hf"))
 
 
-def _merge(parts: list[tuple[torch.Tensor, Stages]], x: torch.Tensor, window: torch.Tensor, names) -> Stages:
-    """Stages of groups of rows (their row indices, their Stages) put back in batch order, under `names`. The
-    window is the batch's. A stage that shares the previous stage's Distribution in every group shares it here too;
-    any other is read through its groups (distribution.Merged)."""
+def _in_batch_order(parts: list[tuple[torch.Tensor, Stages]], read) -> torch.Tensor:
+    """One tensor of every group's rows (read(stages)), put back in batch order."""
+    first = read(parts[0][1])
+    out = torch.empty((sum(len(rows) for rows, _ in parts), *first.shape[1:]), dtype=first.dtype, device=first.device)
+    for rows, st in parts:
+        out.index_copy_(0, rows, read(st))
+    return out
+
+
+def _merge(parts: list[tuple[torch.Tensor, Stages]], x: torch.Tensor, names) -> Stages:
+    """Stages of groups of rows (their row indices, their Stages) put back in batch order, under `names`. A stage
+    that shares the previous stage's Distribution in every group shares it here too; any other is read through its
+    groups (distribution.Merged)."""
+    window = _in_batch_order(parts, lambda st: st.window)
+    adjusted = any(st.logits is not st.raw for _, st in parts)
+    logits = _in_batch_order(parts, lambda st: st.logits) if adjusted else x
+    raw_window = _in_batch_order(parts, lambda st: st.shown) if adjusted else None
     dists: dict[str, Distribution | Merged] = {}
     for i, n in enumerate(names):
         before = names[i - 1] if i else None
@@ -194,7 +250,7 @@ def _merge(parts: list[tuple[torch.Tensor, Stages]], x: torch.Tensor, window: to
             dists[n] = dists[before]
             continue
         dists[n] = Merged([(rows, st.dists[n]) for rows, st in parts], window)
-    return Stages(logits=x, window=window, names=tuple(names), dists=dists)
+    return Stages(logits=logits, window=window, names=tuple(names), dists=dists, raw=x, raw_window=raw_window)
 
 
 def _as_batch(logits: torch.Tensor, settings) -> tuple[torch.Tensor, list[SamplingSettings], bool]:
@@ -208,22 +264,23 @@ def _as_batch(logits: torch.Tensor, settings) -> tuple[torch.Tensor, list[Sampli
     return x, rows, single
 
 
-def pipeline(logits: torch.Tensor, settings) -> list[tuple[str, torch.Tensor]]:
+def pipeline(logits: torch.Tensor, settings, context=None) -> list[tuple[str, torch.Tensor]]:
     """Every stage of the sampling pipeline, in order: [("raw", p), ..., ("final", p)].
 
-    logits: (V,) or (B, V); settings: one SamplingSettings or one per row. Each probability tensor
-    has the shape of `logits`, in vocabulary order. The input is never modified.
+    logits: (V,) or (B, V); settings: one SamplingSettings or one per row; context: what the penalties count, one
+    (prompt ids, generated ids) for (V,) logits, one per row for (B, V) (None: nothing yet). Each probability
+    tensor has the shape of `logits`, in vocabulary order. The input is never modified.
     """
     x, rows, single = _as_batch(logits, settings)
-    stages = run_stages(x, rows)
+    stages = run_stages(x, rows, contexts=[context] if single and context is not None else context)
     return [(name, stages.probs[name][0] if single else stages.probs[name]) for name in stages.names]
 
 
-def sample(logits: torch.Tensor, settings, generators=None):
+def sample(logits: torch.Tensor, settings, generators=None, context=None):
     """Convenience: pipeline + draw for (V,) or (B, V) logits. Returns (token ids (B,), draws).
-    Without generators each row gets one seeded from its settings (or fresh randomness)."""
-    x, rows, _ = _as_batch(logits, settings)
+    Without generators each row gets one seeded from its settings (or fresh randomness). context: as pipeline's."""
+    x, rows, single = _as_batch(logits, settings)
     if generators is None:
         generators = [make_generator(s.seed if s.seed is not None else fresh_seed()) for s in rows]
-    stages = run_stages(x, rows, capture=False)
+    stages = run_stages(x, rows, capture=False, contexts=[context] if single and context is not None else context)
     return draw(stages, [s.greedy for s in rows], generators)

@@ -9,14 +9,44 @@ import torch
 from ..records.settings import ORDERS, SamplingSettings
 
 
-def reference_step(logits: torch.Tensor, s: SamplingSettings, u: float | None = None):
-    """logits (V,) -> (the final distribution (V,), the token u ~ U[0, 1) picks, or None without u)."""
+def _penalised(z: torch.Tensor, s: SamplingSettings, prompt, generated) -> torch.Tensor:
+    """The repetition, frequency and presence penalties, one token at a time, by the order's rule."""
+    whole = [*prompt, *generated]
+    if s.order == "llama.cpp":  # the last penalty_last_n tokens, for all three
+        n = s.penalty_last_n
+        hit = counted = whole if n < 0 else whole[len(whole) - n:] if n > 0 else []
+    else:  # the whole context for the repetition penalty; vLLM counts generated tokens for the other two
+        hit, counted = whole, (generated if s.order == "vllm" else [])
+    out = z.clone()
+    for token in set(hit):
+        if s.order == "vllm":
+            out[token] = z[token] * (1 / s.repetition_penalty if z[token] > 0 else s.repetition_penalty)
+        else:
+            out[token] = z[token] / s.repetition_penalty if z[token] > 0 else z[token] * s.repetition_penalty
+    for token in set(counted):
+        c = counted.count(token)
+        if s.order == "vllm":
+            out[token] = out[token] - s.frequency_penalty * c - s.presence_penalty
+        else:
+            out[token] = out[token] - (c * s.frequency_penalty + s.presence_penalty)
+    return out
+
+
+def reference_step(logits: torch.Tensor, s: SamplingSettings, u: float | None = None, context=((), ())):
+    """logits (V,) -> (the final distribution (V,), the token u ~ U[0, 1) picks, or None without u).
+    context: (prompt ids, generated ids), what the penalties count."""
     z = logits.float().clone()
+    for token, bias in s.logit_bias:  # logit_bias first, in every engine
+        z[token] += bias
+    if s.penalised:
+        z = _penalised(z, s, *context)
     ranking = torch.sort(z, descending=True, stable=True).indices  # most probable first, ties by lower id
-    if s.greedy:  # temperature 0: the argmax of the raw logits, nothing drawn
+    if s.greedy:  # temperature 0: the argmax of the adjusted logits, nothing drawn
         final = torch.zeros_like(z).scatter_(0, ranking[:1], 1.0)
         return final, int(ranking[0])
     for knob in ORDERS[s.order]:  # the order is the engine's: hf, vllm or llama.cpp
+        if knob in ("logit_bias", "penalties"):
+            continue  # applied above: the ranking is made after them
         if knob == "temperature":
             z = z / s.effective_temperature  # T < 1 sharpens, T > 1 flattens; the ranking stays
         elif knob == "top_k" and 0 < s.top_k < len(z):

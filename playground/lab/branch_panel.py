@@ -38,6 +38,7 @@ from .branches import (
 from .chips import token_chips_html
 from .components import LabComponents
 from .deep_link import make_query
+from .export import controls_of
 from .request import field_labels, parse_request
 from .run import Pace, Run, new_tag, status_markdown
 from .scrubber import scrub_index, scrub_update
@@ -284,10 +285,7 @@ def make_link(panel: BranchPanel, tree: Tree, lang, request: gr.Request = None):
     if tree.request is None:
         return {panel.link: ""}
     q, b = tree.request, tree.branches[tree.current]
-    s = q.settings
-    values = dict(prompt=q.prompt, chat=q.chat, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
-                  min_p=s.min_p, seed=str(s.seed), max_new_tokens=q.max_new_tokens,
-                  stop=validation.format_stop_text(q.stop), order=s.order)
+    values = {**controls_of(q), "seed": str(q.settings.seed)}
     page = (request.headers.get("referer") or "").split("?")[0] if request else ""
     query = make_query(values, lang=lang)
     return {panel.link: f"{page}?{query}&{urlencode({'branch': format_path(b.path)})}" if b.path else f"{page}?{query}"}

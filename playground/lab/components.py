@@ -10,7 +10,8 @@ import gradio as gr
 
 # the run's settings, by their names in links and run files (deep_link.CONTROLS, export.SETTINGS), in
 # parse_request's order
-CONTROL_NAMES = ("prompt", "chat", "temperature", "top_k", "top_p", "min_p", "seed", "max_new_tokens", "stop", "order")
+CONTROL_NAMES = ("prompt", "chat", "temperature", "top_k", "top_p", "min_p", "seed", "max_new_tokens", "stop", "order",
+                 "logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty", "penalty_last_n")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,12 @@ class LabComponents:
     seed: gr.Textbox
     max_new_tokens: gr.Slider
     stop: gr.Textbox
+    # bias and penalties (the "Penalties and logit bias" accordion)
+    logit_bias: gr.Textbox
+    repetition_penalty: gr.Slider
+    frequency_penalty: gr.Slider
+    presence_penalty: gr.Slider
+    penalty_last_n: gr.Number
     generate_button: gr.Button
     step_button: gr.Button
     stop_button: gr.Button

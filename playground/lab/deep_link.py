@@ -41,6 +41,11 @@ FIELDS = {
     "max_new_tokens": _ranged("max_new_tokens", integer=True),
     "stop": lambda v: validation.format_stop_text(validation.parse_stop_text("stop", v)),
     "order": lambda v: validation.choice("order", v, ORDERS),
+    "logit_bias": lambda v: validation.format_logit_bias(validation.logit_bias("logit_bias", v)),
+    "repetition_penalty": _ranged("repetition_penalty"),
+    "frequency_penalty": _ranged("frequency_penalty"),
+    "presence_penalty": _ranged("presence_penalty"),
+    "penalty_last_n": _ranged("penalty_last_n", integer=True),
     "branch": lambda v: format_path(parse_path(v)),  # forced tokens, step:token_id pairs (lab/branches.py)
 }
 # the lab's controls a link sets, by name (a link's branch= is no control: the Branches panel runs it)

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from model_service import limits
 from model_service.records import validation
-from model_service.records.settings import ORDERS, stage_names
+from model_service.records.settings import ADJUSTERS, ORDERS, stage_names
 from model_service.records.step import StepRecord
 from model_service.records.validation import InputError
 
 from ..common.text import show_steps
-from .deep_link import FIELDS
+from .deep_link import FIELDS, LINK_DEFAULTS
 from .request import RunRequest, parse_request
 
 FORMAT, VERSION = "next-token-playground/run", 1
@@ -40,7 +40,9 @@ RECORD = {"step": ("int", True), "token_id": ("int", True), "piece": ("str", Tru
           "sampling_ms": (_NUM, True), "capture_ms": (_NUM, False),
           "logits": ("numbers", False), "stop_reason": ("stop", False), "order": ("order", False),
           "batch_size": ("int", False), "bytes_hex": ("hex", False), "pending_hex": ("hex", False)}
-SETTINGS = ("prompt", "chat", "temperature", "top_k", "top_p", "min_p", "seed", "max_new_tokens", "stop", "order")
+SETTINGS = ("prompt", "chat", "temperature", "top_k", "top_p", "min_p", "seed", "max_new_tokens", "stop", "order",
+            "logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty", "penalty_last_n")
+ADDED = SETTINGS[10:]  # settings a run file saved before the bias and penalties has not: their defaults
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,10 @@ def controls_of(request: RunRequest) -> dict:
     s = request.settings
     return {"prompt": request.prompt, "chat": request.chat, "temperature": s.temperature, "top_k": s.top_k,
             "top_p": s.top_p, "min_p": s.min_p, "seed": "" if s.seed is None else str(s.seed),
-            "max_new_tokens": request.max_new_tokens, "stop": validation.format_stop_text(request.stop), "order": s.order}
+            "max_new_tokens": request.max_new_tokens, "stop": validation.format_stop_text(request.stop), "order": s.order,
+            "logit_bias": validation.format_logit_bias(s.logit_bias), "repetition_penalty": s.repetition_penalty,
+            "frequency_penalty": s.frequency_penalty, "presence_penalty": s.presence_penalty,
+            "penalty_last_n": s.penalty_last_n}
 
 
 def run_json(records, request: RunRequest, model: str, stopped_by_you: bool = False) -> str:
@@ -176,9 +181,10 @@ def _record(i: int, d) -> StepRecord:
     if d["step"] != i:
         raise _bad(f"{field}.step", f"{i} (steps follow one another from 0)", d["step"])
     n, names = len(d["candidates"]), [s["name"] for s in d["stages"]]
-    if names and names != list(stage_names(d.get("order", "hf"))):
-        raise _bad(f"{field}.stages", "the stages of its order: " + ", ".join(stage_names(d.get("order", "hf"))),
-                   ", ".join(names))
+    expected = list(stage_names(d.get("order", "hf")))
+    before_penalties = [name for name in expected if name not in ADJUSTERS]  # a run saved before they existed
+    if names and names not in (expected, before_penalties):
+        raise _bad(f"{field}.stages", "the stages of its order: " + ", ".join(expected), ", ".join(names))
     if len(d.get("logits", ())) not in (0, n):
         raise _bad(f"{field}.logits", f"0 or {n} numbers (one per candidate)", len(d["logits"]))
     for j, stage in enumerate(d["stages"]):
@@ -206,8 +212,9 @@ def parse_run(data: bytes | str) -> SavedRun:
     _check("model", "str", model)
     _check("stopped_by_you", "bool", stopped)
     settings = d.get("settings")
-    if not isinstance(settings, dict) or set(settings) != set(SETTINGS):
+    if not isinstance(settings, dict) or not set(SETTINGS) - set(ADDED) <= set(settings) <= set(SETTINGS):
         raise _bad("settings", "an object with " + ", ".join(SETTINGS), settings)
+    settings = {**{k: LINK_DEFAULTS[k] for k in ADDED}, **settings}
     # within the sliders' ranges, as a link's values are (the controls will show them), then as Generate reads them
     checked = {k: FIELDS[k](settings[k]) if settings[k] is not None else settings[k] for k in SETTINGS}
     request = parse_request(*(checked[k] for k in SETTINGS))

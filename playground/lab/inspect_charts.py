@@ -22,11 +22,13 @@ from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import nbytes, pct, piece_hover, piece_label, show_token, show_tokens, unique_labels
+from .stage_panels import used
 
 ALPHA = 0.001  # the test's level: a fair sampler is rejected once in a thousand tries
 STAGE_COLOURS = {"raw": INK, "temperature": SKY, "top_k": "#E69F00", "top_p": "#009E73", "min_p": "#CC79A7",
-                 "final": VERMILLION}
-STAGE_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}  # as the lab's controls name them
+                 "final": VERMILLION, "logit_bias": "#999933", "penalties": "#882255"}
+STAGE_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p",  # as the lab's controls name them
+               "logit_bias": "logit bias", "penalties": "penalties"}
 TAIL_FLOOR = 1e-7  # where the tail zoom draws a token a stage removed (p = 0 has no place on a log axis)
 
 
@@ -110,7 +112,7 @@ def logits_figure(record: StepRecord | None, lang: str = "en", height: int = 380
                                                                     zip(who, record.logits)], **bar), row=1, col=1)
     fig.add_trace(go.Bar(y=rows, x=log_p, hovertext=[f"{w}<br>ln p = {v:.3f}" if v is not None else w
                                                      for w, v in zip(who, log_p)], **bar), row=1, col=2)
-    for stage in record.stages:
+    for stage in used(record.stages):
         removed = [p <= 0 for p in stage.probs]
         fig.add_trace(go.Scatter(
             y=rows, x=[TAIL_FLOOR if r else p for p, r in zip(stage.probs, removed)], mode="markers",

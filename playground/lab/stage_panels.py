@@ -16,6 +16,7 @@ from dataclasses import replace
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from model_service.records.settings import ADJUSTERS
 from model_service.records.step import Stage, StepRecord
 
 from ..common.colours import BLUE, GREY, INK, VERMILLION
@@ -25,7 +26,8 @@ from ..common.text import Shown, pct, piece_hover, piece_label, show_token
 
 STAGE_TITLES = {"top_k": "lab.stage.top_k", "top_p": "lab.stage.top_p", "min_p": "lab.stage.min_p"}  # filters' panels
 FILTER_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "final": "argmax"}
-FOLD_NAMES = {"temperature": "temperature", "top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}
+FOLD_NAMES = {"temperature": "temperature", "top_k": "top-k", "top_p": "top-p", "min_p": "min-p",
+              "logit_bias": "logit bias", "penalties": "penalties"}
 
 PRESENT_ROWS = 10  # candidate rows in the presenter view: the step fits a screen with the chips and the draw
 PRESENT_TEXT = 14  # px, every text of the presenter view's figure (playground/common/figures.py BIG_TEXT)
@@ -53,8 +55,8 @@ def _stage_title(stage: Stage, greedy: bool, lang: str) -> str:
     count = f"{stage.kept_count:,}"
     if stage.name == "raw":
         return tr(lang, "lab.stage.raw", count=count)
-    if stage.name == "temperature":
-        return tr(lang, "lab.stage.temperature", count=count)
+    if stage.name in ("temperature", *ADJUSTERS):
+        return tr(lang, f"lab.stage.{stage.name}", count=count)
     if stage.name == "final":
         return tr(lang, "lab.stage.final_greedy" if greedy else "lab.stage.final_sampled", count=count)
     return tr(lang, STAGE_TITLES[stage.name], count=count, mass=f"{stage.kept_mass:.2f}")
@@ -120,6 +122,14 @@ def _y_labels(record: StepRecord, chosen: int | None, shown: list[Shown]) -> lis
     return labels
 
 
+def used(stages) -> list[Stage]:
+    """The stages without a bias or penalties stage that changed nothing: not part of the lesson's chain unless
+    a learner sets them (a run saved before they existed has none)."""
+    return [stage for i, stage in enumerate(stages)
+            if stage.name not in ADJUSTERS or (stage.probs, stage.kept_count, stage.entropy_bits) != (
+                stages[i - 1].probs, stages[i - 1].kept_count, stages[i - 1].entropy_bits)]
+
+
 def folded(stages) -> tuple[list[Stage], list[str]]:
     """(the stages worth a panel, the names of those that change nothing): a stage whose probabilities equal
     the stage before's (a filter that is off, temperature 1) is one note instead of a copy of its neighbour.
@@ -177,7 +187,7 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     """
     if not record.stages or not record.candidates:
         return empty_figure(tr(lang, "lab.stage.empty"), height)
-    stages, same = folded(record.stages) if fold else (list(record.stages), [])
+    stages, same = folded(used(record.stages)) if fold else (used(record.stages), [])
     if rows is not None:
         record, stages = top_rows(record, stages, rows)
     chosen = _chosen_row(record)

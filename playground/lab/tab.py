@@ -20,7 +20,7 @@ from .chips import COUNT_JS, STOP_JS, token_chips_html
 from .components import LabComponents
 from .handlers import generate, page_has, rerender, scrub_to, step, stop_run
 from .inspect import build_inspect
-from .request import DEFAULTS, ORDER_LABELS
+from .request import DEFAULTS, ORDER_LABELS, SLIDERS
 from .run import Run, order_note_text, placeholder_figures, status_markdown
 from .view import View
 
@@ -49,6 +49,7 @@ def lay_out(service, language) -> LabComponents:
             top_p = gr.Slider(0.01, 1, DEFAULTS["top_p"], step=0.01, label="Top-p", info=T("lab.top_p.info"),
                               elem_id="top-p")
             min_p = gr.Slider(0, 1, DEFAULTS["min_p"], step=0.01, label="Min-p", info=T("lab.min_p.info"), elem_id="min-p")
+            logit_bias, penalties = penalty_controls()
             order = gr.Radio([(label, key) for key, label in ORDER_LABELS.items()], value=DEFAULTS["order"],
                              label=T("lab.order"), elem_id="order")
             order_note = gr.Markdown(order_note_text(DEFAULTS["order"]), elem_id="order-note")
@@ -73,8 +74,30 @@ def lay_out(service, language) -> LabComponents:
             build_batch_effect(service, language, run_state, scrub, run_plot)  # a seed in a busy room (issue 24)
     return LabComponents(
         service, language, prompt, chat, temperature, top_k, top_p, min_p, order, order_note, seed, max_new, stop,
-        generate_btn, step_btn, stop_btn, chips, status, stage_plot, draw_plot, scrub, run_plot, run_state, view,
+        logit_bias, *penalties, generate_btn, step_btn, stop_btn, chips, status, stage_plot, draw_plot, scrub, run_plot, run_state, view,
     )
+
+
+def penalty_controls():
+    """The bias and penalties, in an accordion closed by default (the lesson's chain needs none of them): the three
+    penalties, llama.cpp's window of counted tokens and the logit bias box."""
+    with gr.Accordion(T("lab.penalties"), open=False, elem_id="penalties"):
+        gr.Markdown(T("lab.penalties.note"), elem_classes=["ntp-note"])
+        sliders = [_slider(name, elem_id) for name, elem_id in (
+            ("repetition_penalty", "repetition-penalty"), ("frequency_penalty", "frequency-penalty"),
+            ("presence_penalty", "presence-penalty"))]
+        last_n = gr.Number(DEFAULTS["penalty_last_n"], precision=0, minimum=SLIDERS["penalty_last_n"][0],
+                           maximum=SLIDERS["penalty_last_n"][1], label=T("lab.penalty_last_n"),
+                           info=T("lab.penalty_last_n.info"), elem_id="penalty-last-n")
+        bias = gr.Textbox(DEFAULTS["logit_bias"], label=T("lab.logit_bias"), placeholder="13:-100, 42:5",
+                          info=T("lab.logit_bias.info"), elem_id="logit-bias")
+    return bias, (*sliders, last_n)
+
+
+def _slider(name: str, elem_id: str) -> gr.Slider:
+    low, high, step = SLIDERS[name]
+    return gr.Slider(low, high, DEFAULTS[name], step=step, label=T(f"lab.{name}"), info=T(f"lab.{name}.info"),
+                     elem_id=elem_id)
 
 
 def wire(lab: LabComponents) -> None:

@@ -73,7 +73,10 @@ def lab_link(request: Request, plan: schema.Plan, settings) -> str:
     values = {"prompt": plan.lab_prompt, "chat": plan.chat, "temperature": settings.temperature,
               "top_k": settings.top_k, "top_p": settings.top_p, "min_p": settings.min_p, "order": settings.order,
               "seed": str(settings.seed), "max_new_tokens": max(1, plan.max_tokens),
-              "stop": validation.format_stop_text(plan.stop)}
+              "stop": validation.format_stop_text(plan.stop),
+              "logit_bias": validation.format_logit_bias(settings.logit_bias),
+              "repetition_penalty": settings.repetition_penalty, "frequency_penalty": settings.frequency_penalty,
+              "presence_penalty": settings.presence_penalty, "penalty_last_n": settings.penalty_last_n}
     return absolute(base_url(gr.Request(request)), make_query(values))
 
 

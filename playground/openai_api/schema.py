@@ -6,8 +6,10 @@ for the sampling knobs), so a bad one is refused with the message the page and t
 parameter as this API names it. Only the ranges that are OpenAI's and not the playground's (temperature 0-2,
 n 1-4, top_logprobs 0-20) live in model_service/limits.py under the API's heading.
 
+OpenAI's logit_bias, frequency_penalty and presence_penalty are the sampler's own (docs/sampling.md says which
+tokens each order counts; the "hf" order has no frequency or presence penalty and refuses them, naming them).
 The playground's own knobs come as extra body fields, as vLLM takes them: top_k (-1 or 0 = off), min_p,
-order ("hf", "vllm", "llama.cpp") and logprobs_mode ("raw": the model's distribution before sampling, the
+repetition_penalty, penalty_last_n (llama.cpp's window), order ("hf", "vllm", "llama.cpp") and logprobs_mode ("raw": the model's distribution before sampling, the
 default as vLLM's raw_logprobs; "final": after the sampler's whole pipeline).
 """
 
@@ -26,13 +28,15 @@ from .errors import bad
 LOGPROBS_MODES = ("raw", "final")
 # fields of both endpoints (OpenAI's, then the playground's extras)
 COMMON = ("model", "temperature", "top_p", "max_tokens", "stop", "seed", "n", "stream", "stream_options",
-          "top_k", "min_p", "order", "logprobs_mode", "logprobs")
+          "logit_bias", "frequency_penalty", "presence_penalty",
+          "top_k", "min_p", "repetition_penalty", "penalty_last_n", "order", "logprobs_mode", "logprobs")
+PASSED = ("top_p", "min_p", "order", "logit_bias", "frequency_penalty", "presence_penalty", "repetition_penalty",
+          "penalty_last_n")  # to settings_from as they come (absent or null: the default)
 CHAT = ("messages", "top_logprobs", "max_completion_tokens")
 COMPLETION = ("prompt", "echo", "suffix", "best_of")
 IGNORED = ("user", "store", "metadata", "service_tier", "parallel_tool_calls")  # no effect on a sampled text
 # OpenAI knobs the playground's sampler does not have: accepted only at the value that means "off"
-OFF = {"presence_penalty": (0, 0.0), "frequency_penalty": (0, 0.0), "repetition_penalty": (1, 1.0),
-       "logit_bias": ({},), "tools": ([],), "functions": ([],), "tool_choice": ("none",)}
+OFF = {"tools": ([],), "functions": ([],), "tool_choice": ("none",)}
 
 
 @dataclass(frozen=True)
@@ -96,16 +100,16 @@ def check_fields(body, kind: str) -> None:
 
 
 def sampling(body: Mapping) -> SamplingSettings:
-    """temperature (OpenAI's 0-2), top_p, seed and the extras top_k, min_p, order, through settings_from."""
+    """temperature (OpenAI's 0-2), top_p, seed, logit_bias, the penalties and the extras top_k, min_p, order, through
+    settings_from."""
     temperature = validation.number("temperature", _given(body, "temperature", 1.0), low=0,
                                     high=limits.API_MAX_TEMPERATURE)
     top_k = _given(body, "top_k", 0)
     if top_k in (-1, "-1"):  # vLLM's "off"
         top_k = 0
-    off = SamplingSettings()
-    return settings_from({"temperature": temperature, "top_k": top_k, "top_p": _given(body, "top_p", off.top_p),
-                          "min_p": _given(body, "min_p", off.min_p), "seed": body.get("seed"),
-                          "order": _given(body, "order", off.order)})
+    off = SamplingSettings().to_dict()
+    return settings_from({"temperature": temperature, "top_k": top_k, "seed": body.get("seed"),
+                          **{name: _given(body, name, off[name]) for name in PASSED}})
 
 
 def choices(settings: SamplingSettings, n: int) -> tuple[SamplingSettings, ...]:

@@ -7,7 +7,8 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 LESSON = "Once upon a time"
-UI_ARGS = dict(chat=False, temperature=1.0, top_k=0, top_p=0.95, min_p=0.0, seed="42", max_new=4, stop="", order="hf")
+UI_ARGS = dict(chat=False, temperature=1.0, top_k=0, top_p=0.95, min_p=0.0, seed="42", max_new=4, stop="", order="hf",
+               logit_bias="", repetition_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0, penalty_last_n=64)
 
 
 def test_the_scrubbed_step_alone_and_in_a_busy_room(client):

@@ -74,7 +74,7 @@ def test_bad_settings_are_named(client, rows, words):
 
 def test_force_a_candidate_then_the_branch_is_the_solo_run_with_that_prefix_and_has_a_link(client, embedded):
     settings = SamplingSettings(temperature=0.8, seed=5)
-    client.predict(LESSON, False, 0.8, 0, 1.0, 0.0, "5", 8, "", "hf", "en", api_name="/generate")
+    client.predict(LESSON, False, 0.8, 0, 1.0, 0.0, "5", 8, "", "hf", "", 1.0, 0.0, 0.0, 64, "en", api_name="/generate")
     run = list(embedded.generate(LESSON, settings, 8))
     rank, token = next((i, c.id) for i, c in enumerate(run[2].candidates)
                        if i >= 2 and c.id not in embedded.eos_token_ids)  # end-of-text would end the branch
@@ -93,6 +93,6 @@ def test_force_a_candidate_then_the_branch_is_the_solo_run_with_that_prefix_and_
 
 
 def test_forcing_a_token_outside_the_candidates_is_refused(client):
-    client.predict(LESSON, False, 0.8, 0, 1.0, 0.0, "5", 6, "", "hf", "en", api_name="/generate")
+    client.predict(LESSON, False, 0.8, 0, 1.0, 0.0, "5", 6, "", "hf", "", 1.0, 0.0, 0.0, 64, "en", api_name="/generate")
     with pytest.raises(AppError, match="only those can be forced"):
         client.predict(1, 12345678, "en", api_name="/branch_force")

@@ -12,7 +12,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-LAB = ["The capital of France is", False, 0.0, 0, 1.0, 0.0, "", 4, "", "hf"]  # the lab's controls, in order
+LAB = ["The capital of France is", False, 0.0, 0, 1.0, 0.0, "", 4, "", "hf", "", 1.0, 0.0, 0.0, 64]  # the lab's controls, in order
 # indices in the follow stream's outputs: the bar's line, then the lab's 10 controls, then the other tabs' fields
 # (gradio_client leaves out states, and the tabs)
 PROMPT, TEMPERATURE = 1, 3
@@ -57,13 +57,13 @@ class Page:
     def __init__(self, client: Client):
         info = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/host_publish"]
         self.client, self.args = client, [p.get("parameter_default") for p in info["parameters"]]
-        self.args[2:12] = LAB
+        self.args[2:2 + len(LAB)] = LAB
 
     def set(self, tab=None, lab=None, step=None, toy=None, engine=None, scene=None) -> Page:
         if tab is not None:
             self.args[1] = tab
         if lab is not None:
-            self.args[2:12] = lab
+            self.args[2:2 + len(lab)] = lab
         if step is not None:
             self.args[-2] = step
         if scene is not None:  # the header's scene picker, just before the scrubber

@@ -14,7 +14,8 @@ LESSON = "The capital of France is"
 # /generate takes the lab's controls in order: prompt, chat, temperature, top-k, top-p, min-p, seed,
 # max new tokens, stop strings, order, then the page's language ("en" when left out).
 RUN_PLACEHOLDER = "Entropy, chosen-token probability and kept count over the run."  # the run chart before a run ends
-UI_ARGS = dict(chat=False, temperature=0.8, top_k=0, top_p=0.95, min_p=0.0, seed="3", max_new=6, stop="", order="hf")
+UI_ARGS = dict(chat=False, temperature=0.8, top_k=0, top_p=0.95, min_p=0.0, seed="3", max_new=6, stop="", order="hf",
+               logit_bias="", repetition_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0, penalty_last_n=64)
 
 
 def test_every_event_has_a_named_endpoint(client):
@@ -28,7 +29,7 @@ def test_stream_records_yields_every_step_and_a_stop_reason(client):
     assert len(records) == 5
     assert records[0]["piece"] == " Paris" and records[0]["chosen_rank"] == 0
     assert [r["stop_reason"] for r in records] == [None] * 4 + ["max_tokens"]
-    assert [s["name"] for s in records[0]["stages"]] == ["raw", "temperature", "top_k", "top_p", "min_p", "final"]
+    assert [s["name"] for s in records[0]["stages"]] == ["raw", "logit_bias", "penalties", "temperature", "top_k", "top_p", "min_p", "final"]
 
 
 def test_a_seeded_run_replays_identically_through_the_api(client):
@@ -48,6 +49,21 @@ def test_invalid_settings_come_back_as_a_clear_error_and_the_app_keeps_serving(c
         client.predict(LESSON, *{**UI_ARGS, "seed": "abc"}.values(), api_name="/generate")
     records = list(client.submit(LESSON, 0.0, 0, 1.0, 0.0, None, "hf", 2, api_name="/stream_records"))
     assert len(records) == 2
+
+
+def test_the_penalties_reach_the_lab_and_the_api_and_a_bad_one_is_named(client):
+    loop = "The cat sat on the mat. The cat sat on the"
+    penalised = {**UI_ARGS, "temperature": 0.0, "max_new": 2, "repetition_penalty": 1.3}
+    chips, status, stage, *_ = client.predict(loop, *penalised.values(), api_name="/generate")
+    titles = [a["text"] for a in json.loads(stage["plot"])["layout"]["annotations"]]
+    assert any(t.startswith("after penalties") for t in titles) and not any("logit bias" in t for t in titles)
+    records = list(client.submit(loop, 0.0, 0, 1.0, 0.0, None, "vllm", 1, None, False, 5, False, {"7042": 5}, 1.3, 0.5,
+                                 api_name="/stream_records"))
+    assert records[0]["piece"] != " mat" and [s["name"] for s in records[0]["stages"]][1:3] == ["logit_bias", "penalties"]
+    with pytest.raises(AppError, match="logit bias: the bias of token 13 must be a number between -100 and 100"):
+        client.predict(loop, *{**penalised, "logit_bias": "13:-500"}.values(), api_name="/generate")
+    with pytest.raises(AppError, match="frequency penalty is not part of the hf order"):
+        client.predict(loop, *{**penalised, "frequency_penalty": 0.5}.values(), api_name="/generate")
 
 
 def test_the_lab_streams_text_and_ends_with_the_stop_reason(client):
@@ -120,7 +136,8 @@ def test_the_lab_answers_in_vietnamese_when_asked_and_in_english_by_default(clie
 
 
 def test_a_link_made_on_a_vietnamese_page_carries_the_language(client):
-    link = client.predict(limits.LESSON_PROMPT_VI, False, 1.0, 0, 1.0, 0.0, "", 48, "", "hf", "vi", api_name="/make_link")
+    link = client.predict(limits.LESSON_PROMPT_VI, False, 1.0, 0, 1.0, 0.0, "", 48, "", "hf", "", 1.0, 0.0, 0.0, 64, "vi",
+                          api_name="/make_link")
     assert link.endswith("?prompt=Th%E1%BB%A7+%C4%91%C3%B4+c%E1%BB%A7a+Ph%C3%A1p+l%C3%A0&lang=vi")
 
 

@@ -11,7 +11,7 @@ from playground.workshop.links import parse_query
 
 TOY = {"headers": ["token", "logit"], "data": [["␣Paris", 4], ["␣the", 3.2], ["␣a", 2.7], ["␣Lyon", 2.2], ["␣France", 1.4]]}
 ENGINE = {"headers": ["prompt"], "data": [["Hi", 0.5, 0, 1, 0, "hf", "", 8, ""]]}
-LAB = [limits.LESSON_PROMPT, False, 0.5, 40, 1.0, 0.0, "", 48, "", "hf"]
+LAB = [limits.LESSON_PROMPT, False, 0.5, 40, 1.0, 0.0, "", 48, "", "hf", "", 1.0, 0.0, 0.0, 64]  # the lab's controls
 COMPARE = [limits.LESSON_PROMPT, "3", 24, {"headers": ["temperature"], "data": [[0.5, 0, 1, 0, "hf"], [1, 0, 1, 0, "hf"]]}]
 
 

@@ -31,6 +31,8 @@ RUNS = [  # (settings, max_new_tokens, stop)
     ({"temperature": 0.8, "top_p": 0.9, "seed": 7}, 6, ()),
     ({"temperature": 1.5, "top_k": 40, "min_p": 0.05, "seed": 11, "order": "vllm"}, 6, ()),
     ({"temperature": 1.2, "top_k": 20, "top_p": 0.95, "seed": 3, "order": "llama.cpp"}, 6, (".",)),
+    ({"temperature": 0.9, "top_p": 0.95, "seed": 5, "order": "vllm", "repetition_penalty": 1.2, "frequency_penalty": 0.3,
+      "presence_penalty": 0.1, "logit_bias": {"7042": -5}}, 8, ()),  # " Paris" biased down, the rest penalised
 ]
 
 

@@ -65,7 +65,7 @@ def test_capture_off_picks_the_same_tokens(tiny_service):
     on = list(tiny_service.generate("abc", s, max_new_tokens=10))
     off = list(tiny_service.generate("abc", s, max_new_tokens=10, capture=False))
     assert tokens(on) == tokens(off)
-    assert off[0].stages == () and len(on[0].stages) == 6
+    assert off[0].stages == () and len(on[0].stages) == 8
 
 
 def test_max_tokens_stops_with_a_reason_on_the_last_step_only(tiny_service):
@@ -113,7 +113,7 @@ def test_step_record_is_small_picklable_and_round_trips(tiny_service):
         assert StepRecord.from_dict(json.loads(json.dumps(d))) == r
         assert pickle.loads(pickle.dumps(r)) == r
         assert len(r.candidates) == 20 and all(len(s.probs) == 20 for s in r.stages)
-        assert [s.name for s in r.stages] == ["raw", "temperature", "top_k", "top_p", "min_p", "final"]
+        assert [s.name for s in r.stages] == ["raw", "logit_bias", "penalties", "temperature", "top_k", "top_p", "min_p", "final"]
         assert r.stage("top_k").kept_count == 50
 
 

@@ -54,5 +54,6 @@ def test_a_vietnamese_links_problems_are_said_in_vietnamese():
     assert problems == [
         "temperature phải là một số từ 0 đến 2, nhận được '5'; giữ giá trị mặc định",
         "không có thiết lập 'colour' (các thiết lập có: prompt, chat, temperature, top_k, top_p, min_p, seed, "
-        "max_new_tokens, stop, order, branch)",
+        "max_new_tokens, stop, order, logit_bias, repetition_penalty, frequency_penalty, "
+        "presence_penalty, penalty_last_n, branch)",
     ]

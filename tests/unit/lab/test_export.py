@@ -35,7 +35,8 @@ def test_a_run_comes_back_equal_and_draws_the_same_charts():
     assert saved.request == REQUEST
     assert saved.controls == {"prompt": "The capital of France is", "chat": False, "temperature": 0.7, "top_k": 3,
                               "top_p": 0.9, "min_p": 0.0, "seed": "1", "max_new_tokens": 3, "stop": "\\n|END",
-                              "order": "hf"}
+                              "order": "hf", "logit_bias": "", "repetition_penalty": 1.0, "frequency_penalty": 0.0,
+                              "presence_penalty": 0.0, "penalty_last_n": 64}
     for i, r in enumerate(records):
         assert charts.stage_figure(saved.records[i]).to_json() == charts.stage_figure(r).to_json()
         assert charts.draw_figure(saved.records[i], lang="vi").to_json() == charts.draw_figure(r, lang="vi").to_json()
@@ -53,6 +54,23 @@ def test_a_run_with_a_blank_seed_imports_with_the_seed_it_drew():
     request = parse_request("Hi", False, 1.0, 0, 1.0, 0.0, "", 3, "", "hf")
     saved = parse_run(run_json(a_run(), request, "m"))
     assert saved.request.settings.seed is None and saved.controls["seed"] == "1"
+
+
+def test_a_run_saved_before_the_penalties_imports_with_them_off():
+    # a file from before the bias and penalties: no such settings, records without their two stages (a_run's)
+    d = json.loads(run_json(a_run(), REQUEST, "m"))
+    for name in ("logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty", "penalty_last_n"):
+        del d["settings"][name]
+    saved = parse_run(json.dumps(d))
+    assert saved.request == REQUEST and saved.controls["repetition_penalty"] == 1.0 and saved.controls["logit_bias"] == ""
+
+
+def test_a_run_with_penalties_and_a_bias_comes_back_with_them():
+    request = parse_request("Hi", False, 0.0, 0, 1.0, 0.0, "3", 3, "", "llama.cpp", "13:-100, 42:2.5", 1.3, 0.2, 0.1, 16)
+    saved = parse_run(run_json(a_run(), request, "m"))
+    s = saved.request.settings
+    assert saved.request == request and s.logit_bias == ((13, -100.0), (42, 2.5)) and s.penalty_last_n == 16
+    assert saved.controls["logit_bias"] == "13:-100, 42:2.5" and saved.controls["repetition_penalty"] == 1.3
 
 
 def test_the_token_table_counts_steps_from_one_and_reads_characters():

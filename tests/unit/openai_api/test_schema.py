@@ -40,6 +40,16 @@ def test_openai_and_playground_knobs_become_the_services_settings():
     assert nulls.settings[0].temperature == 1.0 and nulls.n == 1 and nulls.stop == ()
 
 
+def test_openais_bias_and_penalties_reach_the_sampler():
+    body = {"messages": HI, "order": "vllm", "logit_bias": {"13": -100, "42": 5}, "frequency_penalty": 0.5,
+            "presence_penalty": -0.25, "repetition_penalty": 1.2, "penalty_last_n": None}
+    s = schema.parse(body, "chat").settings[0]
+    assert s.logit_bias == ((13, -100.0), (42, 5.0)) and (s.frequency_penalty, s.presence_penalty) == (0.5, -0.25)
+    assert s.repetition_penalty == 1.2 and s.penalty_last_n == 64
+    zeros = schema.parse({"messages": HI, "presence_penalty": 0, "frequency_penalty": 0, "logit_bias": {}}, "chat")
+    assert zeros.settings[0].order == "hf" and not zeros.settings[0].penalised
+
+
 def test_n_choices_get_consecutive_seeds_or_fresh_ones():
     assert [s.seed for s in schema.parse({"messages": HI, "n": 3, "seed": 7}, "chat").settings] == [7, 8, 9]
     fresh = schema.parse({"messages": HI, "n": 2}, "chat").settings
@@ -61,7 +71,10 @@ def test_n_choices_get_consecutive_seeds_or_fresh_ones():
     ({"messages": HI, "logprobs": True, "top_logprobs": limits.API_MAX_TOP_LOGPROBS + 1}, "top_logprobs"),
     ({"messages": HI, "top_logprobs": 2}, "top_logprobs"),
     ({"messages": HI, "logprobs_mode": "processed"}, "logprobs_mode"),
-    ({"messages": HI, "presence_penalty": 0.5}, "presence_penalty"),
+    ({"messages": HI, "presence_penalty": 0.5}, "presence_penalty"),  # the default order, hf, has none
+    ({"messages": HI, "order": "vllm", "frequency_penalty": 3}, "frequency_penalty"),
+    ({"messages": HI, "logit_bias": {"13": 200}}, "logit_bias"),
+    ({"messages": HI, "tools": [{"type": "function"}]}, "tools"),
     ({"messages": HI, "top-k": 3}, "top-k"),
     ({"messages": HI, "stream_options": {"include_usage": True}}, "stream_options"),
     ({"messages": [*HI, {"role": "assistant", "content": "hello"}]}, "messages"),  # nothing left to answer

@@ -10,6 +10,8 @@ import pytest
 import torch
 from transformers.generation.logits_process import (
     MinPLogitsWarper,
+    RepetitionPenaltyLogitsProcessor,
+    SequenceBiasLogitsProcessor,
     TemperatureLogitsWarper,
     TopKLogitsWarper,
     TopPLogitsWarper,
@@ -33,10 +35,18 @@ NEG = float("-inf")
 # --- oracles: one row at a time, straight from the reference document ---
 
 
-def hf_stages(x: torch.Tensor, s: SamplingSettings) -> dict[str, torch.Tensor]:
-    """transformers' own warpers, chained in generate()'s order; off knobs are not applied (as HF)."""
+def hf_stages(x: torch.Tensor, s: SamplingSettings, context=((), ())) -> dict[str, torch.Tensor]:
+    """transformers' own processors and warpers, chained in generate()'s order; off knobs are not applied (as HF)."""
     scores = x.unsqueeze(0).clone()
     out = {"raw": scores.softmax(-1)[0]}
+    ids = torch.tensor([[*context[0], *context[1]]], dtype=torch.long)
+    if s.logit_bias:
+        scores = SequenceBiasLogitsProcessor({(t,): b for t, b in s.logit_bias})(ids, scores)
+    out["logit_bias"] = scores.softmax(-1)[0]
+    if s.repetition_penalty != 1 and ids.numel():
+        scores = RepetitionPenaltyLogitsProcessor(s.repetition_penalty)(ids, scores)
+    out["penalties"] = scores.softmax(-1)[0]
+    adjusted = scores[0].clone()
     if s.temperature > 0 and s.temperature != 1:
         scores = TemperatureLogitsWarper(s.temperature)(None, scores)
     out["temperature"] = scores.softmax(-1)[0]
@@ -49,8 +59,33 @@ def hf_stages(x: torch.Tensor, s: SamplingSettings) -> dict[str, torch.Tensor]:
     if s.min_p > 0:
         scores = MinPLogitsWarper(s.min_p)(None, scores)
     out["min_p"] = scores.softmax(-1)[0]
-    out["final"] = one_hot_argmax(x) if s.temperature == 0 else out["min_p"]
+    out["final"] = one_hot_argmax(adjusted) if s.temperature == 0 else out["min_p"]
     return out
+
+
+def plain_adjusters(x, s, context, out):
+    """vLLM's and llama.cpp's bias and penalties, written from their sources one token at a time (vllm
+    model_executor/layers/utils.py apply_penalties; llama.cpp src/llama-sampling.cpp llama_sampler_penalties_apply)."""
+    z = x.clone()
+    for t, b in s.logit_bias:
+        z[t] += b
+    out["logit_bias"] = z.softmax(-1)
+    prompt, generated = list(context[0]), list(context[1])
+    if s.order == "vllm":
+        for t in set(prompt + generated):
+            z[t] = z[t] * (1.0 / s.repetition_penalty if z[t] > 0 else s.repetition_penalty)
+        for t in set(generated):
+            z[t] -= s.frequency_penalty * generated.count(t)
+            z[t] -= s.presence_penalty
+    else:
+        n = s.penalty_last_n
+        last = (prompt + generated)[-n:] if n > 0 else (prompt + generated) if n < 0 else []
+        for t in set(last):
+            c = last.count(t)
+            z[t] = z[t] * s.repetition_penalty if z[t] <= 0 else z[t] / s.repetition_penalty
+            z[t] -= c * s.frequency_penalty + s.presence_penalty
+    out["penalties"] = z.softmax(-1)
+    return z
 
 
 def one_hot_argmax(x):
@@ -81,11 +116,14 @@ def ref_min_p(z, m):
     return z.masked_fill(probs < m * probs.max(), NEG)
 
 
-def vllm_stages(x, s):
-    """vLLM v1: temperature -> min-p -> top-k -> top-p; T < 1e-5 greedy, small T clamped to 0.01."""
+def vllm_stages(x, s, context=((), ())):
+    """vLLM v1: bias, penalties, then temperature -> min-p -> top-k -> top-p; T < 1e-5 greedy, small T clamped to
+    0.01."""
     greedy = s.temperature < 1e-5
     t = 1.0 if greedy else max(s.temperature, 0.01)
-    z, out = x / t, {"raw": x.softmax(-1)}
+    out = {"raw": x.softmax(-1)}
+    x = plain_adjusters(x, s, context, out)
+    z = x / t
     out["temperature"] = z.softmax(-1)
     z = ref_min_p(z, s.min_p)
     out["min_p"] = z.softmax(-1)
@@ -97,9 +135,12 @@ def vllm_stages(x, s):
     return out
 
 
-def llamacpp_stages(x, s):
-    """llama.cpp: top-k -> top-p -> min-p decided at T = 1, then temperature reshapes the survivors."""
-    z, out = x, {"raw": x.softmax(-1)}
+def llamacpp_stages(x, s, context=((), ())):
+    """llama.cpp: bias, penalties, top-k -> top-p -> min-p decided at T = 1, then temperature reshapes the
+    survivors."""
+    out = {"raw": x.softmax(-1)}
+    x = plain_adjusters(x, s, context, out)
+    z = x
     z = ref_top_k(z, s.top_k)
     out["top_k"] = z.softmax(-1)
     z = ref_top_p(z, s.top_p)
@@ -125,9 +166,9 @@ def random_logits(vocab, seed, scale):
     return torch.randn(vocab, generator=g) * scale
 
 
-def assert_stages_match(x, settings, oracle):
-    got = dict(pipeline(x, settings))
-    want = oracle(x, settings)
+def assert_stages_match(x, settings, oracle, context=None):
+    got = dict(pipeline(x, settings, context))
+    want = oracle(x, settings, context or ((), ()))
     assert list(got) == list(stage_names(settings.order))
     for name in got:
         torch.testing.assert_close(got[name], want[name], atol=1e-6, rtol=0, msg=lambda m, name=name: f"{name}: {m}")
@@ -222,7 +263,7 @@ def test_llamacpp_cuts_before_temperature():
 def test_a_transform_that_is_off_still_appears_unchanged():
     out = pipeline(torch.tensor([1.0, 2.0, 0.5, -1.0]), SamplingSettings())
     names = [n for n, _ in out]
-    assert names == ["raw", "temperature", "top_k", "top_p", "min_p", "final"]
+    assert names == ["raw", "logit_bias", "penalties", "temperature", "top_k", "top_p", "min_p", "final"]
     for _, p in out:
         assert torch.equal(p, out[0][1])
 
