@@ -7,6 +7,9 @@ Prints ratios measured in one run, with runs interleaved so machine noise hits b
       (what the engine runs) vs B passes of one row each
   (c) a decode step's host work beside its forward pass at 1, 4 and 16 rows: the stages and the draw, then the
       summaries and the records (bench_room.py prints the room's host overhead with these overlapped)
+  (d) sampler time per step at 16 rows with every knob on (bias, penalties over a 64-token context, typical-p,
+      epsilon, eta, top-n-sigma, XTC, dynamic temperature: each order with what its engine has) against the
+      same rows with today's four knobs only
 
     .venv/bin/python bench/bench_engine.py [--tokens 32] [--rounds 5] [--sampler-rounds 20] [--skip-throughput] [--skip-sampler]
 """
@@ -188,6 +191,7 @@ def main():
     ap.add_argument("--sampler-rounds", type=int, default=20)
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-sampler", action="store_true")
+    ap.add_argument("--skip-host", action="store_true")
     args = ap.parse_args()
 
     service = ModelService.load()
@@ -196,7 +200,44 @@ def main():
         throughput(service, args.tokens, args.rounds)
     if not args.skip_sampler:
         sampler(service, (1, 8, 32), args.sampler_rounds)
-    host_work(service)
+    if not args.skip_host:
+        host_work(service)
+    every_knob(service, args.sampler_rounds)
+
+
+FOUR = [SamplingSettings(temperature=0.8, top_k=40, top_p=0.95, min_p=0.02, order=o, seed=i)
+        for i, o in enumerate(("hf", "vllm", "llama.cpp"))]
+EVERY = [replace(FOUR[0], logit_bias=((13, -5.0), (42, 2.0)), repetition_penalty=1.2, typical_p=0.95,
+                 epsilon_cutoff=3e-4, eta_cutoff=1e-3),
+         replace(FOUR[1], logit_bias=((13, -5.0),), repetition_penalty=1.2, frequency_penalty=0.3, presence_penalty=0.2),
+         replace(FOUR[2], logit_bias=((13, -5.0),), repetition_penalty=1.1, frequency_penalty=0.2, presence_penalty=0.1,
+                 top_n_sigma=2.0, typical_p=0.95, xtc_probability=0.5, dynatemp_range=0.3)]
+
+
+def every_knob(service, rounds: int, b: int = 16, context: int = 64) -> None:
+    """(d): the 16 rows cycle through the three orders; each row has a prompt and `context` generated tokens."""
+    logits = real_logits(service, b)
+    history = [int(t) for t in torch.randint(0, logits.shape[-1], (context,), generator=torch.Generator().manual_seed(0))]
+
+    def rows(settings):
+        out = []
+        for i in range(b):
+            row = RowState(service.loaded, settings[i % 3], 10_000)
+            row.prompt, row.generated = tuple(service.encode(MIXED[i % len(MIXED)][0])), list(history)
+            out.append(row)
+        return out
+
+    sides = {"four knobs": rows(FOUR), "every knob": rows(EVERY)}
+    times = {name: [] for name in sides}
+    for r in range(rounds + 1):  # round 0 warms up; the sides alternate so noise hits both
+        for name, batch in sides.items():
+            started = time.perf_counter()
+            sample_rows(logits, batch, 20, True)
+            if r:
+                times[name].append((time.perf_counter() - started) * 1000)
+    four, every = (statistics.median(times[n]) for n in sides)
+    print(f"(d) sampler time per step at B = {b} (with the summaries), median of {rounds} rounds:")
+    print(f"    today's four knobs: {four:7.2f} ms   every knob on: {every:7.2f} ms   ratio {every / four:.2f}x")
 
 
 if __name__ == "__main__":

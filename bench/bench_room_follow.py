@@ -34,9 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from model_service import limits  # noqa: E402
+from playground.lab.request import DEFAULTS, KNOB_CONTROLS  # noqa: E402
 
 STORY = "Once upon a time, in a small village by the sea,"  # runs its 24 tokens without an early end of text
-LAB = [STORY, False, 1.0, 0, 1.0, 0.0, "1", 24, "", "hf", "", 1.0, 0.0, 0.0, 64]  # the lab's controls, in order
+LAB = [STORY, False, 1.0, 0, 1.0, 0.0, "1", 24, "", "hf", *(DEFAULTS[k] for k in KNOB_CONTROLS)]  # the lab's controls, in order
 
 
 def pct(values, q):

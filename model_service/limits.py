@@ -108,6 +108,10 @@ MAX_PENALTY_LAST_N = 1_000_000  # llama.cpp's window of counted tokens (-1 = the
 DEFAULT_PENALTY_LAST_N = 64  # llama.cpp's default (common/common.h penalty_last_n)
 MAX_LOGIT_BIAS = 100.0  # a bias is in [-100, 100], as OpenAI and vLLM take it; -100 is "never this token"
 MAX_LOGIT_BIAS_TOKENS = 300  # tokens one request may bias: OpenAI's cap
+MAX_EPSILON_CUTOFF = 0.5  # epsilon and eta cutoffs: transformers takes (0, 1); above 0.5 only the top token could stay
+MAX_TOP_N_SIGMA = 100.0  # top-n-sigma's n: at 100 standard deviations nothing is ever cut
+DEFAULT_XTC_THRESHOLD = 0.1  # llama.cpp's default (common/common.h xtc_threshold)
+MAX_DYNATEMP_EXPONENT = 10.0
 
 # ---- the OpenAI-compatible API beside the page (playground/openai_api/, docs/openai.md) ------------------------
 # Each request joins the room's scheduler like a learner (the caps above hold); these are the API's own.

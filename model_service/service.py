@@ -277,7 +277,9 @@ class ModelService(ModelClient):
         drew at this step."""
         import torch
 
+        from .sampling.draw import side_chance
         from .sampling.many_draws import sample_step
+        from .sampling.penalties import RowContext
         from .sampling.pipeline import fresh_seed, run_stages
 
         n = validation.number("draws", call.n, integer=True, low=limits.MIN_MANY_DRAWS, high=limits.MAX_MANY_DRAWS)
@@ -295,7 +297,8 @@ class ModelService(ModelClient):
             record = next(stream)
         with torch.inference_mode():
             stages = run_stages(job.kept_logits, [settings], capture=False, min_window=top_n,
-                                contexts=[(job.row.prompt, list(prefix))])
+                                contexts=[RowContext(job.row.prompt, list(prefix),
+                                                     side_chance(job.row.seed, len(prefix)))])
             return sample_step(stages, n, seed, top_n, self.pieces, record.step, record.token_id, record.forward_ms,
                                record.pending_hex)
 

@@ -22,6 +22,7 @@ from model_service.records.settings import parse_settings
 from model_service.records.step import Waiting
 
 from .common.errors import user_error
+from .lab.request import KNOB_CONTROLS
 
 
 def register_api(service) -> None:
@@ -45,6 +46,14 @@ def register_api(service) -> None:
         frequency_penalty: Any = 0.0,
         presence_penalty: Any = 0.0,
         penalty_last_n: Any = limits.DEFAULT_PENALTY_LAST_N,
+        typical_p: Any = 1.0,
+        epsilon_cutoff: Any = 0.0,
+        eta_cutoff: Any = 0.0,
+        top_n_sigma: Any = 0.0,
+        xtc_probability: Any = 0.0,
+        xtc_threshold: Any = limits.DEFAULT_XTC_THRESHOLD,
+        dynatemp_range: Any = 0.0,
+        dynatemp_exponent: Any = 1.0,
     ) -> Generator[dict, None, None]:  # gr.api needs Generator (not Iterator) to stream
         """Stream one JSON step record per generated token: the token, the text so far, every stage's
         top-N probabilities, kept counts and masses, entropies, the random draw and timings. The last
@@ -57,13 +66,14 @@ def register_api(service) -> None:
         "queue_length"}} each time this request's place in the queue changes (no token fields).
         logit_bias ({"token id": bias} or "13:-100, 42:5") and the penalties come first in every order; which
         tokens a penalty counts is the order's rule (docs/sampling.md); "hf" has no frequency or presence
-        penalty."""
+        penalty. typical_p (hf, llama.cpp), epsilon_cutoff and eta_cutoff (hf), top_n_sigma, xtc_probability,
+        xtc_threshold, dynatemp_range and dynatemp_exponent (llama.cpp): an order whose engine lacks one refuses
+        it."""
+        knobs = {name: value for name, value in locals().items() if name in KNOB_CONTROLS}
         try:
             records = service.generate(
                 validation.text("prompt", prompt),
-                parse_settings(temperature, top_k, top_p, min_p, seed, order, logit_bias=logit_bias,
-                               repetition_penalty=repetition_penalty, frequency_penalty=frequency_penalty,
-                               presence_penalty=presence_penalty, penalty_last_n=penalty_last_n),
+                parse_settings(temperature, top_k, top_p, min_p, seed, order, **knobs),
                 max_new_tokens=validation.number("max_new_tokens", max_new_tokens, integer=True, low=1,
                                                  high=limits.MAX_NEW_TOKENS),
                 stop=validation.stop_strings("stop", stop),

@@ -31,9 +31,11 @@ from typing import NamedTuple
 
 import torch
 
-from ..records.settings import ADJUSTERS, SamplingSettings
+from ..records.settings import ADJUSTERS, LESSON_STAGES, SamplingSettings
 from ..records.step import Stage, StepRecord, r6
 from ..records.utf8 import incomplete_tail, piece_bytes
+from ..sampling.draw import side_chance
+from ..sampling.penalties import RowContext
 from ..sampling.pipeline import Stages, draw, fresh_seed, make_generator, run_stages, stage_names
 from .text_stream import TextStream
 
@@ -57,7 +59,10 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
     under shared names). Each distinct distribution is measured once (sampling/distribution.py: on the
     ranking window where its survivors lie in it). A stage's kept mass, the mass its survivors had under the
     stage before, is p_before(top) / p_after(top) for its most probable token: a cut leaves the survivors'
-    logits as they were (so every survivor gives the same ratio), and greedy's one-hot keeps only that token."""
+    logits as they were (so every survivor gives the same ratio), and greedy's one-hot keeps only that token.
+    A record carries the lesson's stages always (LESSON_STAGES) and any other stage of its order only where it
+    changed what the record shows (a bias, a penalty, a cut that removed a token, XTC's chance): a run with the
+    lesson's knobs keeps the lesson's six stages."""
     started = time.perf_counter()
     b = tokens.shape[0]
     distinct = list({id(stages.dists[n]): stages.dists[n] for n in stages.names}.values())
@@ -67,18 +72,21 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
     ids = stages.shown[:, : max(top_n)]  # (B, N): the raw top-N
     picked = torch.cat([ids, tokens.view(-1, 1)], dim=1)  # the top-N, then the chosen token
     u, n_max = len(distinct), ids.shape[1]
+    applied = list(stages.applied)
     packed = torch.cat(
         [torch.stack([d.at(picked) for d in distinct], dim=1).flatten(1),  # (B, U * (N + 1))
          torch.stack([d.count for d in distinct], dim=1).float(),  # (B, U)
          torch.stack([d.entropy_nats for d in distinct], dim=1) / math.log(2),  # (B, U) bits
          stages.raw.gather(1, ids)]  # (B, N)
-        + [(distinct[i].at(distinct[j].top) / distinct[j].at(distinct[j].top)) for i, j in cuts], dim=1)
+        + [(distinct[i].at(distinct[j].top) / distinct[j].at(distinct[j].top)) for i, j in cuts]
+        + [stages.applied[n].float().view(-1, 1) for n in applied], dim=1)  # NaN: no value for that row
     host = packed.double().cpu()  # the one copy to the host; then Python lists, a few calls for the whole step
-    at = list(itertools.accumulate([0, u * (n_max + 1), u, u, n_max]))
+    at = list(itertools.accumulate([0, u * (n_max + 1), u, u, n_max, len(cuts)]))
     probs = host[:, at[0]:at[1]].reshape(b, u, n_max + 1).tolist()
     counts, bits = host[:, at[1]:at[2]].tolist(), host[:, at[2]:at[3]].clamp(min=0.0).tolist()
     logits = host[:, at[3]:at[4]].tolist()
     mass = {pair: host[:, at[4] + k].clamp(max=1.0).tolist() for k, pair in enumerate(cuts)}
+    values = {n: host[:, at[5] + k].tolist() for k, n in enumerate(applied)}
     ids_h = ids.tolist()
     rows = []
     for r in range(b):
@@ -87,17 +95,24 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
         for i, name in enumerate(names):
             c = column[name]
             pair = (column[names[i - 1]], c) if i else None
-            row.append(Stage(
+            stage = Stage(
                 name=name,
                 probs=tuple(r6(p) for p in probs[r][c][:n]),
                 kept_count=int(counts[r][c]),
                 kept_mass=r6(mass[pair][r]) if pair in mass else 1.0,  # raw, a reshape, an unchanged stage
                 entropy_bits=r6(bits[r][c]),
                 chosen_prob=r6(probs[r][c][n_max]),
-            ))
+                applied=None if name not in values or math.isnan(values[name][r]) else r6(values[name][r]),
+            )
+            if name in LESSON_STAGES or stage.applied is not None or _shown(stage) != _shown(row[-1]):
+                row.append(stage)  # a stage beyond the lesson's that left this row as it was is not recorded
         rows.append((ids_h[r][:n], tuple(row), tuple(r6(v) for v in logits[r][:n])))
     ms = (time.perf_counter() - started) * 1000
     return [Summary(*row, capture_ms=ms) for row in rows]
+
+
+def _shown(stage: Stage) -> tuple:
+    return stage.probs, stage.kept_count, stage.entropy_bits, stage.chosen_prob
 
 
 class RowState:
@@ -212,7 +227,8 @@ def choose(logits: torch.Tensor, rows: list[RowState], top_n, capture=True) -> C
     top_n = [top_n] * b if isinstance(top_n, int) else list(top_n)
     capture = [capture] * b if isinstance(capture, bool) else list(capture)
     settings = [r.settings for r in rows]
-    contexts = [(r.prompt, r.generated) for r in rows] if any(s.penalised for s in settings) else None
+    contexts = ([RowContext(r.prompt, r.generated, side_chance(r.seed, len(r.generated)) if r.settings.xtc else 0.0)
+                 for r in rows] if any(s.penalised or s.xtc for s in settings) else None)
     stages = run_stages(logits, settings, capture=any(capture), min_window=max(top_n), contexts=contexts)
     token_ids, draws = draw(stages, [s.greedy for s in settings], [r.generator for r in rows])
     return Chosen(stages, token_ids, token_ids.tolist(), draws, top_n, capture, [s.order for s in settings],

@@ -30,7 +30,8 @@ from ..engine.runner import Decoder
 from ..records.batch_effect import ArithmeticCheck, BatchEffect
 from ..records.settings import SamplingSettings
 from ..records.step import Token, r6
-from ..sampling.draw import draw_at, u_at
+from ..sampling.draw import draw_at, side_chance, u_at
+from ..sampling.penalties import RowContext
 from ..sampling.pipeline import run_stages
 
 # What the strangers were writing when this row joined them: texts of different lengths, so the room is padded.
@@ -124,7 +125,8 @@ def batch_effect(model, pad_id: int, pieces: Callable[[int], Token], ids: Sequen
     seeded `seed` reads at `step`, alone and in a room of len(strangers) + 1 rows, in both arithmetics.
     The caller holds the model's lock (no other forward pass may see it made switchable)."""
     ids, strangers = list(ids), [list(s) for s in strangers]
-    context = (ids[: len(ids) - step], ids[len(ids) - step:])  # what the penalties count: prompt, generated
+    # what the penalties count (prompt, generated) and the chance XTC drew at this step
+    context = RowContext(ids[: len(ids) - step], ids[len(ids) - step:], side_chance(seed, step))
     u = None if settings.greedy else u_at(seed, step, model.device)
     started = time.perf_counter()
     with torch.inference_mode():

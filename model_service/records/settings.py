@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from .. import limits
 from . import validation
 
 ORDERS: dict[str, tuple[str, ...]] = {
-    "hf": ("logit_bias", "penalties", "temperature", "top_k", "top_p", "min_p"),
+    "hf": ("logit_bias", "penalties", "temperature", "top_k", "top_p", "min_p", "typical_p", "epsilon_cutoff",
+           "eta_cutoff"),
     "vllm": ("logit_bias", "penalties", "temperature", "min_p", "top_k", "top_p"),
-    "llama.cpp": ("logit_bias", "penalties", "top_k", "top_p", "min_p", "temperature"),
+    "llama.cpp": ("logit_bias", "penalties", "top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc",
+                  "temperature"),
 }
+LESSON_STAGES = ("raw", "temperature", "top_k", "top_p", "min_p", "final")  # the lesson's chain: always drawn
 # The stages that change logits anywhere in the vocabulary (they can reorder the ranking) and read the context:
 # every engine applies them first, so the cuts after them rank the adjusted logits.
 ADJUSTERS = ("logit_bias", "penalties")
@@ -38,10 +41,26 @@ RANGES = {
     "frequency_penalty": dict(low=-limits.MAX_FREQUENCY_PENALTY, high=limits.MAX_FREQUENCY_PENALTY),
     "presence_penalty": dict(low=-limits.MAX_FREQUENCY_PENALTY, high=limits.MAX_FREQUENCY_PENALTY),
     "penalty_last_n": dict(integer=True, low=-1, high=limits.MAX_PENALTY_LAST_N),
+    "typical_p": dict(low=0, high=1, low_open=True),
+    "epsilon_cutoff": dict(low=0, high=limits.MAX_EPSILON_CUTOFF),
+    "eta_cutoff": dict(low=0, high=limits.MAX_EPSILON_CUTOFF),
+    "top_n_sigma": dict(low=0, high=limits.MAX_TOP_N_SIGMA),
+    "xtc_probability": dict(low=0, high=1),
+    "xtc_threshold": dict(low=0, high=1),
+    "dynatemp_range": dict(low=0, high=limits.MAX_TEMPERATURE),
+    "dynatemp_exponent": dict(low=0, high=limits.MAX_DYNATEMP_EXPONENT, low_open=True),
 }
-# What an order cannot do: transformers has no frequency or presence penalty (docs/sampling.md, "Penalties").
-NOT_IN_ORDER = {"hf": {"frequency_penalty": "transformers has no frequency penalty",
-                       "presence_penalty": "transformers has no presence penalty"}}
+# What an order's engine does not have (docs/sampling.md): a knob set away from its default there is refused,
+# naming the knob and the engine, rather than applied where the engine would not apply it.
+_HF_ONLY = {"epsilon_cutoff": "only transformers has an epsilon cutoff", "eta_cutoff": "only transformers has an eta cutoff"}
+_LLAMA_ONLY = {"top_n_sigma": "only llama.cpp has top-n-sigma", "xtc_probability": "only llama.cpp has XTC",
+               "dynatemp_range": "only llama.cpp has a dynamic temperature"}
+NOT_IN_ORDER = {
+    "hf": {"frequency_penalty": "transformers has no frequency penalty",
+           "presence_penalty": "transformers has no presence penalty", **_LLAMA_ONLY},
+    "vllm": {**_HF_ONLY, **_LLAMA_ONLY, "typical_p": "vLLM has no typical sampling"},
+    "llama.cpp": _HF_ONLY,
+}
 
 
 def fresh_seed() -> int:
@@ -74,6 +93,14 @@ class SamplingSettings:
     frequency_penalty: float = 0.0  # 0 = off: minus f x the token's count
     presence_penalty: float = 0.0  # 0 = off: minus p once a token is counted at all
     penalty_last_n: int = limits.DEFAULT_PENALTY_LAST_N  # llama.cpp: count the last n tokens (-1 all, 0 none)
+    typical_p: float = 1.0  # 1 = off: keep the tokens whose surprise is nearest the entropy, up to this mass
+    epsilon_cutoff: float = 0.0  # 0 = off: remove tokens below this probability (the top one stays)
+    eta_cutoff: float = 0.0  # 0 = off: remove tokens below min(eta, sqrt(eta) exp(-entropy))
+    top_n_sigma: float = 0.0  # 0 = off: keep logits within n standard deviations of the largest
+    xtc_probability: float = 0.0  # 0 = off: how often XTC removes the top choices
+    xtc_threshold: float = limits.DEFAULT_XTC_THRESHOLD  # the tokens at least this probable, all but the last, go
+    dynatemp_range: float = 0.0  # 0 = off: the temperature moves within T +- this, with the entropy
+    dynatemp_exponent: float = 1.0
 
     def __post_init__(self):
         for name in RANGES:
@@ -105,20 +132,15 @@ class SamplingSettings:
             return max(self.temperature, VLLM_MIN_TEMPERATURE)
         return self.temperature
 
+    @property
+    def xtc(self) -> bool:
+        """XTC can remove tokens (llama.cpp skips it at a threshold above 0.5: no two tokens can pass it)."""
+        return self.xtc_probability > 0 and self.xtc_threshold <= 0.5
+
     def to_dict(self) -> dict:
-        return {
-            "temperature": self.temperature,
-            "top_k": self.top_k,
-            "top_p": self.top_p,
-            "min_p": self.min_p,
-            "seed": self.seed,
-            "order": self.order,
-            "logit_bias": {str(token): bias for token, bias in self.logit_bias},  # JSON's keys are text
-            "repetition_penalty": self.repetition_penalty,
-            "frequency_penalty": self.frequency_penalty,
-            "presence_penalty": self.presence_penalty,
-            "penalty_last_n": self.penalty_last_n,
-        }
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["logit_bias"] = {str(token): bias for token, bias in self.logit_bias}  # JSON's keys are text
+        return out
 
 
 @dataclass(frozen=True)
@@ -140,16 +162,18 @@ class Request:
 
 
 def parse_settings(temperature, top_k, top_p, min_p, seed, order, *, labels: dict | None = None,
-                   blank_is_default: bool = False, logit_bias=None, repetition_penalty=1.0, frequency_penalty=0.0,
-                   presence_penalty=0.0, penalty_last_n=limits.DEFAULT_PENALTY_LAST_N) -> SamplingSettings:
+                   blank_is_default: bool = False, logit_bias=None, **knobs) -> SamplingSettings:
     """SamplingSettings from raw values (numbers or their text, as a page, a link, a table or JSON sends
     them), each checked with the message naming it. labels: how the caller names each field ("top-k"
-    on the page, "top_k" in the API); blank_is_default: an empty cell takes the default (the table)."""
+    on the page, "top_k" in the API); blank_is_default: an empty cell takes the default (the table).
+    knobs: any other numeric field of SamplingSettings (the penalties, typical_p, ...); absent: its default."""
     name = {**{f: f for f in (*RANGES, "seed", "order", "logit_bias")}, **(labels or {})}
     off = SamplingSettings()
+    unknown = sorted(set(knobs) - set(RANGES))
+    if unknown:
+        raise TypeError(f"parse_settings got unknown knobs: {', '.join(unknown)}")
     values = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
-              "repetition_penalty": repetition_penalty, "frequency_penalty": frequency_penalty,
-              "presence_penalty": presence_penalty, "penalty_last_n": penalty_last_n}
+              **{f: knobs.get(f, getattr(off, f)) for f in RANGES if f not in ("temperature", "top_k", "top_p", "min_p")}}
     numbers = {
         f: validation.number(name[f], v, **RANGES[f], **({"blank": getattr(off, f)} if blank_is_default else {}))
         for f, v in values.items()

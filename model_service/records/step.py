@@ -83,9 +83,11 @@ class Token:
 class Stage:
     """One stage of the pipeline at one step, summarised.
 
-    probs are aligned with StepRecord.candidates (the top-N of the raw ranking, which no transform
-    reorders), 0 where the stage removed the token. kept_mass is the probability, under the stage
-    before, of the tokens this stage kept (1.0 for raw and for temperature).
+    probs are aligned with StepRecord.candidates (the top-N of the raw ranking: the bias and penalties may
+    reorder the tokens, the other stages do not), 0 where the stage removed the token. kept_mass is the
+    probability, under the stage before, of the tokens this stage kept (1.0 for raw and for a stage that only
+    reshapes). applied: a value the stage computed for this step, when it has one: the dynamic temperature's T,
+    XTC's chance (it fires when the chance is at most xtc_probability); None otherwise (and left out of to_dict).
     """
 
     name: str
@@ -94,9 +96,14 @@ class Stage:
     kept_mass: float
     entropy_bits: float
     chosen_prob: float
+    applied: float | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Its fields (shared, not copied: they are immutable), without `applied` when it has none."""
+        out = _shallow(self)
+        if self.applied is None:
+            del out["applied"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -151,9 +158,10 @@ class StepRecord:
         return next(s for s in self.stages if s.name == name)
 
     def to_dict(self) -> dict:
-        """What asdict() gives (tests check it), built without its deep copies (see _shallow)."""
+        """What asdict() gives (tests check it), built without its deep copies (see _shallow), and a stage's
+        `applied` left out where it has none."""
         return {**_shallow(self), "candidates": tuple(_shallow(t) for t in self.candidates),
-                "stages": tuple(_shallow(s) for s in self.stages), "draw": _shallow(self.draw)}
+                "stages": tuple(s.to_dict() for s in self.stages), "draw": _shallow(self.draw)}
 
     @classmethod
     def from_dict(cls, d: dict) -> StepRecord:

@@ -4,6 +4,7 @@ of it: u, the token's interval [low, high) on the bar, its rank (records/step.py
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 import torch
@@ -33,6 +34,14 @@ def u_at(seed: int, step: int, device="cpu") -> float:
     if step:
         torch.rand(step, generator=generator, device=generator.device)
     return float(torch.rand((), generator=generator, device=generator.device))
+
+
+def side_chance(seed: int, step: int) -> float:
+    """A second random number of a seeded row at a step, apart from its draw's u: the chance XTC compares with
+    xtc_probability. A function of (seed, step) alone (SHA-512 of both, Python's Mersenne Twister), so a step
+    recomputed later (many draws, a busy-room check) or a row resumed mid-run reads the same chance, and the
+    row's generator, whose u the draws read in turn, is left as it is."""
+    return random.Random(f"side:{seed}:{step}").random()
 
 
 def draw_at(stages, us: Sequence[float | None]):

@@ -14,18 +14,29 @@ and how it changes a counted token's logit z (count c, c > 0 for a counted token
     frequency   z - c * f
     presence    z - p                            (llama.cpp subtracts c * f + p in one step; vLLM one by one)
 
-A row's context is (prompt token ids, generated token ids) as the row has them at this step.
+A row's context (RowContext) is its prompt's and its generated token ids as the row has them at this step, and the
+chance its XTC drew for this step (sampling/draw.py:side_chance; 0 when none was drawn: XTC then always fires).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 
 from ..records.settings import SamplingSettings
 
-Context = tuple[Sequence[int], Sequence[int]]  # (prompt ids, generated ids) of one row
+
+class RowContext(NamedTuple):
+    """What one row's sampler reads besides its logits and settings."""
+
+    prompt: Sequence[int] = ()
+    generated: Sequence[int] = ()
+    xtc_chance: float = 0.0
+
+
+Context = RowContext | tuple  # a RowContext, or (prompt ids, generated ids[, xtc chance])
 
 
 def bias(settings: Sequence[SamplingSettings], vocab: int, device) -> torch.Tensor | None:
@@ -62,9 +73,9 @@ def counted(settings: Sequence[SamplingSettings], contexts: Sequence[Context] | 
     presence penalties read (float32), by the order's rule (module docstring). None where no row is penalised."""
     if not any(s.penalised for s in settings):
         return None
-    contexts = list(contexts) if contexts is not None else [((), ())] * len(settings)
+    contexts = [RowContext(*c) for c in contexts] if contexts is not None else [RowContext()] * len(settings)
     hits, counts = [], []
-    for s, (prompt, generated) in zip(settings, contexts, strict=True):
+    for s, (prompt, generated, _) in zip(settings, contexts, strict=True):
         whole = [*prompt, *generated]
         if not s.penalised:
             hits.append(()), counts.append(())
@@ -99,4 +110,4 @@ def penalise(z: torch.Tensor, settings: Sequence[SamplingSettings], hit: torch.T
     return z - (counts * f + present * p)  # llama.cpp: one subtraction
 
 
-__all__ = ["Context", "bias", "counted", "penalise"]
+__all__ = ["Context", "RowContext", "bias", "counted", "penalise"]

@@ -1,12 +1,16 @@
 """The sampling pipeline: one row of logits in, every intermediate distribution out, one token drawn.
 
-Pipeline order, per `SamplingSettings.order` (the only place it is written down):
+Pipeline order, per `SamplingSettings.order` (records/settings.py ORDERS holds it; this is its picture):
 
-    "hf"        raw -> logit_bias -> penalties -> temperature -> top_k -> top_p -> min_p -> final
-                (Hugging Face generate(); the lesson's order)
-    "vllm"      raw -> logit_bias -> penalties -> temperature -> min_p -> top_k -> top_p -> final   (vLLM v1)
-    "llama.cpp" raw -> logit_bias -> penalties -> top_k -> top_p -> min_p -> temperature -> final
-                (llama.cpp: cut at T=1, then reshape)
+  "hf" (Hugging Face generate(); the lesson's order):
+    raw -> logit_bias -> penalties -> temperature -> top_k -> top_p -> min_p -> typical_p -> epsilon_cutoff -> eta_cutoff -> final
+  "vllm" (vLLM v1):
+    raw -> logit_bias -> penalties -> temperature -> min_p -> top_k -> top_p -> final
+  "llama.cpp" (its default chain: cut at T = 1, then reshape; dynamic temperature in the temperature stage):
+    raw -> logit_bias -> penalties -> top_n_sigma -> top_k -> typical_p -> top_p -> min_p -> xtc -> temperature -> final
+
+A knob an order's engine does not have is refused for that order (settings.NOT_IN_ORDER); each knob's math is in
+transforms.py and penalties.py.
 
 Every stage's distribution is softmax of the logits that survive so far ("removed" = -inf), so each one
 is already renormalised. "final" is the distribution the token is drawn from: the last transform's
@@ -26,11 +30,11 @@ is ranked again, wider (WINDOW, then 4 x WINDOW, then the whole vocabulary), on 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from ..records.settings import ORDERS, SamplingSettings, fresh_seed, stage_names
+from ..records.settings import GREEDY_EPS, ORDERS, SamplingSettings, fresh_seed, stage_names
 from . import penalties, transforms
 from . import window as ranking
 from .distribution import Distribution, Merged, one_hot
@@ -39,27 +43,42 @@ from .penalties import Context
 
 __all__ = ["ORDERS", "SamplingSettings", "stage_names", "pipeline", "run_stages", "draw", "sample"]
 
+# The knobs a chain reads per row, their dtype and the value that means off ("temperature" is the effective divisor).
+KNOBS = {"temperature": (torch.float32, 1.0), "top_k": (torch.int64, 0), "top_p": (torch.float32, 1.0),
+         "min_p": (torch.float32, 0.0), "typical_p": (torch.float32, 1.0), "epsilon_cutoff": (torch.float32, 0.0),
+         "eta_cutoff": (torch.float32, 0.0), "top_n_sigma": (torch.float32, 0.0),
+         "xtc_probability": (torch.float32, 0.0), "xtc_threshold": (torch.float32, 1.0),
+         "dynatemp_range": (torch.float32, 0.0), "dynatemp_exponent": (torch.float32, 1.0)}
+
+
 @dataclass(frozen=True)
 class BatchParams:
-    """Per-row settings as the sampler receives them: one tensor per knob, shape (B,)."""
+    """Per-row settings as the sampler receives them: one tensor per knob (KNOBS), shape (B,), and `greedy`."""
 
-    temperature: torch.Tensor  # float32, effective divisor (1 for greedy rows)
-    top_k: torch.Tensor  # int64, 0 = off
-    top_p: torch.Tensor  # float32, 1 = off
-    min_p: torch.Tensor  # float32, 0 = off
+    knobs: dict[str, torch.Tensor]
     greedy: torch.Tensor  # bool
 
     @classmethod
     def from_settings(cls, settings: Sequence[SamplingSettings], device) -> BatchParams:
-        return cls(
-            temperature=torch.tensor([s.effective_temperature for s in settings], dtype=torch.float32, device=device),
-            top_k=torch.tensor([s.top_k for s in settings], dtype=torch.int64, device=device),
-            top_p=torch.tensor([s.top_p for s in settings], dtype=torch.float32, device=device),
-            min_p=torch.tensor([s.min_p for s in settings], dtype=torch.float32, device=device),
-            greedy=torch.tensor([s.greedy for s in settings], dtype=torch.bool, device=device),
-        )
+        def column(name, dtype):
+            values = [s.effective_temperature if name == "temperature" else getattr(s, name) for s in settings]
+            return torch.tensor(values, dtype=dtype, device=device)
+
+        return cls({name: column(name, dtype) for name, (dtype, _) in KNOBS.items()},
+                   torch.tensor([s.greedy for s in settings], dtype=torch.bool, device=device))
+
+    def __getattr__(self, name: str) -> torch.Tensor:
+        try:
+            return self.__dict__["knobs"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def off(self, name: str) -> bool:
+        """The knob is off in every row: its stage is skipped."""
+        return bool((self.knobs[name] == KNOBS[name][1]).all())
 
     def to_dict(self) -> dict:
+        """The lesson's knobs per row, as the Engine tab shows what entered the sampler."""
         return {name: getattr(self, name).tolist() for name in ("temperature", "top_k", "top_p", "min_p", "greedy")}
 
 
@@ -81,6 +100,7 @@ class Stages:
     dists: dict[str, Distribution | Merged]
     raw: torch.Tensor | None = None
     raw_window: torch.Tensor | None = None
+    applied: dict[str, torch.Tensor] = field(default_factory=dict)  # per stage, a value it computed per row (NaN: none)
     _bar: torch.Tensor | None = None
 
     def __post_init__(self):
@@ -148,41 +168,91 @@ def _adjusted(x: torch.Tensor, settings, contexts, order: str, capture: bool):
     return z, changed
 
 
+HEAD_CUTS = {"top_k", "top_p", "min_p"}  # a cut of the ranking's tail, made on the ranking window (window.cut)
+RANKED_ELSEWHERE = {"typical_p", "xtc"}  # they may remove the top: the ranking is made again after them
+
+
+def _cut(name: str, z, params: BatchParams, window, y, widths, dist, order: str, chances) -> torch.Tensor | None:
+    """The tokens stage `name` removes (B, V), or None where it is off in every row."""
+    if name in HEAD_CUTS:
+        return None if params.off(name) else ranking.cut(name, z, params.knobs[name], window, y, widths, dist.lse)
+    if name == "xtc":
+        fire = (params.xtc_probability > 0) & (params.xtc_threshold <= 0.5) & (chances <= params.xtc_probability)
+        return transforms.xtc(z, params.xtc_probability, params.xtc_threshold, chances,
+                              _xtc_ranking(z, params.xtc_threshold, window, dist), dist.lse) if bool(fire.any()) else None
+    if params.off(name):
+        return None
+    if name == "typical_p":
+        return transforms.typical_p(z, params.typical_p, "hf" if order == "hf" else "llama.cpp")
+    return getattr(transforms, name)(z, params.knobs[name])  # top_n_sigma, epsilon_cutoff, eta_cutoff
+
+
+def _xtc_ranking(z, threshold, window, dist) -> torch.Tensor:
+    """The survivors' ranking as far as XTC reads it: the window, or the whole vocabulary for a row whose every
+    window token passes the threshold (more may lie beyond)."""
+    if window.shape[-1] >= z.shape[-1]:
+        return window
+    last = (z.gather(1, window[:, -1:]).squeeze(1) - dist.lse).exp()
+    if not bool((last >= threshold).any()):
+        return window
+    return ranking.ranked_window(z, z.shape[-1])
+
+
+def _temperature(z, params: BatchParams, dist) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """(each row's divisor, or None where every row's is 1; the dynamic rows' temperature, NaN elsewhere, or None).
+    llama.cpp's dynamic temperature: T_dyn = lo + (hi - lo) (H / log n)^exponent, lo = max(0, T - range),
+    hi = T + range, H the entropy of the n survivors; a row with one survivor is left as it is."""
+    t = params.temperature
+    if params.off("dynatemp_range"):
+        return (t if bool((t != 1).any()) else None), None
+    dynamic = (params.dynatemp_range > 0) & ~params.greedy & (dist.count > 1)
+    low, high = (t - params.dynatemp_range).clamp(min=0), t + params.dynatemp_range
+    spread = (dist.entropy_nats / dist.count.clamp(min=2).float().log()).clamp(0, 1) ** params.dynatemp_exponent
+    dyn = (low + (high - low) * spread).clamp(min=GREEDY_EPS)
+    return torch.where(dynamic, dyn, t), torch.where(dynamic, dyn, torch.full_like(t, float("nan")))
+
+
 def _run_order(x: torch.Tensor, settings, contexts, order: str, capture: bool, widths, window=None) -> Stages:
     """Apply one order's chain to rows that all use it. capture: measure each stage's entropy with its normaliser
     (a step whose records carry the stages). `widths`: the rankings a cut beyond the window may ask for; window:
     x's ranking to widths[0], if made already (the batch's, when no row adjusts its logits)."""
     params = BatchParams.from_settings(settings, x.device)
-    y, changed = _adjusted(x, settings, contexts, order, capture)
+    rows = [penalties.RowContext(*c) for c in contexts] if contexts is not None else None
+    chances = torch.tensor([r.xtc_chance for r in rows] if rows else [0.0] * len(settings), device=x.device)
+    y, changed = _adjusted(x, settings, rows, order, capture)
     adjusted = y is not x
     window = ranking.ranked_window(y, widths[0]) if adjusted or window is None else window
     raw_window = ranking.ranked_window(x, widths[0]) if adjusted else None
-    z, alive = y, None
+    z, alive, current = y, None, window  # `current`: the survivors' ranking (made again after typical_p and XTC)
     dist = Distribution(x, None, window if raw_window is None else raw_window, entropy=capture)
-    dists = {"raw": dist}
+    dists, applied = {"raw": dist}, {}
     for name in ORDERS[order]:
         if name in changed:
             if changed[name] is not None:
                 dist = Distribution(changed[name], None, window, entropy=capture)
         elif name == "temperature":
-            if bool((params.temperature != 1).any()):
-                z = transforms.temperature(z, params.temperature)
-                dist = Distribution(z, alive, window, entropy=capture)
+            divisor, applied["temperature"] = _temperature(z, params, dist)
+            if divisor is not None:
+                z = transforms.temperature(z, divisor)
+                dist = Distribution(z, alive, current, entropy=capture)
         else:
-            knob = getattr(params, name)
-            # a knob that is off in every row removes nothing: skip its pass over the vocabulary
-            off = bool((knob == (1 if name == "top_p" else 0)).all())
-            removed = None if off else ranking.cut(name, z, knob, window, y, widths, dist.lse)
+            removed = _cut(name, z, params, current, y, widths, dist, order, chances)
+            if name == "xtc" and bool(params.xtc_probability.any()):
+                applied["xtc"] = torch.where(params.xtc_probability > 0, chances, float("nan"))
             if removed is not None and bool(removed.any()):
                 z = z.masked_fill(removed, float("-inf"))
                 alive = ~removed if alive is None else alive & ~removed
-                dist = Distribution(z, alive, window, entropy=capture)
+                if name in RANKED_ELSEWHERE:
+                    current = ranking.ranked_window(z, current.shape[-1])
+                dist = Distribution(z, alive, current, entropy=capture)
         dists[name] = dist
     if bool(params.greedy.any()):
         # Greedy = argmax of the adjusted logits, all its mass on one token
         dist = _greedy_rows(dist, params.greedy, y, window, capture)
     dists["final"] = dist
-    return Stages(logits=y, window=window, names=stage_names(order), dists=dists, raw=x, raw_window=raw_window)
+    applied = {name: value for name, value in applied.items() if value is not None}
+    return Stages(logits=y, window=window, names=stage_names(order), dists=dists, raw=x, raw_window=raw_window,
+                  applied=applied)
 
 
 def _greedy_rows(last: Distribution, greedy: torch.Tensor, x: torch.Tensor, window, capture: bool) -> Distribution:
@@ -223,7 +293,7 @@ def run_stages(
         groups.append((rows, _run_order(x.index_select(0, rows), [settings[i] for i in picked],
                                         None if contexts is None else [contexts[i] for i in picked], order, capture,
                                         widths, None if window is None else window.index_select(0, rows))))
-    return _merge(groups, x, stage_names("hf"))
+    return _merge(groups, x, ("raw", *dict.fromkeys(n for o in dict.fromkeys(orders) for n in ORDERS[o]), "final"))
 
 
 def _in_batch_order(parts: list[tuple[torch.Tensor, Stages]], read) -> torch.Tensor:
@@ -244,13 +314,22 @@ def _merge(parts: list[tuple[torch.Tensor, Stages]], x: torch.Tensor, names) -> 
     logits = _in_batch_order(parts, lambda st: st.logits) if adjusted else x
     raw_window = _in_batch_order(parts, lambda st: st.shown) if adjusted else None
     dists: dict[str, Distribution | Merged] = {}
+    # a group whose chain lacks a stage lends it its stage before (none of its rows reads it)
+    lent = [{n: st.dists[n] for n in names if n in st.dists} for _, st in parts]
+    for own in lent:
+        for i, n in enumerate(names):
+            own.setdefault(n, own[names[i - 1]])
     for i, n in enumerate(names):
         before = names[i - 1] if i else None
-        if before and all(st.dists[n] is st.dists[before] for _, st in parts):
+        if before and all(own[n] is own[before] for own in lent):
             dists[n] = dists[before]
             continue
-        dists[n] = Merged([(rows, st.dists[n]) for rows, st in parts], window)
-    return Stages(logits=logits, window=window, names=tuple(names), dists=dists, raw=x, raw_window=raw_window)
+        dists[n] = Merged([(rows, own[n]) for (rows, _), own in zip(parts, lent, strict=True)], window)
+    applied = {n: _in_batch_order(parts, lambda st, n=n: st.applied.get(n, torch.full(st.logits.shape[:1], float("nan"),
+                                                                                          device=x.device)))
+               for n in {n for _, st in parts for n in st.applied}}
+    return Stages(logits=logits, window=window, names=tuple(names), dists=dists, raw=x, raw_window=raw_window,
+                  applied=applied)
 
 
 def _as_batch(logits: torch.Tensor, settings) -> tuple[torch.Tensor, list[SamplingSettings], bool]:

@@ -8,6 +8,13 @@ wider ranking than `window` (sampling/window.py), or None where the transform ne
     top_p        keep the smallest head of the ranking whose probability reaches p (the token that crosses p,
                  and the most probable token, always stay)
     min_p        keep tokens with probability >= m x the top token's
+    top_n_sigma  keep logits >= max - n x their standard deviation (llama.cpp)
+    epsilon      remove tokens below probability e, the top one always stays (transformers)
+    eta          remove tokens below min(eta, sqrt(eta) exp(-entropy)), the top one stays (transformers)
+    typical_p    keep the tokens whose surprise -log p is nearest the entropy, up to mass p (transformers' and
+                 llama.cpp's rules: they differ at the edge); it may remove the most probable token
+    xtc          with some chance, remove every token at least `threshold` probable but the least of them
+                 (llama.cpp); it removes the top
 
 `window`: each row's best token ids, most probable first (ties by lower id), as far as the ranking has been
 computed; a cut that falls beyond it is computed again on a wider ranking (window.cut). The plain, whole-
@@ -71,4 +78,72 @@ def min_p(z: torch.Tensor, m: torch.Tensor, window: torch.Tensor, lse: torch.Ten
 
 REMOVERS = {"top_k": top_k, "top_p": top_p, "min_p": min_p}
 
-__all__ = ["REMOVERS", "min_p", "temperature", "top_k", "top_p"]
+
+def _keep_top(removed: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """transformers' min_tokens_to_keep = 1: never remove a token tied with the largest logit."""
+    return removed & (z < z.max(dim=-1, keepdim=True).values)
+
+
+def top_n_sigma(z: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+    """llama.cpp's top-n-sigma: the mean and (population) standard deviation of the finite logits, then remove
+    logits below max - n x std. n = 0: off."""
+    finite = torch.isfinite(z)
+    count = finite.sum(dim=-1, keepdim=True).clamp(min=1)
+    mean = torch.where(finite, z, 0.0).sum(dim=-1, keepdim=True) / count
+    std = (torch.where(finite, z - mean, 0.0).square().sum(dim=-1, keepdim=True) / count).sqrt()
+    top = z.max(dim=-1, keepdim=True).values
+    return (z < top - n.unsqueeze(1) * std) & ((n > 0) & (count.squeeze(1) > 1)).unsqueeze(1)
+
+
+def epsilon_cutoff(z: torch.Tensor, epsilon: torch.Tensor) -> torch.Tensor:
+    """transformers' EpsilonLogitsWarper: remove probabilities below epsilon, keeping the top token."""
+    return _keep_top(z.softmax(dim=-1) < epsilon.unsqueeze(1), z) & (epsilon > 0).unsqueeze(1)
+
+
+def eta_cutoff(z: torch.Tensor, epsilon: torch.Tensor) -> torch.Tensor:
+    """transformers' EtaLogitsWarper: eta = min(epsilon, sqrt(epsilon) exp(-H)), H the entropy in nats; remove
+    probabilities below eta, keeping the top token."""
+    probs = z.softmax(dim=-1)
+    log_p = (z - z.logsumexp(dim=-1, keepdim=True)).clamp(min=torch.finfo(z.dtype).min)  # as Categorical's
+    entropy = -(log_p * probs).sum(dim=-1)
+    eta = torch.minimum(epsilon, epsilon.sqrt() * (-entropy).exp()).unsqueeze(1)
+    return _keep_top(probs < eta, z) & (epsilon > 0).unsqueeze(1)
+
+
+def typical_p(z: torch.Tensor, mass: torch.Tensor, rule: str) -> torch.Tensor:
+    """Locally typical sampling: rank tokens by |-log p - H| (H the entropy), ascending, and keep a head of that
+    ranking. rule "hf" (TypicalLogitsWarper): keep the tokens whose score is at most that of the first token where
+    the cumulative probability reaches `mass` (ties kept); "llama.cpp": keep the ranking up to and including the
+    first token whose cumulative probability exceeds `mass`. 1 = off."""
+    log_p = z.log_softmax(dim=-1)
+    probs = log_p.exp()
+    entropy = -(log_p * probs).nansum(dim=-1, keepdim=True)
+    shifted = (-log_p - entropy).abs()  # a removed token: inf, ranked last
+    scores, order = shifted.sort(dim=-1, stable=True)
+    if rule == "hf":
+        cumulative = z.gather(1, order).softmax(dim=-1).cumsum(dim=-1)
+        last = (cumulative < mass.unsqueeze(1)).sum(dim=1).clamp(max=z.shape[-1] - 1)
+        remove = scores > scores.gather(1, last.view(-1, 1))
+    else:
+        cumulative = probs.gather(1, order).cumsum(dim=-1)
+        keep = (cumulative <= mass.unsqueeze(1)).sum(dim=1, keepdim=True) + 1  # through the first past `mass`
+        remove = torch.arange(z.shape[-1], device=z.device).unsqueeze(0) >= keep
+    remove[:, :1] = False  # min_tokens_to_keep = 1
+    return torch.zeros_like(remove).scatter(1, order, remove) & (mass < 1).unsqueeze(1)
+
+
+def xtc(z: torch.Tensor, probability: torch.Tensor, threshold: torch.Tensor, chance: torch.Tensor,
+        ranking: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
+    """llama.cpp's XTC ("exclude top choices"): when the row's chance (drawn per step) is at most `probability`,
+    the tokens at least `threshold` probable, all but the least probable of them, are removed, so a less obvious
+    token stays on top. `ranking`: the survivors' ids, most probable first (ties by lower id), as far as the tokens
+    above the threshold reach; lse: the log-normaliser of z. Off when probability is 0 or threshold above 0.5."""
+    probs = (z.gather(1, ranking) - lse.unsqueeze(1)).exp()
+    above = (probs >= threshold.unsqueeze(1)).sum(dim=-1, keepdim=True)  # a prefix: the ranking is descending
+    fire = (probability > 0) & (threshold <= 0.5) & (chance <= probability)
+    remove = torch.arange(ranking.shape[-1], device=z.device).unsqueeze(0) < above - 1
+    return torch.zeros_like(z, dtype=torch.bool).scatter(1, ranking, remove & fire.unsqueeze(1))
+
+
+__all__ = ["REMOVERS", "epsilon_cutoff", "eta_cutoff", "min_p", "temperature", "top_k", "top_n_sigma", "top_p",
+           "typical_p", "xtc"]

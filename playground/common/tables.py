@@ -1,14 +1,27 @@
 """Tables as a gr.Dataframe hands them over, read once for every table of the page (the engine's rows, the
 Compare columns, the toy softmax's logits). An API caller can send anything where a table goes; Gradio's own
 check of a Dataframe answers a malformed call with a bare error that names nothing, so the tables' events
-take the raw value (`parsed_by_us`) and `table_cells` says what was wrong."""
+take the raw value (`parsed_by_us`) and `table_cells` says what was wrong.
+
+Both settings tables (the engine's rows, the Compare columns) end with the penalty columns, which came after
+their first links and scenes: a shorter row (`padded`) takes the penalties' defaults, and a link leaves them
+out where they are the defaults (`trimmed`), so old links and new ones read alike."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from model_service.records.settings import SamplingSettings
+from model_service.records.validation import is_blank
+
 if TYPE_CHECKING:  # the pure readers below need no Gradio
     import gradio as gr
+
+# The penalty columns: field -> English header (the knobs' names, as learners meet them, in every language)
+PENALTY_NAMES = {"repetition_penalty": "repetition penalty", "frequency_penalty": "frequency penalty",
+                 "presence_penalty": "presence penalty"}
+PENALTY_COLUMNS = tuple(PENALTY_NAMES.values())
+PENALTY_DEFAULTS = tuple(int(getattr(SamplingSettings(), name)) for name in PENALTY_NAMES)  # 1, 0, 0: all off
 
 
 def parsed_by_us(table: gr.Dataframe) -> gr.Dataframe:
@@ -37,4 +50,29 @@ def table_cells(table) -> list[list]:
     return [list(row) if isinstance(row, (list, tuple)) else [row] for row in table]
 
 
-__all__ = ["parsed_by_us", "table_cells"]
+def padded(cells: list, width: int, tail=PENALTY_DEFAULTS) -> list:
+    """A row cut or padded to `width` cells. A short one gets blanks, except in the last len(tail) columns, which
+    take `tail` (an old row, from before those columns: their defaults); a wholly blank row stays blank."""
+    cells = list(cells[:width])
+    if len(cells) == width or all(map(is_blank, cells)):
+        return cells + [None] * (width - len(cells))
+    fill = [None] * (width - len(tail)) + list(tail)
+    return cells + fill[len(cells):]
+
+
+def trimmed(cells: list, tail=PENALTY_DEFAULTS) -> list:
+    """A row without the cells at its end that are blank or hold `tail`'s defaults (the last len(tail) columns):
+    what a link writes, as short as the row's old form where those columns are off."""
+    cells, first = list(cells), len(cells) - len(tail)
+    while len(cells) > first and (is_blank(cells[-1]) or cells[-1] == tail[len(cells) - 1 - first]):
+        cells.pop()
+    return cells
+
+
+def penalty_settings(cells: list) -> dict:
+    """The penalty cells at a (padded) row's end as parse_settings' keyword arguments."""
+    return dict(zip(PENALTY_NAMES, cells[len(cells) - len(PENALTY_NAMES):]))
+
+
+__all__ = ["PENALTY_COLUMNS", "PENALTY_DEFAULTS", "PENALTY_NAMES", "padded", "parsed_by_us", "penalty_settings",
+           "table_cells", "trimmed"]

@@ -12,24 +12,27 @@ from dataclasses import dataclass, field, replace
 
 from model_service import limits
 from model_service.records import validation
-from model_service.records.settings import Request, fresh_seed, parse_settings
+from model_service.records.settings import Request, SamplingSettings, fresh_seed, parse_settings
 
 from ..common.errors import in_language
 from ..common.i18n import tr
-from ..common.tables import table_cells
+from ..common.tables import PENALTY_COLUMNS, PENALTY_DEFAULTS, PENALTY_NAMES, padded, penalty_settings, table_cells
 
-COLUMNS = ("temperature", "top-k", "top-p", "min-p", "order")  # English headers; read by position
-DATATYPES = ["number", "number", "number", "number", "str"]
+# English headers; read by position. The penalties last (common/tables.py: an old row, 5 cells, takes their defaults)
+COLUMNS = ("temperature", "top-k", "top-p", "min-p", "order", *PENALTY_COLUMNS)
+DATATYPES = ["number", "number", "number", "number", "str", "number", "number", "number"]
 LETTERS = "ABCD"
 MIN_COLUMNS, MAX_COLUMNS = 2, len(LETTERS)
-EXAMPLE_ROWS = [[0.5, 0, 1, 0, "hf"], [1.0, 0, 1, 0, "hf"]]  # T 0.5 against T 1: with seed 3, the same tokens until step 5
-NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}
+# T 0.5 against T 1, no penalty: with seed 3, the same tokens until step 5
+EXAMPLE_ROWS = [[0.5, 0, 1, 0, "hf", *PENALTY_DEFAULTS], [1.0, 0, 1, 0, "hf", *PENALTY_DEFAULTS]]
+NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", **PENALTY_NAMES}
 EXAMPLE_SEED = "3"
 DEFAULT_MAX_NEW_TOKENS = limits.COMPARE_MAX_NEW_TOKENS
 
 
 def headers(lang="en") -> list[str]:
-    return [*COLUMNS[:-1], tr(lang, "engine.column.order")]
+    """The knobs' names in every language; "order" in `lang`."""
+    return [tr(lang, "engine.column.order") if name == "order" else name for name in COLUMNS]
 
 
 def table_value(rows, lang="en") -> dict:
@@ -38,8 +41,15 @@ def table_value(rows, lang="en") -> dict:
 
 def table_rows(table) -> list[list]:
     """The table's cells, each row cut or padded to the settings' columns (blank rows dropped)."""
-    rows = [(cells + [None] * len(COLUMNS))[: len(COLUMNS)] for cells in table_cells(table)]
+    rows = [padded(cells, len(COLUMNS)) for cells in table_cells(table)]
     return [r for r in rows if not all(map(validation.is_blank, r))]
+
+
+def column_settings(cells, seed=None) -> SamplingSettings:
+    """One column's cells (an old row's missing penalties take their defaults) -> its settings, a blank cell the
+    default; a ValueError names the field as the English header does."""
+    cells = padded(list(cells), len(COLUMNS))
+    return parse_settings(*cells[:4], seed, cells[4], labels=NAMES, blank_is_default=True, **penalty_settings(cells))
 
 
 @dataclass(frozen=True)
@@ -68,7 +78,7 @@ def parse_comparison(prompt, table, seed, max_new_tokens, lang="en") -> Comparis
     requests = []
     for letter, cells in zip(LETTERS, rows):
         try:
-            settings = parse_settings(*cells[:4], shared, cells[4], labels=NAMES, blank_is_default=True)
+            settings = column_settings(cells, shared)
         except ValueError as e:
             message = in_language(e, lang, fields=dict(zip(COLUMNS, headers(lang))))
             raise ValueError(tr(lang, "compare.error.column", column=letter, message=message)) from None

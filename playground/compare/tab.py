@@ -30,7 +30,7 @@ def build_compare_tab(service, language: gr.Radio | None = None) -> dict:
             table = gr.Dataframe(
                 table_value(EXAMPLE_ROWS), headers=list(COLUMNS), datatype=DATATYPES, type="array", interactive=True,
                 column_count=(len(COLUMNS), "fixed"), row_count=len(EXAMPLE_ROWS), label=tr(DEFAULT, "compare.table"),
-                elem_id="compare-table",
+                column_widths=["16%", "9%", "9%", "9%", "14%", "15%", "14%", "14%"], elem_id="compare-table",
             )
             with gr.Row():
                 seed = gr.Textbox(EXAMPLE_SEED, label=T("compare.seed"), elem_id="compare-seed")

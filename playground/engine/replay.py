@@ -74,4 +74,4 @@ def heatmap(run: EngineRun | None, top: int, lang="en"):
 def params_html(run: EngineRun | None, lang="en") -> str:
     if run is None or run.step is None:
         return views.empty_params_html(lang)
-    return views.params_html(run.step, run.numbers, lang=lang)
+    return views.params_html(run.step, run.numbers, lang=lang, settings=run.settings)

@@ -79,7 +79,7 @@ def build_components() -> EngineComponents:
     table = gr.Dataframe(
         EXAMPLE_ROWS, headers=list(COLUMNS), datatype=DATATYPES, type="array", interactive=True,
         column_count=(len(COLUMNS), "fixed"), row_count=len(EXAMPLE_ROWS), label=table_label(),
-        column_widths=["24%", "9%", "7%", "7%", "7%", "10%", "7%", "11%", "9%"], elem_id="engine-table",
+        column_widths=["21%", "10%", "6%", "6%", "6%", "8%", "5%", "7%", "5%", "9%", "9%", "8%"], elem_id="engine-table",
     )
     parsed_by_us(table)
     with gr.Row():

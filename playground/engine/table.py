@@ -15,25 +15,28 @@ from model_service.records.settings import Request, parse_settings
 
 from ..common.errors import in_language
 from ..common.i18n import tr
-from ..common.tables import table_cells
+from ..common.tables import PENALTY_COLUMNS, PENALTY_DEFAULTS, PENALTY_NAMES, padded, penalty_settings, table_cells
 
-COLUMNS = ("prompt", "temperature", "top-k", "top-p", "min-p", "order", "seed", "max tokens", "stop")  # English
-DATATYPES = ["str", "number", "number", "number", "number", "str", "str", "number", "str"]
+# English; the penalties last (common/tables.py: a row from before them, 9 cells, takes their defaults)
+COLUMNS = ("prompt", "temperature", "top-k", "top-p", "min-p", "order", "seed", "max tokens", "stop", *PENALTY_COLUMNS)
+DATATYPES = ["str", "number", "number", "number", "number", "str", "str", "number", "str", "number", "number", "number"]
+OFF = list(PENALTY_DEFAULTS)  # repetition 1, frequency 0, presence 0: no penalty
 # A mixed batch: greedy next to several kinds of sampling, three orders, three ways to stop.
 EXAMPLE_ROWS = [
-    ["The capital of France is", 0, 0, 1, 0, "hf", "", 24, "\\n"],
-    ["Once upon a time", 0.8, 0, 0.95, 0, "hf", "1", 32, ""],
-    ["The best way to learn is", 1, 0, 1, 0.1, "hf", "2", 32, "."],
-    ["1, 2, 3,", 1.5, 0, 1, 0, "hf", "3", 24, ""],
-    ["def fib(n):", 0.6, 40, 1, 0, "vllm", "5", 32, ""],
-    ["My favourite colour is", 0.7, 0, 0.9, 0, "llama.cpp", "", 16, ""],
+    ["The capital of France is", 0, 0, 1, 0, "hf", "", 24, "\\n", *OFF],
+    ["Once upon a time", 0.8, 0, 0.95, 0, "hf", "1", 32, "", *OFF],
+    ["The best way to learn is", 1, 0, 1, 0.1, "hf", "2", 32, ".", *OFF],
+    ["1, 2, 3,", 1.5, 0, 1, 0, "hf", "3", 24, "", *OFF],
+    ["def fib(n):", 0.6, 40, 1, 0, "vllm", "5", 32, "", *OFF],
+    ["My favourite colour is", 0.7, 0, 0.9, 0, "llama.cpp", "", 16, "", *OFF],
 ]
 NEW_ROWS = [  # what "Add row" appends, in turn
-    ["Tell me about the sea.", 1, 0, 1, 0.05, "hf", "", 32, ""],
-    ["The recipe calls for", 0.9, 50, 0.9, 0, "hf", "7", 32, ""],
+    ["Tell me about the sea.", 1, 0, 1, 0.05, "hf", "", 32, "", *OFF],
+    ["The recipe calls for", 0.9, 50, 0.9, 0, "hf", "7", 32, "", *OFF],
 ]
 _blank = validation.is_blank
-COLUMN_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}  # as the table's English headers say
+# as the table's English headers say
+COLUMN_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", **PENALTY_NAMES}
 # the headers in words; the others are the knobs' names, as learners meet them in code, in every language
 _WORDS = {"order": "engine.column.order", "max tokens": "engine.column.max_tokens", "stop": "engine.column.stop"}
 
@@ -49,19 +52,21 @@ def table_value(rows, lang="en") -> dict:
 
 
 def table_rows(table) -> list[list]:
-    """The cells of what gr.Dataframe gives (common/tables.py), each row padded or cut to the table's columns."""
-    return [cells[: len(COLUMNS)] + [None] * (len(COLUMNS) - len(cells)) for cells in table_cells(table)]
+    """The cells of what gr.Dataframe gives (common/tables.py), each row padded or cut to the table's columns (an
+    old row's missing penalties: their defaults)."""
+    return [padded(cells, len(COLUMNS)) for cells in table_cells(table)]
 
 
 def parse_row(n: int, cells: list, lang="en") -> Request:
     """One request; a message names the row, and the field as the table's header says it in `lang`."""
-    prompt, temperature, top_k, top_p, min_p, order, seed, max_tokens, stop = cells
+    cells = padded(cells, len(COLUMNS))
+    prompt, temperature, top_k, top_p, min_p, order, seed, max_tokens, stop = cells[: -len(PENALTY_COLUMNS)]
     if _blank(prompt):
         raise ValueError(tr(lang, "engine.error.empty_prompt", row=n))
     try:
         prompt = validation.text("prompt", prompt if isinstance(prompt, str) else str(prompt))
         settings = parse_settings(temperature, top_k, top_p, min_p, seed, order, labels=COLUMN_NAMES,
-                                  blank_is_default=True)
+                                  blank_is_default=True, **penalty_settings(cells))
         max_new = validation.number("max tokens", max_tokens, integer=True, low=1, high=limits.MAX_NEW_TOKENS,
                                     blank=limits.DEFAULT_ENGINE_MAX_NEW_TOKENS)
         stops = validation.parse_stop_text("stop", stop)

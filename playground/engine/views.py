@@ -34,7 +34,8 @@ PIECE_CHARS = 10  # token text in the parameter table
 
 
 def settings_label(s: SamplingSettings, lang="en") -> str:
-    """A request's knobs in a few words, only those that are on: "greedy", "T 0.8 · top-p 0.95"."""
+    """A request's knobs in a few words, only those that are on: "greedy", "T 0.8 · top-p 0.95 · rep 1.2"."""
+    penalties = [f"{short} {getattr(s, name):g}" for name, short, off, _ in _PENALTIES if getattr(s, name) != off]
     if s.greedy:
         parts = ["greedy"]
     else:
@@ -42,7 +43,8 @@ def settings_label(s: SamplingSettings, lang="en") -> str:
         parts += [f"top-k {s.top_k}"] if s.top_k else []
         parts += [f"top-p {s.top_p:g}"] if s.top_p < 1 else []
         parts += [f"min-p {s.min_p:g}"] if s.min_p > 0 else []
-        parts = parts or [tr(lang, "engine.label.plain")]
+        parts = parts or ([] if penalties else [tr(lang, "engine.label.plain")])
+    parts += penalties
     if s.order != "hf":
         parts.append(s.order)
     return " · ".join(parts)
@@ -147,6 +149,24 @@ _TENSORS = (  # (key in BatchStep.params, dtype, the catalogue key of what "off"
 )
 
 
+# The penalties: (SamplingSettings field, short name in a label, off, the catalogue key of what "off" looks like).
+# Not among BatchStep.params (the sampler's BatchParams): read from each request's settings, and shown only when a
+# row of the batch has one (the sampler then makes them per-row float32 tensors, sampling/penalties.py:penalise).
+_PENALTIES = (
+    ("repetition_penalty", "rep", 1.0, "engine.params.note.repetition_penalty"),
+    ("frequency_penalty", "freq", 0.0, "engine.params.note.frequency_penalty"),
+    ("presence_penalty", "pres", 0.0, "engine.params.note.presence_penalty"),
+)
+
+
+def _penalty_params(step: BatchStep, settings: Sequence[SamplingSettings] | None) -> list[tuple]:
+    """(key, dtype, note, the values of the live rows) of each penalty, none where no live row has one."""
+    live = [settings[i] for i in step.active] if settings else []
+    if not any(s.penalised for s in live):
+        return []
+    return [(name, "float32", note, [getattr(s, name) for s in live]) for name, _, _, note in _PENALTIES]
+
+
 def _value(value) -> str:
     if isinstance(value, bool):
         return "True" if value else "False"
@@ -155,16 +175,19 @@ def _value(value) -> str:
     return str(value)
 
 
-def params_html(step: BatchStep, numbers: Sequence[int] | None = None, lang="en") -> str:
+def params_html(step: BatchStep, numbers: Sequence[int] | None = None, lang="en",
+                settings: Sequence[SamplingSettings] | None = None) -> str:
     """The per-row tensors the sampler receives this step, one (B,) tensor per line, one column per
-    batch row, and what it gives back: one token id per row. numbers: the table row of each request."""
+    batch row, and what it gives back: one token id per row. numbers: the table row of each request;
+    settings: each request's, for its penalties (where a row has one)."""
     b, vocab = step.logits_shape
     numbers = list(numbers) if numbers else list(range(1, len(step.rows) + 1))
     head = "".join(f"<th>b{j}<br><small>{tr(lang, 'engine.row', number=numbers[i])}</small></th>"
                    for j, i in enumerate(step.active))
     lines = []
-    for key, dtype, note in _TENSORS:
-        cells = "".join(f"<td>{_value(v)}</td>" for v in step.params.get(key, []))
+    tensors = [(key, dtype, note, step.params.get(key, [])) for key, dtype, note in _TENSORS]
+    for key, dtype, note, values in tensors + _penalty_params(step, settings):
+        cells = "".join(f"<td>{_value(v)}</td>" for v in values)
         lines.append(f"<tr><th><code>{key}</code> <small>{dtype} · {tr(lang, note)}</small></th>{cells}</tr>")
     chosen = [step.rows[i] for i in step.active]
     ids = "".join(f"<td>{r.token_id}</td>" for r in chosen)

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from .request import KNOB_CONTROLS
+
 # the run's settings, by their names in links and run files (deep_link.CONTROLS, export.SETTINGS), in
 # parse_request's order
 CONTROL_NAMES = ("prompt", "chat", "temperature", "top_k", "top_p", "min_p", "seed", "max_new_tokens", "stop", "order",
-                 "logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty", "penalty_last_n")
+                 *KNOB_CONTROLS)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,15 @@ class LabComponents:
     frequency_penalty: gr.Slider
     presence_penalty: gr.Slider
     penalty_last_n: gr.Number
+    # the other samplers (the "More samplers" accordion)
+    typical_p: gr.Slider
+    epsilon_cutoff: gr.Slider
+    eta_cutoff: gr.Slider
+    top_n_sigma: gr.Slider
+    xtc_probability: gr.Slider
+    xtc_threshold: gr.Slider
+    dynatemp_range: gr.Slider
+    dynatemp_exponent: gr.Slider
     generate_button: gr.Button
     step_button: gr.Button
     stop_button: gr.Button

@@ -46,6 +46,8 @@ FIELDS = {
     "frequency_penalty": _ranged("frequency_penalty"),
     "presence_penalty": _ranged("presence_penalty"),
     "penalty_last_n": _ranged("penalty_last_n", integer=True),
+    **{name: _ranged(name) for name in ("typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability",
+                                        "xtc_threshold", "dynatemp_range", "dynatemp_exponent")},
     "branch": lambda v: format_path(parse_path(v)),  # forced tokens, step:token_id pairs (lab/branches.py)
 }
 # the lab's controls a link sets, by name (a link's branch= is no control: the Branches panel runs it)

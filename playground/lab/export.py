@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 from model_service import limits
 from model_service.records import validation
-from model_service.records.settings import ADJUSTERS, ORDERS, stage_names
+from model_service.records.settings import LESSON_STAGES, ORDERS, stage_names
 from model_service.records.step import StepRecord
 from model_service.records.validation import InputError
 
 from ..common.text import show_steps
 from .deep_link import FIELDS, LINK_DEFAULTS
-from .request import RunRequest, parse_request
+from .request import KNOB_CONTROLS, RunRequest, parse_request
 
 FORMAT, VERSION = "next-token-playground/run", 1
 STOP_CODES = ("eos", "max_tokens", "stop_string")
@@ -31,7 +31,7 @@ _NUM, _OPT_NUM, _OPT_STR = "number", "number or null", "text or null"
 # field -> (kind, required): the JSON form of each record class (model_service/records/step.py)
 TOKEN = {"id": ("int", True), "piece": ("str", True), "special": ("bool", False), "bytes_hex": ("hex", False)}
 STAGE = {"name": ("str", True), "probs": ("probs", True), "kept_count": ("int", True), "kept_mass": ("p", True),
-         "entropy_bits": (_NUM, True), "chosen_prob": ("p", True)}
+         "entropy_bits": (_NUM, True), "chosen_prob": ("p", True), "applied": (_OPT_NUM, False)}
 DRAW = {"u": ("p_or_null", True), "rank": ("int", True), "low": ("p", True), "high": ("p", True),
         "margin": ("p_or_null", False), "logit_gap": (_OPT_NUM, False)}
 RECORD = {"step": ("int", True), "token_id": ("int", True), "piece": ("str", True), "special": ("bool", True),
@@ -41,8 +41,8 @@ RECORD = {"step": ("int", True), "token_id": ("int", True), "piece": ("str", Tru
           "logits": ("numbers", False), "stop_reason": ("stop", False), "order": ("order", False),
           "batch_size": ("int", False), "bytes_hex": ("hex", False), "pending_hex": ("hex", False)}
 SETTINGS = ("prompt", "chat", "temperature", "top_k", "top_p", "min_p", "seed", "max_new_tokens", "stop", "order",
-            "logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty", "penalty_last_n")
-ADDED = SETTINGS[10:]  # settings a run file saved before the bias and penalties has not: their defaults
+            *KNOB_CONTROLS)
+ADDED = KNOB_CONTROLS  # settings a run file saved before them may lack: they take their defaults
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,8 @@ def controls_of(request: RunRequest) -> dict:
     return {"prompt": request.prompt, "chat": request.chat, "temperature": s.temperature, "top_k": s.top_k,
             "top_p": s.top_p, "min_p": s.min_p, "seed": "" if s.seed is None else str(s.seed),
             "max_new_tokens": request.max_new_tokens, "stop": validation.format_stop_text(request.stop), "order": s.order,
-            "logit_bias": validation.format_logit_bias(s.logit_bias), "repetition_penalty": s.repetition_penalty,
-            "frequency_penalty": s.frequency_penalty, "presence_penalty": s.presence_penalty,
-            "penalty_last_n": s.penalty_last_n}
+            **{name: getattr(s, name) for name in KNOB_CONTROLS},
+            "logit_bias": validation.format_logit_bias(s.logit_bias)}
 
 
 def run_json(records, request: RunRequest, model: str, stopped_by_you: bool = False) -> str:
@@ -182,8 +181,9 @@ def _record(i: int, d) -> StepRecord:
         raise _bad(f"{field}.step", f"{i} (steps follow one another from 0)", d["step"])
     n, names = len(d["candidates"]), [s["name"] for s in d["stages"]]
     expected = list(stage_names(d.get("order", "hf")))
-    before_penalties = [name for name in expected if name not in ADJUSTERS]  # a run saved before they existed
-    if names and names not in (expected, before_penalties):
+    # a run saved before some of the order's stages existed has the lesson's stages and some of the others
+    older = set(LESSON_STAGES) <= set(names) and names == [n for n in expected if n in names]
+    if names and names != expected and not older:
         raise _bad(f"{field}.stages", "the stages of its order: " + ", ".join(expected), ", ".join(names))
     if len(d.get("logits", ())) not in (0, n):
         raise _bad(f"{field}.logits", f"0 or {n} numbers (one per candidate)", len(d["logits"]))

@@ -23,11 +23,14 @@ ORDER_NOTES = {"hf": "lab.order_note.hf", "vllm": "lab.order_note.vllm", "llama.
 assert set(ORDER_LABELS) == set(ORDERS) == set(ORDER_NOTES)
 
 _OFF = SamplingSettings()  # every filter off: the defaults the controls start from
+# the controls after the lesson's ten, in parse_request's order: the bias and penalties, then the other samplers
+KNOB_CONTROLS = ("logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty", "penalty_last_n",
+                 "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability", "xtc_threshold",
+                 "dynatemp_range", "dynatemp_exponent")
 DEFAULTS = dict(
     temperature=_OFF.temperature, top_k=_OFF.top_k, top_p=_OFF.top_p, min_p=_OFF.min_p, seed=None,
-    order=_OFF.order, max_new_tokens=limits.DEFAULT_MAX_NEW_TOKENS, logit_bias="",
-    repetition_penalty=_OFF.repetition_penalty, frequency_penalty=_OFF.frequency_penalty,
-    presence_penalty=_OFF.presence_penalty, penalty_last_n=_OFF.penalty_last_n,
+    order=_OFF.order, max_new_tokens=limits.DEFAULT_MAX_NEW_TOKENS,
+    **{name: "" if name == "logit_bias" else getattr(_OFF, name) for name in KNOB_CONTROLS},
 )
 # The sliders' ranges: a link may set a control only inside them (the API accepts the service's wider ranges).
 SLIDERS = {
@@ -40,11 +43,22 @@ SLIDERS = {
     "frequency_penalty": (-limits.MAX_FREQUENCY_PENALTY, limits.MAX_FREQUENCY_PENALTY, 0.05),
     "presence_penalty": (-limits.MAX_FREQUENCY_PENALTY, limits.MAX_FREQUENCY_PENALTY, 0.05),
     "penalty_last_n": (-1, limits.MAX_NEW_TOKENS + limits.MAX_PROMPT_TOKENS, 1),
+    "typical_p": (0.01, 1.0, 0.01),
+    "epsilon_cutoff": (0.0, 0.05, 0.0005),
+    "eta_cutoff": (0.0, 0.05, 0.0005),
+    "top_n_sigma": (0.0, 5.0, 0.1),
+    "xtc_probability": (0.0, 1.0, 0.05),
+    "xtc_threshold": (0.0, 0.5, 0.01),
+    "dynatemp_range": (0.0, 2.0, 0.05),
+    "dynatemp_exponent": (0.1, 4.0, 0.1),
 }
 CONTROL_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "order": "sampler order",  # as the page labels them
                  "logit_bias": "logit bias", "repetition_penalty": "repetition penalty",
                  "frequency_penalty": "frequency penalty", "presence_penalty": "presence penalty",
-                 "penalty_last_n": "penalty window"}
+                 "penalty_last_n": "penalty window", "typical_p": "typical-p", "epsilon_cutoff": "epsilon cutoff",
+                 "eta_cutoff": "eta cutoff", "top_n_sigma": "top-n-sigma", "xtc_probability": "XTC probability",
+                 "xtc_threshold": "XTC threshold", "dynatemp_range": "dynamic temperature range",
+                 "dynatemp_exponent": "dynamic temperature exponent"}
 # the fields whose names are words, not terms: an error names them with the control's label in the page's language
 FIELD_LABELS = {"max new tokens": "lab.max_new", "stop strings": "lab.stop", "sampler order": "lab.order",
                 "scrub step": "lab.field.scrub", "free-writing prompt": "greedy.prompt",
@@ -65,16 +79,13 @@ class RunRequest:
     stop: tuple[str, ...]
 
 
-def parse_request(prompt, chat, temperature, top_k, top_p, min_p, seed, max_new_tokens, stop, order, logit_bias="",
-                  repetition_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0,
-                  penalty_last_n=limits.DEFAULT_PENALTY_LAST_N) -> RunRequest:
-    """Raises ValueError with a message that names the control. `stop` is the box's text, `logit_bias` too
-    ("13:-100, 42:5")."""
+def parse_request(prompt, chat, temperature, top_k, top_p, min_p, seed, max_new_tokens, stop, order, *knobs,
+                  **named) -> RunRequest:
+    """Raises ValueError with a message that names the control. `stop` is the box's text, the logit bias too
+    ("13:-100, 42:5"). knobs: the KNOB_CONTROLS in order (as the page sends them), or by name; absent: off."""
     prompt = validation.text("prompt", prompt)
     max_new = validation.number("max new tokens", max_new_tokens, integer=True, low=1, high=limits.MAX_NEW_TOKENS)
     settings = parse_settings(temperature, top_k, top_p, min_p, seed, order, labels=CONTROL_NAMES,
-                              logit_bias=logit_bias, repetition_penalty=repetition_penalty,
-                              frequency_penalty=frequency_penalty, presence_penalty=presence_penalty,
-                              penalty_last_n=penalty_last_n)
+                              **dict(zip(KNOB_CONTROLS, knobs)), **named)
     stops = validation.parse_stop_text("stop strings", stop)
     return RunRequest(prompt, validation.boolean("chat template", chat), settings, max_new, stops)

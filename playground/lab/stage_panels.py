@@ -16,7 +16,7 @@ from dataclasses import replace
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from model_service.records.settings import ADJUSTERS
+from model_service.records.settings import ADJUSTERS, LESSON_STAGES
 from model_service.records.step import Stage, StepRecord
 
 from ..common.colours import BLUE, GREY, INK, VERMILLION
@@ -24,10 +24,11 @@ from ..common.figures import base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import Shown, pct, piece_hover, piece_label, show_token
 
-STAGE_TITLES = {"top_k": "lab.stage.top_k", "top_p": "lab.stage.top_p", "min_p": "lab.stage.min_p"}  # filters' panels
-FILTER_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "final": "argmax"}
-FOLD_NAMES = {"temperature": "temperature", "top_k": "top-k", "top_p": "top-p", "min_p": "min-p",
-              "logit_bias": "logit bias", "penalties": "penalties"}
+# the filters' names, as the controls say them in every language (the stage panels' titles and the grey bars' hover)
+FILTER_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "typical_p": "typical-p",
+                "epsilon_cutoff": "epsilon", "eta_cutoff": "eta", "top_n_sigma": "top-n-σ", "xtc": "XTC",
+                "final": "argmax"}
+FOLD_NAMES = {**FILTER_NAMES, "temperature": "temperature", "logit_bias": "logit bias", "penalties": "penalties"}
 
 PRESENT_ROWS = 10  # candidate rows in the presenter view: the step fits a screen with the chips and the draw
 PRESENT_TEXT = 14  # px, every text of the presenter view's figure (playground/common/figures.py BIG_TEXT)
@@ -55,11 +56,16 @@ def _stage_title(stage: Stage, greedy: bool, lang: str) -> str:
     count = f"{stage.kept_count:,}"
     if stage.name == "raw":
         return tr(lang, "lab.stage.raw", count=count)
+    if stage.name == "temperature" and stage.applied is not None:  # llama.cpp's dynamic temperature
+        return tr(lang, "lab.stage.dynatemp", count=count, t=f"{stage.applied:.2f}")
     if stage.name in ("temperature", *ADJUSTERS):
         return tr(lang, f"lab.stage.{stage.name}", count=count)
     if stage.name == "final":
         return tr(lang, "lab.stage.final_greedy" if greedy else "lab.stage.final_sampled", count=count)
-    return tr(lang, STAGE_TITLES[stage.name], count=count, mass=f"{stage.kept_mass:.2f}")
+    title = tr(lang, "lab.stage.filter", filter=FILTER_NAMES[stage.name], count=count, mass=f"{stage.kept_mass:.2f}")
+    if stage.name == "xtc" and stage.applied is not None:  # the chance it drew: it fires at most xtc_probability
+        title += "<br>" + tr(lang, "lab.stage.chance", chance=f"{stage.applied:.2f}")
+    return title
 
 
 def _row_probs(stage: Stage, extra: bool) -> list[float]:
@@ -123,10 +129,10 @@ def _y_labels(record: StepRecord, chosen: int | None, shown: list[Shown]) -> lis
 
 
 def used(stages) -> list[Stage]:
-    """The stages without a bias or penalties stage that changed nothing: not part of the lesson's chain unless
-    a learner sets them (a run saved before they existed has none)."""
+    """The stages without those beyond the lesson's chain (bias, penalties, typical-p, ...) that changed nothing:
+    they are drawn only when a learner sets them (a run saved before they existed has none)."""
     return [stage for i, stage in enumerate(stages)
-            if stage.name not in ADJUSTERS or (stage.probs, stage.kept_count, stage.entropy_bits) != (
+            if stage.name in LESSON_STAGES or (stage.probs, stage.kept_count, stage.entropy_bits) != (
                 stages[i - 1].probs, stages[i - 1].kept_count, stages[i - 1].entropy_bits)]
 
 
@@ -200,6 +206,8 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     titles = [_stage_title(stage, greedy, lang) for stage in stages]
     if fold:  # folded (presenter) titles take a line per fact: a wide line would run into its neighbour's
         titles = [title.replace(" · ", "<br>") for title in titles]
+    elif max(title.count("<br>") for title in titles) > 1:  # a third line (XTC's chance, the dynamic T) needs room
+        layout["margin"]["t"] += 12
     for annotation, title in zip(layout["annotations"], titles):  # the first annotations are the subplot titles
         annotation["text"] = title
     for col in range(1, len(stages) + 1):

@@ -50,6 +50,7 @@ def lay_out(service, language) -> LabComponents:
                               elem_id="top-p")
             min_p = gr.Slider(0, 1, DEFAULTS["min_p"], step=0.01, label="Min-p", info=T("lab.min_p.info"), elem_id="min-p")
             logit_bias, penalties = penalty_controls()
+            samplers = sampler_controls()
             order = gr.Radio([(label, key) for key, label in ORDER_LABELS.items()], value=DEFAULTS["order"],
                              label=T("lab.order"), elem_id="order")
             order_note = gr.Markdown(order_note_text(DEFAULTS["order"]), elem_id="order-note")
@@ -74,7 +75,7 @@ def lay_out(service, language) -> LabComponents:
             build_batch_effect(service, language, run_state, scrub, run_plot)  # a seed in a busy room (issue 24)
     return LabComponents(
         service, language, prompt, chat, temperature, top_k, top_p, min_p, order, order_note, seed, max_new, stop,
-        logit_bias, *penalties, generate_btn, step_btn, stop_btn, chips, status, stage_plot, draw_plot, scrub, run_plot, run_state, view,
+        logit_bias, *penalties, *samplers, generate_btn, step_btn, stop_btn, chips, status, stage_plot, draw_plot, scrub, run_plot, run_state, view,
     )
 
 
@@ -92,6 +93,16 @@ def penalty_controls():
         bias = gr.Textbox(DEFAULTS["logit_bias"], label=T("lab.logit_bias"), placeholder="13:-100, 42:5",
                           info=T("lab.logit_bias.info"), elem_id="logit-bias")
     return bias, (*sliders, last_n)
+
+
+def sampler_controls() -> list[gr.Slider]:
+    """The samplers beyond the lesson's, in an accordion closed by default; each says which engines have it (an
+    order whose engine lacks one refuses it, naming it)."""
+    with gr.Accordion(T("lab.samplers"), open=False, elem_id="samplers"):
+        gr.Markdown(T("lab.samplers.note"), elem_classes=["ntp-note"])
+        return [_slider(name, name.replace("_", "-")) for name in (
+            "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability", "xtc_threshold",
+            "dynatemp_range", "dynatemp_exponent")]
 
 
 def _slider(name: str, elem_id: str) -> gr.Slider:

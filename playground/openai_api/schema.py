@@ -9,7 +9,9 @@ n 1-4, top_logprobs 0-20) live in model_service/limits.py under the API's headin
 OpenAI's logit_bias, frequency_penalty and presence_penalty are the sampler's own (docs/sampling.md says which
 tokens each order counts; the "hf" order has no frequency or presence penalty and refuses them, naming them).
 The playground's own knobs come as extra body fields, as vLLM takes them: top_k (-1 or 0 = off), min_p,
-repetition_penalty, penalty_last_n (llama.cpp's window), order ("hf", "vllm", "llama.cpp") and logprobs_mode ("raw": the model's distribution before sampling, the
+repetition_penalty, penalty_last_n (llama.cpp's window), typical_p, epsilon_cutoff, eta_cutoff, top_n_sigma,
+xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exponent (each in the orders whose engine has it), order
+("hf", "vllm", "llama.cpp") and logprobs_mode ("raw": the model's distribution before sampling, the
 default as vLLM's raw_logprobs; "final": after the sampler's whole pipeline).
 """
 
@@ -29,9 +31,12 @@ LOGPROBS_MODES = ("raw", "final")
 # fields of both endpoints (OpenAI's, then the playground's extras)
 COMMON = ("model", "temperature", "top_p", "max_tokens", "stop", "seed", "n", "stream", "stream_options",
           "logit_bias", "frequency_penalty", "presence_penalty",
-          "top_k", "min_p", "repetition_penalty", "penalty_last_n", "order", "logprobs_mode", "logprobs")
+          "top_k", "min_p", "repetition_penalty", "penalty_last_n", "typical_p", "epsilon_cutoff", "eta_cutoff",
+          "top_n_sigma", "xtc_probability", "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "order",
+          "logprobs_mode", "logprobs")
 PASSED = ("top_p", "min_p", "order", "logit_bias", "frequency_penalty", "presence_penalty", "repetition_penalty",
-          "penalty_last_n")  # to settings_from as they come (absent or null: the default)
+          "penalty_last_n", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability",
+          "xtc_threshold", "dynatemp_range", "dynatemp_exponent")  # to settings_from as they come (null: default)
 CHAT = ("messages", "top_logprobs", "max_completion_tokens")
 COMPLETION = ("prompt", "echo", "suffix", "best_of")
 IGNORED = ("user", "store", "metadata", "service_tier", "parallel_tool_calls")  # no effect on a sampled text

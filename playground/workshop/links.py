@@ -20,10 +20,11 @@ from urllib.parse import urlencode, urlsplit
 
 from model_service import limits
 from model_service.records import validation
-from model_service.records.settings import SamplingSettings, parse_settings
+from model_service.records.settings import SamplingSettings
 
 from ..common.errors import in_language
 from ..common.i18n import DEFAULT, LESSON_PROMPTS, language, tr
+from ..common.tables import PENALTY_COLUMNS, PENALTY_NAMES, padded, trimmed
 from ..compare import columns as compare
 from ..engine.table import EXAMPLE_ROWS, parse_table, table_rows
 from ..lab import deep_link
@@ -93,20 +94,24 @@ def _tab(raw) -> str:
 
 # ----------------------------------------------------------------------------- the Compare tab
 # Its table travels as compare_columns (how many, 2-4; 2 is left out) and one parameter per column,
-# compare_a .. compare_d = "temperature,top-k,top-p,min-p,order", the table's columns in order, a blank cell
-# being the default as in the table. parse_query hands them on as one field, compare_table (the rows).
+# compare_a .. compare_d = "temperature,top-k,top-p,min-p,order[,repetition,frequency,presence penalty]", the
+# table's columns in order, a blank cell being the default as in the table. The penalties came later: a link
+# leaves them out where they are off, and one without them (5 cells, as older links are) has them off.
+# parse_query hands them on as one field, compare_table (the rows).
 COMPARE_COLUMNS = tuple(f"compare_{letter.lower()}" for letter in compare.LETTERS)
+COMPARE_CELLS = (len(compare.COLUMNS) - len(PENALTY_COLUMNS), len(compare.COLUMNS))  # fewest, most
 
 
 def settings_row(settings: SamplingSettings) -> list:
     """A column's settings as the Compare table's cells (and a link's compare_a..d)."""
-    return [settings.temperature, settings.top_k, settings.top_p, settings.min_p, settings.order]
+    return [settings.temperature, settings.top_k, settings.top_p, settings.min_p, settings.order,
+            *(getattr(settings, name) for name in PENALTY_NAMES)]
 
 
 def _column_row(name: str, cells) -> list:
     """One column's cells -> its settings as cells, checked as Run checks them (columns.parse_comparison)."""
     try:
-        return settings_row(parse_settings(*cells[:4], None, cells[4], labels=compare.NAMES, blank_is_default=True))
+        return settings_row(compare.column_settings(cells))
     except ValueError as e:
         raise LinkError("link.error.compare_column", cause=e, name=name) from None
 
@@ -119,8 +124,9 @@ def _compare_seed(raw) -> str:
 def _compare_column(name: str):
     def parse(raw) -> list:
         cells = str(raw).split(",")
-        if len(cells) != len(compare.COLUMNS):
-            raise LinkError("link.error.compare_cells", name=name, count=len(compare.COLUMNS), got=len(cells))
+        if not COMPARE_CELLS[0] <= len(cells) <= COMPARE_CELLS[1]:
+            raise LinkError("link.error.compare_cells", name=name, low=COMPARE_CELLS[0], high=COMPARE_CELLS[1],
+                            got=len(cells))
         return _column_row(name, cells)
     return parse
 
@@ -164,11 +170,11 @@ def _compare_query(rows) -> dict[str, str]:
     """compare_table's rows as compare_columns and compare_a..d, defaults left out."""
     if rows is None:
         return {}
-    rows = [list(row) for row in rows]
+    rows = [padded(list(row), len(compare.COLUMNS)) for row in rows]  # an old row's penalties: off
     out = {} if len(rows) == compare.MIN_COLUMNS else {"compare_columns": str(len(rows))}
     for i, (name, row) in enumerate(zip(COMPARE_COLUMNS, rows)):
         if row != compare_default(i):
-            out[name] = ",".join(_number(cell) if isinstance(cell, (int, float)) else str(cell) for cell in row)
+            out[name] = ",".join(_number(cell) if isinstance(cell, (int, float)) else str(cell) for cell in trimmed(row))
     return out
 
 
@@ -241,7 +247,9 @@ def _text(name: str, value) -> str | None:
         return None if logits == DEFAULTS[name] else ",".join(f"{x:g}" for x in logits)
     if name == "engine":
         rows = table_rows(value)
-        return None if rows == table_rows(DEFAULTS[name]) else json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+        if rows == table_rows(DEFAULTS[name]):
+            return None
+        return json.dumps([trimmed(row) for row in rows], ensure_ascii=False, separators=(",", ":"))
     if isinstance(value, float) and value.is_integer() and name in WHOLE:
         value = int(value)
     if value == DEFAULTS.get(name, object()):

@@ -10,6 +10,8 @@ from gradio_client.exceptions import AppError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from .lab_args import OFF_JSON
+
 LESSON = "The capital of France is"
 JUNK = st.one_of(
     st.none(), st.booleans(), st.text(max_size=12), st.sampled_from(["inf", "-1", "1e400", "nan", "<b>x</b>"]),
@@ -162,9 +164,9 @@ def raw_call(url: str, api_name: str, body: str) -> str:
      "the logit of 'Paris' must be a number"),
     ("/toy_softmax", '{"data": [{"headers": ["token", "logit"], "data": [["Paris", 1]]}, Infinity, 1, "en"]}',
      "shift must be a number"),
-    ("/make_link", '{"data": ["Hi", false, "hot", 0, 1, 0, "", 8, "", "hf", "", 1, 0, 0, 64, "en"]}', "temperature must be a number"),
-    ("/make_link", '{"data": ["Hi", false, NaN, 0, 1, 0, "", 8, "", "hf", "", 1, 0, 0, 64, "en"]}', "temperature must be a number"),
-    ("/make_link", '{"data": ["\\ud800", false, 1, 0, 1, 0, "", 8, "", "hf", "", 1, 0, 0, 64, "en"]}', "prompt contains characters"),
+    ("/make_link", '{"data": ["Hi", false, "hot", 0, 1, 0, "", 8, "", "hf", ' + OFF_JSON + ', "en"]}', "temperature must be a number"),
+    ("/make_link", '{"data": ["Hi", false, NaN, 0, 1, 0, "", 8, "", "hf", ' + OFF_JSON + ', "en"]}', "temperature must be a number"),
+    ("/make_link", '{"data": ["\\ud800", false, 1, 0, 1, 0, "", 8, "", "hf", ' + OFF_JSON + ', "en"]}', "prompt contains characters"),
     ("/trace", '{"data": ["\\ud800", false, 1, -1, "en"]}', "prompt contains characters"),
     ("/trace", '{"data": ["Hi", false, Infinity, -1, "en"]}', "block must be a whole number"),
     ("/greedy_loop", '{"data": [NaN, "en"]}', "prompt must be text"),

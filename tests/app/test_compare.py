@@ -12,6 +12,8 @@ from gradio_client.exceptions import AppError
 from model_service import SamplingSettings
 from playground.compare.columns import COLUMNS, EXAMPLE_ROWS, EXAMPLE_SEED
 
+from .lab_args import KNOBS_OFF
+
 LESSON = "The capital of France is"
 
 
@@ -55,6 +57,15 @@ def test_the_example_agrees_until_a_step_and_each_column_is_its_solo_run(client,
     assert [t["name"] for t in fig["data"] if t.get("showlegend")] == ["A", "B"]
 
 
+def test_a_columns_penalties_reach_its_request_and_it_is_still_its_solo_run(client, embedded):
+    rows = [[1.0, 0, 1, 0, "vllm", 1, 0, 0], [1.0, 0, 1, 0, "vllm", 1.5, 1.0, 0.5]]  # the same draws, penalised or not
+    texts, *_ = client.predict(LESSON, table(rows), "2", 10, "en", api_name="/compare_run")
+    for row, column in zip(rows, tokens(texts)):
+        settings = SamplingSettings(temperature=1.0, order="vllm", repetition_penalty=row[5], frequency_penalty=row[6],
+                                    presence_penalty=row[7], seed=2)
+        assert column == [str(r.token_id) for r in embedded.generate(LESSON, settings, 10)]
+
+
 def test_identical_columns_are_identical_and_scrubbing_needs_no_model(client):
     rows = [[1.3, 0, 0.95, 0, "hf"]] * 3
     # seeded: a blank seed draws a fresh one, and some end at end-of-text before step 3 (seed 3 does, at T 1.3)
@@ -66,7 +77,10 @@ def test_identical_columns_are_identical_and_scrubbing_needs_no_model(client):
 
 
 @pytest.mark.parametrize("rows, words", [([[1, 0, 1, 0, "hf"]], "2 to 4 rows"),
-                                         ([[1, 0, 1, 0, "hf"], [1, 0, 7, 0, "hf"]], "column B: top-p")])
+                                         ([[1, 0, 1, 0, "hf"], [1, 0, 7, 0, "hf"]], "column B: top-p"),
+                                         ([[1, 0, 1, 0, "vllm", 1, 0, 3], [1, 0, 1, 0, "hf"]], "column A: presence penalty"),
+                                         ([[1, 0, 1, 0, "hf"], [1, 0, 1, 0, "hf", 1, 0.5, 0]],
+                                          "column B: frequency penalty is not part of the hf order")])
 def test_bad_settings_are_named(client, rows, words):
     with pytest.raises(AppError, match=words):
         client.predict(LESSON, table(rows), "1", 8, "en", api_name="/compare_run")
@@ -74,7 +88,7 @@ def test_bad_settings_are_named(client, rows, words):
 
 def test_force_a_candidate_then_the_branch_is_the_solo_run_with_that_prefix_and_has_a_link(client, embedded):
     settings = SamplingSettings(temperature=0.8, seed=5)
-    client.predict(LESSON, False, 0.8, 0, 1.0, 0.0, "5", 8, "", "hf", "", 1.0, 0.0, 0.0, 64, "en", api_name="/generate")
+    client.predict(LESSON, False, 0.8, 0, 1.0, 0.0, "5", 8, "", "hf", *KNOBS_OFF, "en", api_name="/generate")
     run = list(embedded.generate(LESSON, settings, 8))
     rank, token = next((i, c.id) for i, c in enumerate(run[2].candidates)
                        if i >= 2 and c.id not in embedded.eos_token_ids)  # end-of-text would end the branch
@@ -93,6 +107,6 @@ def test_force_a_candidate_then_the_branch_is_the_solo_run_with_that_prefix_and_
 
 
 def test_forcing_a_token_outside_the_candidates_is_refused(client):
-    client.predict(LESSON, False, 0.8, 0, 1.0, 0.0, "5", 6, "", "hf", "", 1.0, 0.0, 0.0, 64, "en", api_name="/generate")
+    client.predict(LESSON, False, 0.8, 0, 1.0, 0.0, "5", 6, "", "hf", *KNOBS_OFF, "en", api_name="/generate")
     with pytest.raises(AppError, match="only those can be forced"):
         client.predict(1, 12345678, "en", api_name="/branch_force")

@@ -48,6 +48,7 @@ def test_the_example_batch_streams_one_update_per_step_until_every_row_stops(exa
     heat = json.loads(plot["plot"])["data"][0]
     assert heat["type"] == "heatmap" and len(heat["z"]) == 6
     assert "next_tokens" in params and "min_p" in params
+    assert "penalty" not in params  # no row of the example has one: the penalties' lines stay out
 
 
 def test_the_batch_shrinks_as_rows_finish(example_run):
@@ -69,6 +70,9 @@ def test_a_seeded_row_shows_what_the_service_gives_it_alone(embedded, example_ru
     ([EXAMPLE_ROWS[0], ["Hi", 1, 0, 1.5, 0, "hf", "", 4, ""]], "row 2, top-p must be a number between 0 and 1 \\(0 excluded\\), got 1.5"),
     ([EXAMPLE_ROWS[0]] * 9, "at most 8 requests"),
     ([[None] * 9], "no requests"),
+    ([EXAMPLE_ROWS[0], ["Hi", 1, 0, 1, 0, "vllm", "", 4, "", 0, 0, 0]],
+     "row 2, repetition penalty must be a number between 0 and 10 \\(0 excluded\\), got 0"),
+    ([EXAMPLE_ROWS[0], ["Hi", 1, 0, 1, 0, "hf", "", 4, "", 1, 0.5, 0]], "row 2, frequency penalty is not part of the hf order"),
 ])
 def test_bad_tables_come_back_as_clear_errors_and_the_app_keeps_serving(client, rows, needle):
     with pytest.raises(AppError, match=needle):
@@ -119,11 +123,13 @@ def test_requests_reach_the_service_as_parsed(tiny_service):
             seen.append((list(requests), top_n))
             return tiny_service.generate_batch(requests, top_n=top_n, report_waiting=report_waiting)
 
-    list(run_fn(Spy())([["ab", "0.5", None, "", 0.2, "VLLM", "4", "3", " b|\\n"]], "en"))
+    old_row = ["ab", "0.5", None, "", 0.2, "VLLM", "4", "3", " b|\\n"]  # nine cells, from before the penalties
+    list(run_fn(Spy())([old_row, ["cd", 1, 0, 1, 0, "llama.cpp", "", 2, "", "1.3", 0.5, ""]], "en"))
     (requests, top_n), = seen
     assert top_n == engine_tab.TOP_N
     assert requests == [Request("ab", SamplingSettings(temperature=0.5, min_p=0.2, seed=4, order="vllm"), 3,
-                                (" b", "\n"))]
+                                (" b", "\n")),
+                        Request("cd", SamplingSettings(order="llama.cpp", repetition_penalty=1.3, frequency_penalty=0.5), 2)]
 
 
 # ---- the page's language ----------------------------------------------------------------------------------
@@ -167,8 +173,9 @@ def test_a_language_switch_redraws_the_run_and_the_room_without_the_model(tiny_s
     assert vi[parts["watch"]].label == "Theo dõi trực tiếp (làm mới mỗi 2 s)"
     table_update = vi[parts["table"]]
     assert table_update.label == "Các request (tối đa 8)"
-    assert table_update.value["headers"][5:] == ["thứ tự", "seed", "token tối đa", "dừng"]
-    assert table_update.value["data"] == rows  # the learner's cells, as they were
+    assert table_update.value["headers"][5:] == ["thứ tự", "seed", "token tối đa", "dừng", "repetition penalty",
+                                                 "frequency penalty", "presence penalty"]
+    assert table_update.value["data"] == [[*r, 1, 0, 0] for r in rows]  # the learner's cells; old rows' penalties off
     # and back: English exactly as the run itself drew it
     en = parts["rerender"]("en", state, None, shown)
     for name in ("status", "texts", "params"):

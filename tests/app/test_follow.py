@@ -12,11 +12,14 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-LAB = ["The capital of France is", False, 0.0, 0, 1.0, 0.0, "", 4, "", "hf", "", 1.0, 0.0, 0.0, 64]  # the lab's controls, in order
+from .lab_args import KNOBS_OFF
+
+LAB = ["The capital of France is", False, 0.0, 0, 1.0, 0.0, "", 4, "", "hf", *KNOBS_OFF]  # the lab's controls, in order
 # indices in the follow stream's outputs: the bar's line, then the lab's 10 controls, then the other tabs' fields
 # (gradio_client leaves out states, and the tabs)
 PROMPT, TEMPERATURE = 1, 3
-ENGINE = [["Bonjour <b>", 0.5, 3, 0.9, 0.0, "vllm", "7", 12, ""], ["Hi", 1.0, 0, 1.0, 0.05, "hf", "", 8, "."]]
+# a row with penalties, and an old one of nine cells (from before them: the follower's has them off)
+ENGINE = [["Bonjour <b>", 0.5, 3, 0.9, 0.0, "vllm", "7", 12, "", 1.2, 0.4, 0.1], ["Hi", 1.0, 0, 1.0, 0.05, "hf", "", 8, "."]]
 
 
 def lab_status(out) -> str:
@@ -141,7 +144,7 @@ def test_a_follower_gets_the_hosts_engine_table_and_toy_logits(host, app_url):
     toy = [["␣Paris", 1.0], ["␣the", 2.5], ["␣a", 3.0], ["␣Lyon", -4.0], ["␣France", 0.5]]
     page.set(toy=toy, engine=ENGINE).call("/host_publish")
     shown = wait_for(follower, lambda o: table(o, "max tokens") is not None and table(o, "max tokens")[0][0] == "Bonjour <b>")
-    assert [r[:9] for r in table(shown, "max tokens")] == ENGINE  # as typed: the table shows text, not HTML
+    assert table(shown, "max tokens") == [ENGINE[0], [*ENGINE[1], 1, 0, 0]]  # as typed: the table shows text, not HTML
     assert [[t, float(x)] for t, x in table(shown, "logit")] == toy
     follower.cancel()
 

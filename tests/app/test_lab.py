@@ -10,12 +10,13 @@ from gradio_client.exceptions import AppError
 
 from model_service import limits
 
+from .lab_args import KNOBS_OFF, KNOBS_OFF_BY_NAME
+
 LESSON = "The capital of France is"
 # /generate takes the lab's controls in order: prompt, chat, temperature, top-k, top-p, min-p, seed,
 # max new tokens, stop strings, order, then the page's language ("en" when left out).
 RUN_PLACEHOLDER = "Entropy, chosen-token probability and kept count over the run."  # the run chart before a run ends
-UI_ARGS = dict(chat=False, temperature=0.8, top_k=0, top_p=0.95, min_p=0.0, seed="3", max_new=6, stop="", order="hf",
-               logit_bias="", repetition_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0, penalty_last_n=64)
+UI_ARGS = dict(chat=False, temperature=0.8, top_k=0, top_p=0.95, min_p=0.0, seed="3", max_new=6, stop="", order="hf", **KNOBS_OFF_BY_NAME)
 
 
 def test_every_event_has_a_named_endpoint(client):
@@ -29,7 +30,7 @@ def test_stream_records_yields_every_step_and_a_stop_reason(client):
     assert len(records) == 5
     assert records[0]["piece"] == " Paris" and records[0]["chosen_rank"] == 0
     assert [r["stop_reason"] for r in records] == [None] * 4 + ["max_tokens"]
-    assert [s["name"] for s in records[0]["stages"]] == ["raw", "logit_bias", "penalties", "temperature", "top_k", "top_p", "min_p", "final"]
+    assert [s["name"] for s in records[0]["stages"]] == ["raw", "temperature", "top_k", "top_p", "min_p", "final"]
 
 
 def test_a_seeded_run_replays_identically_through_the_api(client):
@@ -136,7 +137,7 @@ def test_the_lab_answers_in_vietnamese_when_asked_and_in_english_by_default(clie
 
 
 def test_a_link_made_on_a_vietnamese_page_carries_the_language(client):
-    link = client.predict(limits.LESSON_PROMPT_VI, False, 1.0, 0, 1.0, 0.0, "", 48, "", "hf", "", 1.0, 0.0, 0.0, 64, "vi",
+    link = client.predict(limits.LESSON_PROMPT_VI, False, 1.0, 0, 1.0, 0.0, "", 48, "", "hf", *KNOBS_OFF, "vi",
                           api_name="/make_link")
     assert link.endswith("?prompt=Th%E1%BB%A7+%C4%91%C3%B4+c%E1%BB%A7a+Ph%C3%A1p+l%C3%A0&lang=vi")
 

@@ -10,9 +10,10 @@ import pytest
 from gradio_client import handle_file
 from gradio_client.exceptions import AppError
 
+from .lab_args import KNOBS_OFF_BY_NAME
+
 LESSON = "The capital of France is"
-ARGS = dict(chat=False, temperature=0.8, top_k=0, top_p=0.95, min_p=0.0, seed="3", max_new=5, stop="", order="hf",
-               logit_bias="", repetition_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0, penalty_last_n=64)
+ARGS = dict(chat=False, temperature=0.8, top_k=0, top_p=0.95, min_p=0.0, seed="3", max_new=5, stop="", order="hf", **KNOBS_OFF_BY_NAME)
 
 
 def figure(plot) -> dict:

@@ -9,9 +9,11 @@ from gradio_client.exceptions import AppError
 from model_service import limits
 from playground.workshop.links import parse_query
 
+from .lab_args import KNOBS_OFF
+
 TOY = {"headers": ["token", "logit"], "data": [["␣Paris", 4], ["␣the", 3.2], ["␣a", 2.7], ["␣Lyon", 2.2], ["␣France", 1.4]]}
 ENGINE = {"headers": ["prompt"], "data": [["Hi", 0.5, 0, 1, 0, "hf", "", 8, ""]]}
-LAB = [limits.LESSON_PROMPT, False, 0.5, 40, 1.0, 0.0, "", 48, "", "hf", "", 1.0, 0.0, 0.0, 64]  # the lab's controls
+LAB = [limits.LESSON_PROMPT, False, 0.5, 40, 1.0, 0.0, "", 48, "", "hf", *KNOBS_OFF]  # the lab's controls
 COMPARE = [limits.LESSON_PROMPT, "3", 24, {"headers": ["temperature"], "data": [[0.5, 0, 1, 0, "hf"], [1, 0, 1, 0, "hf"]]}]
 
 
@@ -33,7 +35,7 @@ def test_the_page_link_carries_every_tabs_inputs_and_parses_back(client, app_url
     assert problems == []
     assert values == {"prompt": limits.LESSON_PROMPT, "temperature": 0.5, "top_k": 40,
                       "toy_logits": [4.0, 3.2, 2.7, 2.2, 1.4], "toy_shift": 1.5,
-                      "engine": [["Hi", 0.5, 0, 1, 0, "hf", "", 8, ""]], "fw_prompt": "A cat sat", "fw_chat": True}
+                      "engine": [["Hi", 0.5, 0, 1, 0, "hf", "", 8, "", 1, 0, 0]], "fw_prompt": "A cat sat", "fw_chat": True}
     # the block travels only from the forward tab (this API session shows the lab)
     assert "fw_block" not in values
 
@@ -82,7 +84,8 @@ def test_on_the_compare_tab_the_page_link_carries_its_inputs_and_a_fresh_page_re
     assert problems == []
     assert {k: v for k, v in values.items() if k == "tab" or k.startswith("compare")} == {
         "tab": "compare", "compare_prompt": "Once upon a time", "compare_seed": "", "compare_max_new": 16,
-        "compare_table": [[0.5, 0, 1.0, 0.0, "hf"], [1.5, 0, 0.9, 0.0, "vllm"], [0.0, 0, 1.0, 0.0, "hf"]]}
+        "compare_table": [[0.5, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0], [1.5, 0, 0.9, 0.0, "vllm", 1.0, 0.0, 0.0],
+                          [0.0, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0]]}
     # a table Run would refuse (a bad cell) stays out of the link; the tab keeps it to show its own message
     bad = {"headers": ["temperature"], "data": [[0.5, 0, 1, 0, "hf"], [1, 0, 7, 0, "hf"]]}
     link = page_link(client, compare=[limits.LESSON_PROMPT, "3", 24, bad])

@@ -23,7 +23,8 @@ PAYLOADS = [
     '<form action="/x"><input name="pw" type="password"></form>',
     f"<iframe src=\"http://{EVIL}/\"></iframe>",
 ]
-PARAMS = ["prompt", "chat", "temperature", "top_k", "top_p", "min_p", "seed", "max_new_tokens", "stop", "order"]
+PARAMS = ["prompt", "chat", "temperature", "top_k", "top_p", "min_p", "seed", "max_new_tokens", "stop", "order",
+          "logit_bias", "repetition_penalty", "typical_p", "xtc_probability"]
 
 
 def rendered_payloads(page) -> int:

@@ -33,6 +33,9 @@ RUNS = [  # (settings, max_new_tokens, stop)
     ({"temperature": 1.2, "top_k": 20, "top_p": 0.95, "seed": 3, "order": "llama.cpp"}, 6, (".",)),
     ({"temperature": 0.9, "top_p": 0.95, "seed": 5, "order": "vllm", "repetition_penalty": 1.2, "frequency_penalty": 0.3,
       "presence_penalty": 0.1, "logit_bias": {"7042": -5}}, 8, ()),  # " Paris" biased down, the rest penalised
+    ({"temperature": 1.0, "seed": 4, "typical_p": 0.9, "eta_cutoff": 0.001}, 6, ()),
+    ({"temperature": 0.9, "seed": 9, "order": "llama.cpp", "top_n_sigma": 2.0, "typical_p": 0.95, "xtc_probability": 0.5,
+      "dynatemp_range": 0.4}, 8, ()),
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from playground.compare.columns import EXAMPLE_ROWS, first_divergence, parse_comparison
+from playground.compare.columns import COLUMNS, EXAMPLE_ROWS, first_divergence, headers, parse_comparison, table_rows
 
 
 @pytest.mark.parametrize("columns, expected", [
@@ -48,3 +48,42 @@ def test_bad_settings_name_the_column_and_the_field(rows, words):
 def test_a_vietnamese_page_names_the_problem_in_vietnamese():
     with pytest.raises(ValueError, match="So sánh cần từ 2 đến 4"):
         parse_comparison("Hi", [[1, 0, 1, 0, "hf"]], "1", 4, lang="vi")
+
+
+# ---- the penalty columns, at the end of each row -----------------------------------------------------------
+
+
+def test_the_headers_end_with_the_penalties_by_their_names_in_every_language():
+    assert headers() == list(COLUMNS) == ["temperature", "top-k", "top-p", "min-p", "order", "repetition penalty",
+                                          "frequency penalty", "presence penalty"]
+    assert headers("vi") == [*COLUMNS[:4], "thứ tự", *COLUMNS[5:]]
+    assert all(len(row) == len(COLUMNS) and row[5:] == [1, 0, 0] for row in EXAMPLE_ROWS)
+
+
+def test_the_penalty_columns_reach_each_columns_settings():
+    c = parse_comparison("Hi", [[1, 0, 1, 0, "vllm", 1.3, 0.5, -0.2], [1, 0, 1, 0, "llama.cpp", "", None, 0.4]], "1", 4)
+    penalties = [(s.repetition_penalty, s.frequency_penalty, s.presence_penalty) for s in (q.settings for q in c.requests)]
+    assert penalties == [(1.3, 0.5, -0.2), (1.0, 0.0, 0.4)]
+
+
+def test_an_old_row_of_five_cells_takes_the_penalties_off():
+    assert table_rows([[0.5, 0, 1, 0, "hf"], [None] * 5]) == [[0.5, 0, 1, 0, "hf", 1, 0, 0]]
+    old = parse_comparison("Hi", [[0.5, 0, 1, 0, "hf"], [1.0, 0, 1, 0, "hf"]], "3", 4)
+    assert old == parse_comparison("Hi", EXAMPLE_ROWS, "3", 4) and not any(q.settings.penalised for q in old.requests)
+
+
+@pytest.mark.parametrize("rows, words", [
+    ([[1, 0, 1, 0, "vllm", 0, 0, 0], [1, 0, 1, 0, "hf"]], r"^column A: repetition penalty must be a number between 0 and 10"),
+    ([[1, 0, 1, 0, "hf"], [1, 0, 1, 0, "vllm", 1, 2.5, 0]], "^column B: frequency penalty must be a number between -2 and 2"),
+    ([[1, 0, 1, 0, "hf"], [1, 0, 1, 0, "vllm", 1, 0, "x"]], "^column B: presence penalty must be a number"),
+    ([[1, 0, 1, 0, "hf", 1, 0.5, 0], [1, 0, 1, 0, "hf"]], r"^column A: frequency penalty is not part of the hf order"),
+    ([[1, 0, 1, 0, "hf"], [1, 0, 1, 0, "", 1, 0, 0.1]], "^column B: presence penalty is not part of the hf order"),
+])
+def test_a_bad_penalty_is_named_with_its_column_and_the_hf_order_refuses_frequency_and_presence(rows, words):
+    with pytest.raises(ValueError, match=words):
+        parse_comparison("Hi", rows, "1", 4)
+
+
+def test_a_vietnamese_page_names_a_penalty_by_its_header():
+    with pytest.raises(ValueError, match="^cột B: frequency penalty không có trong thứ tự hf"):
+        parse_comparison("Hi", [[1, 0, 1, 0, "hf"], [1, 0, 1, 0, "hf", 1, 0.5, 0]], "1", 4, lang="vi")

@@ -6,9 +6,19 @@ import pytest
 
 from model_service import limits
 from model_service.records.validation import parse_stop_text
-from playground.engine.table import COLUMNS, headers, parse_table, renumber, table_value
+from playground.engine.table import (
+    COLUMNS,
+    EXAMPLE_ROWS,
+    NEW_ROWS,
+    headers,
+    parse_table,
+    renumber,
+    table_rows,
+    table_value,
+)
 
-GOOD = ["The capital of France is", 0, 0, 1, 0, "hf", "", 24, "\\n"]
+GOOD = ["The capital of France is", 0, 0, 1, 0, "hf", "", 24, "\\n", 1, 0, 0]
+PENALTIES = ("repetition_penalty", "frequency_penalty", "presence_penalty")
 
 
 def test_cells_may_be_strings_nan_or_none_and_blank_means_default():
@@ -81,14 +91,15 @@ def test_service_messages_are_renumbered_to_table_rows():
 def test_headers_translate_the_words_and_keep_the_knobs_names():
     assert headers() == list(COLUMNS)
     vi = headers("vi")
-    assert vi == ["prompt", "temperature", "top-k", "top-p", "min-p", "thứ tự", "seed", "token tối đa", "dừng"]
+    assert vi == ["prompt", "temperature", "top-k", "top-p", "min-p", "thứ tự", "seed", "token tối đa", "dừng",
+                  "repetition penalty", "frequency penalty", "presence penalty"]
 
 
 @pytest.mark.parametrize("header_row", [
-    headers("vi"), list(COLUMNS), list(reversed(COLUMNS)), ["a"] * 9, [],
+    headers("vi"), list(COLUMNS), list(reversed(COLUMNS)), ["a"] * 12, [],
 ])
 def test_a_table_parses_by_position_whatever_its_headers_say(header_row):
-    rows = [GOOD, ["Once", 0.8, 40, 0.95, 0.1, "vllm", "7", 12, "a|b"]]
+    rows = [GOOD, ["Once", 0.8, 40, 0.95, 0.1, "vllm", "7", 12, "a|b", 1.1, 0.2, 0.3]]
     value = {"headers": header_row, "data": rows, "metadata": None}
     assert parse_table(value) == parse_table(rows)
     assert parse_table(table_value(rows, "vi"), "vi") == parse_table(rows)
@@ -110,3 +121,50 @@ def test_the_tables_own_messages_in_vietnamese_and_the_validators_in_english():
         parse_table([GOOD, ["x", 1, 0, 1, 0, "hf", "", 0, ""]], "vi")
     with pytest.raises(ValueError, match="^row 2, max tokens must be a whole number between 1 and 512, got 0$"):
         parse_table([GOOD, ["x", 1, 0, 1, 0, "hf", "", 0, ""]])
+
+
+# ---- the penalty columns, at the end of each row -----------------------------------------------------------
+
+
+def test_the_penalty_columns_reach_each_requests_settings_and_blank_cells_are_off():
+    _, requests = parse_table([
+        ["a", 1, 0, 1, 0, "vllm", "", 8, "", 1.3, "0.5", -0.25],
+        ["b", 1, 0, 1, 0, "llama.cpp", "", 8, "", "", None, float("nan")],
+        ["c", 1, 0, 1, 0, "hf", "", 8, "", 1.2, 0, ""],
+    ])
+    assert [tuple(getattr(q.settings, name) for name in PENALTIES) for q in requests] == [
+        (1.3, 0.5, -0.25), (1.0, 0.0, 0.0), (1.2, 0.0, 0.0)]
+
+
+def test_an_old_row_of_nine_cells_takes_the_penalties_off_and_a_blank_row_stays_blank():
+    old = ["Once", 0.8, 0, 0.95, 0, "hf", "1", 32, ""]
+    assert table_rows([old, [None] * 9]) == [[*old, 1, 0, 0], [None] * 12]
+    numbers, requests = parse_table([old, [None] * 9, GOOD[:3]])
+    assert numbers == [1, 3] and not any(q.settings.penalised for q in requests)
+    assert parse_table([old]) == parse_table([[*old, 1, 0, 0]])
+
+
+def test_every_example_and_new_row_has_every_column_and_no_penalty():
+    for row in EXAMPLE_ROWS + NEW_ROWS:
+        assert len(row) == len(COLUMNS) and row[-3:] == [1, 0, 0]
+    assert not any(q.settings.penalised for q in parse_table(EXAMPLE_ROWS)[1])
+
+
+@pytest.mark.parametrize("penalties, needle", [
+    ((0, 0, 0), r"row 2, repetition penalty must be a number between 0 and 10 \(0 excluded\), got 0"),
+    ((11, 0, 0), "row 2, repetition penalty must be a number between 0 and 10"),
+    ((1, "lots", 0), "row 2, frequency penalty must be a number between -2 and 2, got 'lots'"),
+    ((1, 0, -3), "row 2, presence penalty must be a number between -2 and 2, got -3"),
+])
+def test_a_bad_penalty_cell_is_named_with_its_row_and_column(penalties, needle):
+    with pytest.raises(ValueError, match=needle):
+        parse_table([GOOD, ["x", 1, 0, 1, 0, "vllm", "", 8, "", *penalties]])
+
+
+@pytest.mark.parametrize("penalties, name", [((1, 0.5, 0), "frequency penalty"), ((1, 0, -0.5), "presence penalty")])
+def test_the_hf_order_refuses_a_frequency_or_presence_penalty_naming_it(penalties, name):
+    with pytest.raises(ValueError, match=f"^row 2, {name} is not part of the hf order \\(transformers has no {name}\\)"):
+        parse_table([GOOD, ["x", 1, 0, 1, 0, "hf", "", 8, "", *penalties]])
+    with pytest.raises(ValueError, match=f"^hàng 2, {name} không có trong thứ tự hf"):
+        parse_table([GOOD, ["x", 1, 0, 1, 0, " HF ", "", 8, "", *penalties]], "vi")
+    assert parse_table([["x", 1, 0, 1, 0, "vllm", "", 8, "", *penalties]])[1][0].settings.penalised

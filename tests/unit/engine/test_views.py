@@ -135,6 +135,23 @@ def test_settings_labels_name_only_the_knobs_that_are_on():
     assert settings_label(SamplingSettings(min_p=0.1)) == "min-p 0.1"
     assert settings_label(SamplingSettings(temperature=0.6, top_k=40, order="vllm")) == "T 0.6 · top-k 40 · vllm"
     assert settings_label(SamplingSettings()) == "T 1 (plain sampling)"
+    assert settings_label(SamplingSettings(repetition_penalty=1.2)) == "rep 1.2"  # a penalty alone is not plain
+    assert settings_label(SamplingSettings(temperature=0, frequency_penalty=0.5, presence_penalty=-0.5, order="vllm")) == (
+        "greedy · freq 0.5 · pres -0.5 · vllm")
+
+
+def test_params_html_shows_the_penalties_from_the_requests_settings_only_when_a_row_has_one():
+    rows = [record(), None, record(chosen=2)]
+    settings = [SamplingSettings(repetition_penalty=1.3), SamplingSettings(), SamplingSettings(order="vllm", frequency_penalty=0.5)]
+    out = params_html(batch(rows), numbers=[2, 5, 7], settings=settings)
+    for name, values in (("repetition_penalty", ("1.3", "1")), ("frequency_penalty", ("0", "0.5")),
+                         ("presence_penalty", ("0", "0"))):
+        line = out.split(f"<code>{name}</code>")[1].split("</tr>")[0]
+        assert "float32" in line and [c.split("</td>")[0] for c in line.split("<td>")[1:]] == list(values)
+    assert "1 = off" in out and "0 = off" in out
+    plain = [SamplingSettings(), SamplingSettings(repetition_penalty=1.3), SamplingSettings()]  # the penalised row has left
+    for shown in (params_html(batch(rows), settings=plain), params_html(batch(rows))):
+        assert "penalty" not in shown
 
 
 def test_batch_sizes_and_status():

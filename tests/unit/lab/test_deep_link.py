@@ -1,6 +1,6 @@
 from urllib.parse import parse_qsl
 
-from playground.lab.deep_link import make_query, parse_query
+from playground.lab.deep_link import FIELDS, make_query, parse_query
 
 
 def test_a_link_round_trips_the_settings():
@@ -53,7 +53,5 @@ def test_a_vietnamese_links_problems_are_said_in_vietnamese():
     assert values == {}
     assert problems == [
         "temperature phải là một số từ 0 đến 2, nhận được '5'; giữ giá trị mặc định",
-        "không có thiết lập 'colour' (các thiết lập có: prompt, chat, temperature, top_k, top_p, min_p, seed, "
-        "max_new_tokens, stop, order, logit_bias, repetition_penalty, frequency_penalty, "
-        "presence_penalty, penalty_last_n, branch)",
+        f"không có thiết lập 'colour' (các thiết lập có: {', '.join(FIELDS)})",
     ]

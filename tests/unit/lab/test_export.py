@@ -14,7 +14,7 @@ from model_service import limits
 from model_service.records.validation import InputError
 from playground.lab import charts
 from playground.lab.export import parse_run, run_json, token_table_csv
-from playground.lab.request import parse_request
+from playground.lab.request import DEFAULTS, KNOB_CONTROLS, parse_request
 
 from .test_charts import make_record
 
@@ -35,8 +35,7 @@ def test_a_run_comes_back_equal_and_draws_the_same_charts():
     assert saved.request == REQUEST
     assert saved.controls == {"prompt": "The capital of France is", "chat": False, "temperature": 0.7, "top_k": 3,
                               "top_p": 0.9, "min_p": 0.0, "seed": "1", "max_new_tokens": 3, "stop": "\\n|END",
-                              "order": "hf", "logit_bias": "", "repetition_penalty": 1.0, "frequency_penalty": 0.0,
-                              "presence_penalty": 0.0, "penalty_last_n": 64}
+                              "order": "hf", **{k: DEFAULTS[k] for k in KNOB_CONTROLS}}
     for i, r in enumerate(records):
         assert charts.stage_figure(saved.records[i]).to_json() == charts.stage_figure(r).to_json()
         assert charts.draw_figure(saved.records[i], lang="vi").to_json() == charts.draw_figure(r, lang="vi").to_json()

@@ -1,5 +1,5 @@
-"""The sampling pipeline against its oracles: transformers' warpers for "hf" order, and plain
-per-row implementations of shared/reference/sampler-semantics.md for "vllm" and "llama.cpp"."""
+"""The sampling pipeline against its oracles (oracles.py): transformers' warpers for "hf" order, and plain
+per-row implementations of the engines' chains (docs/sampling.md) for "vllm" and "llama.cpp"."""
 
 from __future__ import annotations
 
@@ -9,11 +9,6 @@ import math
 import pytest
 import torch
 from transformers.generation.logits_process import (
-    MinPLogitsWarper,
-    RepetitionPenaltyLogitsProcessor,
-    SequenceBiasLogitsProcessor,
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
     TopPLogitsWarper,
 )
 
@@ -29,131 +24,7 @@ from model_service.sampling.pipeline import (
     stage_names,
 )
 
-NEG = float("-inf")
-
-
-# --- oracles: one row at a time, straight from the reference document ---
-
-
-def hf_stages(x: torch.Tensor, s: SamplingSettings, context=((), ())) -> dict[str, torch.Tensor]:
-    """transformers' own processors and warpers, chained in generate()'s order; off knobs are not applied (as HF)."""
-    scores = x.unsqueeze(0).clone()
-    out = {"raw": scores.softmax(-1)[0]}
-    ids = torch.tensor([[*context[0], *context[1]]], dtype=torch.long)
-    if s.logit_bias:
-        scores = SequenceBiasLogitsProcessor({(t,): b for t, b in s.logit_bias})(ids, scores)
-    out["logit_bias"] = scores.softmax(-1)[0]
-    if s.repetition_penalty != 1 and ids.numel():
-        scores = RepetitionPenaltyLogitsProcessor(s.repetition_penalty)(ids, scores)
-    out["penalties"] = scores.softmax(-1)[0]
-    adjusted = scores[0].clone()
-    if s.temperature > 0 and s.temperature != 1:
-        scores = TemperatureLogitsWarper(s.temperature)(None, scores)
-    out["temperature"] = scores.softmax(-1)[0]
-    if s.top_k:
-        scores = TopKLogitsWarper(s.top_k)(None, scores)
-    out["top_k"] = scores.softmax(-1)[0]
-    if s.top_p < 1:
-        scores = TopPLogitsWarper(s.top_p)(None, scores)
-    out["top_p"] = scores.softmax(-1)[0]
-    if s.min_p > 0:
-        scores = MinPLogitsWarper(s.min_p)(None, scores)
-    out["min_p"] = scores.softmax(-1)[0]
-    out["final"] = one_hot_argmax(adjusted) if s.temperature == 0 else out["min_p"]
-    return out
-
-
-def plain_adjusters(x, s, context, out):
-    """vLLM's and llama.cpp's bias and penalties, written from their sources one token at a time (vllm
-    model_executor/layers/utils.py apply_penalties; llama.cpp src/llama-sampling.cpp llama_sampler_penalties_apply)."""
-    z = x.clone()
-    for t, b in s.logit_bias:
-        z[t] += b
-    out["logit_bias"] = z.softmax(-1)
-    prompt, generated = list(context[0]), list(context[1])
-    if s.order == "vllm":
-        for t in set(prompt + generated):
-            z[t] = z[t] * (1.0 / s.repetition_penalty if z[t] > 0 else s.repetition_penalty)
-        for t in set(generated):
-            z[t] -= s.frequency_penalty * generated.count(t)
-            z[t] -= s.presence_penalty
-    else:
-        n = s.penalty_last_n
-        last = (prompt + generated)[-n:] if n > 0 else (prompt + generated) if n < 0 else []
-        for t in set(last):
-            c = last.count(t)
-            z[t] = z[t] * s.repetition_penalty if z[t] <= 0 else z[t] / s.repetition_penalty
-            z[t] -= c * s.frequency_penalty + s.presence_penalty
-    out["penalties"] = z.softmax(-1)
-    return z
-
-
-def one_hot_argmax(x):
-    return torch.zeros_like(x).scatter_(0, x.argmax().view(1), 1.0)
-
-
-def ref_top_k(z, k):
-    if k == 0 or k >= z.numel():
-        return z
-    kth = torch.topk(z, k).values[-1]
-    return z.masked_fill(z < kth, NEG)
-
-
-def ref_top_p(z, p):
-    if p >= 1:
-        return z
-    values, ids = torch.sort(z)  # ascending
-    cum = values.softmax(-1).cumsum(-1)
-    remove = cum <= 1 - p
-    remove[-1] = False
-    return z.masked_fill(torch.zeros_like(remove).scatter(0, ids, remove), NEG)
-
-
-def ref_min_p(z, m):
-    if m == 0:
-        return z
-    probs = z.softmax(-1)
-    return z.masked_fill(probs < m * probs.max(), NEG)
-
-
-def vllm_stages(x, s, context=((), ())):
-    """vLLM v1: bias, penalties, then temperature -> min-p -> top-k -> top-p; T < 1e-5 greedy, small T clamped to
-    0.01."""
-    greedy = s.temperature < 1e-5
-    t = 1.0 if greedy else max(s.temperature, 0.01)
-    out = {"raw": x.softmax(-1)}
-    x = plain_adjusters(x, s, context, out)
-    z = x / t
-    out["temperature"] = z.softmax(-1)
-    z = ref_min_p(z, s.min_p)
-    out["min_p"] = z.softmax(-1)
-    z = ref_top_k(z, s.top_k)
-    out["top_k"] = z.softmax(-1)
-    z = ref_top_p(z, s.top_p)
-    out["top_p"] = z.softmax(-1)
-    out["final"] = one_hot_argmax(x) if greedy else out["top_p"]
-    return out
-
-
-def llamacpp_stages(x, s, context=((), ())):
-    """llama.cpp: bias, penalties, top-k -> top-p -> min-p decided at T = 1, then temperature reshapes the
-    survivors."""
-    out = {"raw": x.softmax(-1)}
-    x = plain_adjusters(x, s, context, out)
-    z = x
-    z = ref_top_k(z, s.top_k)
-    out["top_k"] = z.softmax(-1)
-    z = ref_top_p(z, s.top_p)
-    out["top_p"] = z.softmax(-1)
-    z = ref_min_p(z, s.min_p)
-    out["min_p"] = z.softmax(-1)
-    greedy = s.temperature <= 0
-    out["temperature"] = (z / (1.0 if greedy else s.temperature)).softmax(-1)
-    out["final"] = one_hot_argmax(x) if greedy else out["temperature"]
-    return out
-
-
-ORACLES = {"hf": hf_stages, "vllm": vllm_stages, "llama.cpp": llamacpp_stages}
+from .oracles import NEG, ORACLES, llamacpp_stages, one_hot_argmax, vllm_stages  # noqa: F401
 
 GRID = [
     dict(temperature=t, top_k=k, top_p=p, min_p=m)
@@ -263,7 +134,8 @@ def test_llamacpp_cuts_before_temperature():
 def test_a_transform_that_is_off_still_appears_unchanged():
     out = pipeline(torch.tensor([1.0, 2.0, 0.5, -1.0]), SamplingSettings())
     names = [n for n, _ in out]
-    assert names == ["raw", "logit_bias", "penalties", "temperature", "top_k", "top_p", "min_p", "final"]
+    assert names == ["raw", "logit_bias", "penalties", "temperature", "top_k", "top_p", "min_p", "typical_p",
+                     "epsilon_cutoff", "eta_cutoff", "final"]
     for _, p in out:
         assert torch.equal(p, out[0][1])
 

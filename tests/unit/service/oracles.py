@@ -1,0 +1,210 @@
+"""The sampler's oracles, one row at a time: transformers' own processors and warpers for the "hf" order, and the
+"vllm" and "llama.cpp" chains written out plainly from their engines' sources (docs/sampling.md says which)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from transformers.generation.logits_process import (
+    EpsilonLogitsWarper,
+    EtaLogitsWarper,
+    MinPLogitsWarper,
+    RepetitionPenaltyLogitsProcessor,
+    SequenceBiasLogitsProcessor,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+    TypicalLogitsWarper,
+)
+
+from model_service.sampling.pipeline import SamplingSettings
+
+NEG = float("-inf")
+
+
+
+HF_WARPERS = [  # (stage, is it on, the warper): transformers applies only the knobs that are on
+    ("temperature", lambda s: s.temperature > 0 and s.temperature != 1, lambda s: TemperatureLogitsWarper(s.temperature)),
+    ("top_k", lambda s: s.top_k > 0, lambda s: TopKLogitsWarper(s.top_k)),
+    ("top_p", lambda s: s.top_p < 1, lambda s: TopPLogitsWarper(s.top_p)),
+    ("min_p", lambda s: s.min_p > 0, lambda s: MinPLogitsWarper(s.min_p)),
+    ("typical_p", lambda s: s.typical_p < 1, lambda s: TypicalLogitsWarper(s.typical_p)),
+    ("epsilon_cutoff", lambda s: s.epsilon_cutoff > 0, lambda s: EpsilonLogitsWarper(s.epsilon_cutoff)),
+    ("eta_cutoff", lambda s: s.eta_cutoff > 0, lambda s: EtaLogitsWarper(s.eta_cutoff)),
+]
+
+
+def hf_stages(x: torch.Tensor, s: SamplingSettings, context=((), ())) -> dict[str, torch.Tensor]:
+    """transformers' own processors and warpers, chained in generate()'s order; off knobs are not applied (as HF)."""
+    scores = x.unsqueeze(0).clone()
+    out = {"raw": scores.softmax(-1)[0]}
+    ids = torch.tensor([[*context[0], *context[1]]], dtype=torch.long)
+    if s.logit_bias:
+        scores = SequenceBiasLogitsProcessor({(t,): b for t, b in s.logit_bias})(ids, scores)
+    out["logit_bias"] = scores.softmax(-1)[0]
+    if s.repetition_penalty != 1 and ids.numel():
+        scores = RepetitionPenaltyLogitsProcessor(s.repetition_penalty)(ids, scores)
+    out["penalties"] = scores.softmax(-1)[0]
+    adjusted = scores[0].clone()
+    for name, on, warper in HF_WARPERS:  # generate()'s order
+        if on(s):
+            scores = warper(s)(None, scores)
+        out[name] = scores.softmax(-1)[0]
+    out["final"] = one_hot_argmax(adjusted) if s.temperature == 0 else out["eta_cutoff"]
+    return out
+
+
+def plain_adjusters(x, s, context, out):
+    """vLLM's and llama.cpp's bias and penalties, written from their sources one token at a time (vllm
+    model_executor/layers/utils.py apply_penalties; llama.cpp src/llama-sampling.cpp llama_sampler_penalties_apply)."""
+    z = x.clone()
+    for t, b in s.logit_bias:
+        z[t] += b
+    out["logit_bias"] = z.softmax(-1)
+    prompt, generated = list(context[0]), list(context[1])
+    if s.order == "vllm":
+        for t in set(prompt + generated):
+            z[t] = z[t] * (1.0 / s.repetition_penalty if z[t] > 0 else s.repetition_penalty)
+        for t in set(generated):
+            z[t] -= s.frequency_penalty * generated.count(t)
+            z[t] -= s.presence_penalty
+    else:
+        n = s.penalty_last_n
+        last = (prompt + generated)[-n:] if n > 0 else (prompt + generated) if n < 0 else []
+        for t in set(last):
+            c = last.count(t)
+            z[t] = z[t] * s.repetition_penalty if z[t] <= 0 else z[t] / s.repetition_penalty
+            z[t] -= c * s.frequency_penalty + s.presence_penalty
+    out["penalties"] = z.softmax(-1)
+    return z
+
+
+def one_hot_argmax(x):
+    return torch.zeros_like(x).scatter_(0, x.argmax().view(1), 1.0)
+
+
+def ref_top_k(z, k):
+    if k == 0 or k >= z.numel():
+        return z
+    kth = torch.topk(z, k).values[-1]
+    return z.masked_fill(z < kth, NEG)
+
+
+def ref_top_p(z, p):
+    if p >= 1:
+        return z
+    values, ids = torch.sort(z)  # ascending
+    cum = values.softmax(-1).cumsum(-1)
+    remove = cum <= 1 - p
+    remove[-1] = False
+    return z.masked_fill(torch.zeros_like(remove).scatter(0, ids, remove), NEG)
+
+
+def ref_min_p(z, m):
+    if m == 0:
+        return z
+    probs = z.softmax(-1)
+    return z.masked_fill(probs < m * probs.max(), NEG)
+
+
+def vllm_stages(x, s, context=((), ())):
+    """vLLM v1: bias, penalties, then temperature -> min-p -> top-k -> top-p; T < 1e-5 greedy, small T clamped to
+    0.01."""
+    greedy = s.temperature < 1e-5
+    t = 1.0 if greedy else max(s.temperature, 0.01)
+    out = {"raw": x.softmax(-1)}
+    x = plain_adjusters(x, s, context, out)
+    chained(x, out, [("temperature", lambda z: z / t), ("min_p", lambda z: ref_min_p(z, s.min_p)),
+                     ("top_k", lambda z: ref_top_k(z, s.top_k)), ("top_p", lambda z: ref_top_p(z, s.top_p))])
+    out["final"] = one_hot_argmax(x) if greedy else out["top_p"]
+    return out
+
+
+def chained(z, out, steps):
+    """Apply each (stage, transform) in turn, recording each stage's distribution in `out`; the last logits."""
+    for name, transform in steps:
+        z = transform(z)
+        out[name] = z.softmax(-1)
+    return z
+
+
+def ref_top_n_sigma(z, n):
+    """llama.cpp llama_sampler_top_n_sigma_apply: mean and population std of the finite logits."""
+    if n <= 0:
+        return z
+    finite = [float(v) for v in z if math.isfinite(v)]
+    if len(finite) <= 1:
+        return z
+    mean = sum(finite) / len(finite)
+    std = math.sqrt(sum((v - mean) ** 2 for v in finite) / len(finite))
+    return z.masked_fill(z < max(finite) - n * std, NEG)
+
+
+def _survivors(z):
+    """(id, p) of the finite logits, most probable first, ties by lower id."""
+    p = z.softmax(-1)
+    return sorted(((i, float(p[i])) for i in range(len(z)) if math.isfinite(z[i])), key=lambda t: (-t[1], t[0]))
+
+
+def ref_typical_llama(z, mass):
+    """llama.cpp llama_sampler_typical_apply: by |-log p - H| ascending, through the first token past `mass`."""
+    if mass >= 1:
+        return z
+    kept = _survivors(z)
+    entropy = -sum(p * math.log(p) for _, p in kept if p > 0)
+    by_surprise = sorted(kept, key=lambda t: (abs(-math.log(t[1]) - entropy) if t[1] > 0 else math.inf, t[0]))
+    keep, total = set(), 0.0
+    for i, p in by_surprise:
+        keep.add(i)
+        total += p
+        if total > mass:
+            break
+    return z.masked_fill(torch.tensor([i not in keep for i in range(len(z))]), NEG)
+
+
+def ref_xtc(z, probability, threshold, chance):
+    """llama.cpp llama_sampler_xtc_apply: all the tokens at least `threshold` probable but the last go."""
+    if probability <= 0 or threshold > 0.5 or chance > probability:
+        return z
+    kept = _survivors(z)
+    if len(kept) < 2:
+        return z
+    last = 0
+    for position, (_, p) in enumerate(kept):
+        if p < threshold:
+            break
+        last = position
+    gone = {i for i, _ in kept[:last]}
+    return z.masked_fill(torch.tensor([i in gone for i in range(len(z))]), NEG)
+
+
+def ref_temperature_llama(z, s):
+    """llama.cpp llama_sampler_temp_ext_apply: with dynatemp_range > 0, T from the survivors' entropy."""
+    t = 1.0 if s.temperature < 1e-5 else s.temperature
+    if s.dynatemp_range <= 0 or s.temperature < 1e-5:
+        return z / t
+    kept = _survivors(z)
+    if len(kept) <= 1:
+        return z
+    low, high = max(0.0, t - s.dynatemp_range), t + s.dynatemp_range
+    entropy = -sum(p * math.log(p) for _, p in kept if p > 0)
+    return z / max(low + (high - low) * (entropy / math.log(len(kept))) ** s.dynatemp_exponent, 1e-5)
+
+
+def llamacpp_stages(x, s, context=((), ())):
+    """llama.cpp: bias, penalties, top-n-sigma -> top-k -> typical -> top-p -> min-p -> XTC decided at T = 1, then
+    temperature (or the dynamic one) reshapes the survivors."""
+    out = {"raw": x.softmax(-1)}
+    x = plain_adjusters(x, s, context, out)
+    chance = context[2] if len(context) > 2 else 0.0
+    chained(x, out, [("top_n_sigma", lambda z: ref_top_n_sigma(z, s.top_n_sigma)),
+                     ("top_k", lambda z: ref_top_k(z, s.top_k)), ("typical_p", lambda z: ref_typical_llama(z, s.typical_p)),
+                     ("top_p", lambda z: ref_top_p(z, s.top_p)), ("min_p", lambda z: ref_min_p(z, s.min_p)),
+                     ("xtc", lambda z: ref_xtc(z, s.xtc_probability, s.xtc_threshold, chance)),
+                     ("temperature", lambda z: ref_temperature_llama(z, s))])
+    out["final"] = one_hot_argmax(x) if s.temperature < 1e-5 else out["temperature"]
+    return out
+
+
+ORACLES = {"hf": hf_stages, "vllm": vllm_stages, "llama.cpp": llamacpp_stages}
