@@ -20,6 +20,7 @@ chance its XTC drew for this step (sampling/draw.py:side_chance; 0 when none was
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -39,75 +40,68 @@ class RowContext(NamedTuple):
 Context = RowContext | tuple  # a RowContext, or (prompt ids, generated ids[, xtc chance])
 
 
-def bias(settings: Sequence[SamplingSettings], vocab: int, device) -> torch.Tensor | None:
-    """(B, V) each row's logit bias, or None where no row has one. Ids beyond the vocabulary are the service's to
-    refuse (service.check_generate); here they are dropped, so a bias never indexes out of bounds."""
-    if not any(s.logit_bias for s in settings):
+def biased(z: torch.Tensor, settings: Sequence[SamplingSettings]) -> torch.Tensor | None:
+    """z with each row's logit bias added (a new tensor), or None where no row has one. Ids beyond the vocabulary
+    are the service's to refuse (service.check_generate); here they are dropped, so a bias never indexes out of
+    bounds. Only the biased entries are touched."""
+    entries = [(r, t, b) for r, s in enumerate(settings) for t, b in s.logit_bias if t < z.shape[-1]]
+    if not entries:
         return None
-    out = torch.zeros((len(settings), vocab), dtype=torch.float32)
-    for r, s in enumerate(settings):
-        kept = [(t, b) for t, b in s.logit_bias if t < vocab]
-        if kept:
-            ids, values = zip(*kept, strict=True)
-            out[r, list(ids)] = torch.tensor(values, dtype=torch.float32)
-    return out.to(device)
+    rows, ids, values = (torch.tensor(column, device=z.device) for column in zip(*entries, strict=True))
+    return z.index_put((rows, ids), values.to(z.dtype), accumulate=True)
 
 
-def _counts(rows: list[Sequence[int]], vocab: int, device) -> torch.Tensor:
-    """(B, V) float32 how often each token appears in each row's list (one scatter over the padded lists)."""
-    width = max((len(r) for r in rows), default=0)
-    if width == 0:
-        return torch.zeros((len(rows), vocab), dtype=torch.float32, device=device)
-    ids = torch.full((len(rows), width), vocab, dtype=torch.int64)  # the pad lands in a column cut off below
-    for r, tokens in enumerate(rows):
-        if tokens:
-            ids[r, : len(tokens)] = torch.as_tensor(list(tokens), dtype=torch.int64)
-    ids = ids.to(device)
-    counts = torch.zeros((len(rows), vocab + 1), dtype=torch.float32, device=device)
-    return counts.scatter_add_(1, ids, torch.ones_like(ids, dtype=torch.float32))[:, :vocab]
+class Counted(NamedTuple):
+    """Per row, the distinct tokens a penalty reads, padded to one width L: ids (B, L), whether the repetition
+    penalty hits each (B, L), and the count the frequency and presence penalties read (B, L). A pad repeats its
+    row's first entry (the same token, the same value written twice), or is token 0 unhit and uncounted."""
+
+    ids: torch.Tensor
+    hit: torch.Tensor
+    counts: torch.Tensor
 
 
-def counted(settings: Sequence[SamplingSettings], contexts: Sequence[Context] | None, order: str, vocab: int,
-            device) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """(hit, counts), each (B, V): the tokens the repetition penalty hits (bool) and the counts the frequency and
-    presence penalties read (float32), by the order's rule (module docstring). None where no row is penalised."""
+def counted(settings: Sequence[SamplingSettings], contexts: Sequence[Context] | None, order: str,
+            device) -> Counted | None:
+    """The tokens each row's penalties read, by the order's rule (module docstring); None where no row is
+    penalised."""
     if not any(s.penalised for s in settings):
         return None
     contexts = [RowContext(*c) for c in contexts] if contexts is not None else [RowContext()] * len(settings)
-    hits, counts = [], []
+    rows = []
     for s, (prompt, generated, _) in zip(settings, contexts, strict=True):
         whole = [*prompt, *generated]
         if not s.penalised:
-            hits.append(()), counts.append(())
+            hits, counts = (), ()
         elif order == "llama.cpp":
             n = s.penalty_last_n
-            window = whole if n < 0 else whole[len(whole) - n:] if n > 0 else []
-            hits.append(window), counts.append(window)
+            hits = counts = whole if n < 0 else whole[len(whole) - n:] if n > 0 else []
         else:  # hf, vllm: the repetition penalty hits the whole context; vLLM counts generated tokens only
-            hits.append(whole), counts.append(generated if order == "vllm" else ())
-    return _counts(hits, vocab, device) > 0, _counts(counts, vocab, device)
+            hits, counts = whole, (generated if order == "vllm" else ())
+        tally, hit = Counter(counts), dict.fromkeys(hits)
+        rows.append([(t, True, tally.get(t, 0)) for t in hit] + [(t, False, c) for t, c in tally.items() if t not in hit])
+    width = max(1, max(len(r) for r in rows))
+    padded = [r + [r[0] if r else (0, False, 0)] * (width - len(r)) for r in rows]
+    ids, hit, counts = (torch.tensor([[e[k] for e in r] for r in padded], device=device) for k in range(3))
+    return Counted(ids, hit, counts.float())
 
 
-def penalise(z: torch.Tensor, settings: Sequence[SamplingSettings], hit: torch.Tensor, counts: torch.Tensor,
-             order: str) -> torch.Tensor:
-    """The penalties of every row of one order group on its logits z (B, V), each engine's arithmetic."""
-    device = z.device
-
+def penalise(z: torch.Tensor, settings: Sequence[SamplingSettings], counted: Counted, order: str) -> torch.Tensor:
+    """The penalties of every row of one order group on its logits z (B, V), each engine's arithmetic, on the
+    counted entries only (a new tensor)."""
     def per_row(name):
-        return torch.tensor([getattr(s, name) for s in settings], dtype=torch.float32, device=device).unsqueeze(1)
+        return torch.tensor([getattr(s, name) for s in settings], dtype=torch.float32, device=z.device).unsqueeze(1)
 
     r, f, p = per_row("repetition_penalty"), per_row("frequency_penalty"), per_row("presence_penalty")
+    x = z.gather(1, counted.ids)
     if order == "vllm":
-        scaled = z * torch.where(z > 0, 1.0 / r, r)  # vllm/model_executor/layers/utils.py apply_penalties
+        scaled = x * torch.where(x > 0, 1.0 / r, r)  # vllm/model_executor/layers/utils.py apply_penalties
     else:
-        scaled = torch.where(z > 0, z / r, z * r)  # transformers' RepetitionPenaltyLogitsProcessor, llama.cpp
-    z = torch.where(hit, scaled, z)
-    if not bool(((f != 0) | (p != 0)).any()):
-        return z
-    present = (counts > 0).float()
-    if order == "vllm":
-        return z - f * counts - p * present
-    return z - (counts * f + present * p)  # llama.cpp: one subtraction
+        scaled = torch.where(x > 0, x / r, x * r)  # transformers' RepetitionPenaltyLogitsProcessor, llama.cpp
+    x = torch.where(counted.hit, scaled, x)
+    c, present = counted.counts, (counted.counts > 0).float()
+    x = x - f * c - p * present if order == "vllm" else x - (c * f + present * p)  # llama.cpp: one subtraction
+    return z.scatter(1, counted.ids, x)
 
 
-__all__ = ["Context", "RowContext", "bias", "counted", "penalise"]
+__all__ = ["Context", "Counted", "RowContext", "biased", "counted", "penalise"]

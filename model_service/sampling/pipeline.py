@@ -157,13 +157,12 @@ def _adjusted(x: torch.Tensor, settings, contexts, order: str, capture: bool):
     """The bias and penalties stages of one order group: (adjusted logits, {stage: its logits or None when it
     changed nothing})."""
     z, changed = x, {}
-    extra = penalties.bias(settings, x.shape[-1], x.device)
-    if extra is not None:
-        z = z + extra
-    changed["logit_bias"] = z if extra is not None else None
-    counted = penalties.counted(settings, contexts, order, x.shape[-1], x.device)
+    changed["logit_bias"] = penalties.biased(z, settings)
+    if changed["logit_bias"] is not None:
+        z = changed["logit_bias"]
+    counted = penalties.counted(settings, contexts, order, x.device)
     if counted is not None:
-        z = penalties.penalise(z, settings, *counted, order)
+        z = penalties.penalise(z, settings, counted, order)
     changed["penalties"] = z if counted is not None else None
     return z, changed
 

@@ -110,26 +110,59 @@ def eta_cutoff(z: torch.Tensor, epsilon: torch.Tensor) -> torch.Tensor:
     return _keep_top(probs < eta, z) & (epsilon > 0).unsqueeze(1)
 
 
+TYPICAL_FIRST = 512  # typical-p ranks this many tokens first (most steps reach their mass within a few hundred)
+
+
 def typical_p(z: torch.Tensor, mass: torch.Tensor, rule: str) -> torch.Tensor:
     """Locally typical sampling: rank tokens by |-log p - H| (H the entropy), ascending, and keep a head of that
     ranking. rule "hf" (TypicalLogitsWarper): keep the tokens whose score is at most that of the first token where
-    the cumulative probability reaches `mass` (ties kept); "llama.cpp": keep the ranking up to and including the
-    first token whose cumulative probability exceeds `mass`. 1 = off."""
-    log_p = z.log_softmax(dim=-1)
+    the cumulative probability reaches `mass` (ties kept); "llama.cpp": keep the ranking (ties by lower id) up to and
+    including the first token whose cumulative probability exceeds `mass`. 1 = off.
+
+    Only the active rows are ranked, and each only as far as its mass needs: TYPICAL_FIRST tokens, then 4 x as
+    many, then all (sorting 49k scores costs ~2.5 ms a row on a 2-core CPU, their 512 smallest ~0.2 ms)."""
+    removed = torch.zeros_like(z, dtype=torch.bool)
+    rows = (mass < 1).nonzero().view(-1)
+    if len(rows) == 0:
+        return removed
+    log_p = z[rows].log_softmax(dim=-1)
     probs = log_p.exp()
-    entropy = -(log_p * probs).nansum(dim=-1, keepdim=True)
-    shifted = (-log_p - entropy).abs()  # a removed token: inf, ranked last
-    scores, order = shifted.sort(dim=-1, stable=True)
+    shifted = (-log_p - (-(log_p * probs).nansum(dim=-1, keepdim=True))).abs()  # a removed token: inf, last
+    return removed.index_copy(0, rows, _typical_cut(shifted, probs, mass[rows].unsqueeze(1), rule, TYPICAL_FIRST))
+
+
+def _typical_cut(shifted, probs, mass, rule: str, width: int) -> torch.Tensor:
+    """typical_p's removed tokens for rows of (shifted scores, probabilities), ranking `width` first; a row whose
+    edge lies beyond (or ties with a token beyond) is ranked again, wider, on its own."""
+    vocab = shifted.shape[-1]
+    width = min(width, vocab)
+    scores, order = _ascending(shifted, width)
+    cumulative = probs.gather(1, order).cumsum(dim=-1)
+    reached = (cumulative >= mass) if rule == "hf" else (cumulative > mass)
+    first = torch.where(reached.any(dim=-1), reached.float().argmax(dim=-1), width - 1).unsqueeze(1)  # (R, 1)
+    edge = scores.gather(1, first)
     if rule == "hf":
-        cumulative = z.gather(1, order).softmax(dim=-1).cumsum(dim=-1)
-        last = (cumulative < mass.unsqueeze(1)).sum(dim=1).clamp(max=z.shape[-1] - 1)
-        remove = scores > scores.gather(1, last.view(-1, 1))
+        remove = shifted > edge  # every token tied with the edge stays
     else:
-        cumulative = probs.gather(1, order).cumsum(dim=-1)
-        keep = (cumulative <= mass.unsqueeze(1)).sum(dim=1, keepdim=True) + 1  # through the first past `mass`
-        remove = torch.arange(z.shape[-1], device=z.device).unsqueeze(0) >= keep
-    remove[:, :1] = False  # min_tokens_to_keep = 1
-    return torch.zeros_like(remove).scatter(1, order, remove) & (mass < 1).unsqueeze(1)
+        inside = torch.arange(width, device=shifted.device).unsqueeze(0) > first
+        remove = torch.ones_like(shifted, dtype=torch.bool).scatter(1, order, inside)
+    remove.scatter_(1, order[:, :1], False)  # min_tokens_to_keep = 1
+    # a row is settled when its edge lies before the last ranked token and below it: no unranked token ties with it
+    wider = ~(reached[:, :-1].any(dim=-1) & (edge.squeeze(1) < scores[:, -1])) if width < vocab else None
+    if wider is not None and bool(wider.any()):
+        again = wider.nonzero().view(-1)
+        remove[again] = _typical_cut(shifted[again], probs[again], mass[again], rule, width * 4)
+    return remove
+
+
+def _ascending(scores: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The `width` smallest scores per row and their ids, ascending, ties by lower id."""
+    if width >= scores.shape[-1]:
+        return scores.sort(dim=-1, stable=True)
+    values, ids = scores.topk(width, dim=-1, largest=False)
+    ids, by_id = ids.sort(dim=-1)
+    values, by_value = values.gather(1, by_id).sort(dim=-1, stable=True)
+    return values, ids.gather(1, by_value)
 
 
 def xtc(z: torch.Tensor, probability: torch.Tensor, threshold: torch.Tensor, chance: torch.Tensor,
