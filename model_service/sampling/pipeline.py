@@ -153,7 +153,7 @@ class _Read(dict):
         return len(self._dists)
 
 
-def _adjusted(x: torch.Tensor, settings, contexts, order: str, capture: bool):
+def _adjusted(x: torch.Tensor, settings, contexts, order: str):
     """The bias and penalties stages of one order group: (adjusted logits, {stage: its logits or None when it
     changed nothing})."""
     z, changed = x, {}
@@ -218,7 +218,7 @@ def _run_order(x: torch.Tensor, settings, contexts, order: str, capture: bool, w
     params = BatchParams.from_settings(settings, x.device)
     rows = [penalties.RowContext(*c) for c in contexts] if contexts is not None else None
     chances = torch.tensor([r.xtc_chance for r in rows] if rows else [0.0] * len(settings), device=x.device)
-    y, changed = _adjusted(x, settings, rows, order, capture)
+    y, changed = _adjusted(x, settings, rows, order)
     adjusted = y is not x
     window = ranking.ranked_window(y, widths[0]) if adjusted or window is None else window
     raw_window = ranking.ranked_window(x, widths[0]) if adjusted else None
