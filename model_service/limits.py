@@ -112,6 +112,22 @@ MAX_EPSILON_CUTOFF = 0.5  # epsilon and eta cutoffs: transformers takes (0, 1); 
 MAX_TOP_N_SIGMA = 100.0  # top-n-sigma's n: at 100 standard deviations nothing is ever cut
 DEFAULT_XTC_THRESHOLD = 0.1  # llama.cpp's default (common/common.h xtc_threshold)
 MAX_DYNATEMP_EXPONENT = 10.0
+# DRY ("don't repeat yourself"), llama.cpp's defaults (common/common.h) and this playground's caps
+MAX_DRY_MULTIPLIER = 10.0  # 0 = off; llama.cpp's documentation suggests 0.8
+DEFAULT_DRY_BASE = 1.75
+MAX_DRY_BASE = 10.0  # the penalty grows as base^(repeat - allowed length): at 10 one token more is 10x
+DEFAULT_DRY_ALLOWED_LENGTH = 2  # a repeat this long is free; one token longer is penalised
+MAX_DRY_ALLOWED_LENGTH = 1_000
+DEFAULT_DRY_BREAKERS = ("\n", ":", "\"", "*")  # a repeat does not run across these
+MAX_DRY_BREAKERS = 16
+MAX_DRY_BREAKER_CHARS = 40  # llama.cpp's cap on a breaker's length
+# mirostat (llama.cpp): the target surprise tau in bits and the learning rate eta, its defaults
+DEFAULT_MIROSTAT_TAU = 5.0
+MAX_MIROSTAT_TAU = 30.0  # bits: above log2 of any vocabulary, mirostat cuts nothing
+DEFAULT_MIROSTAT_ETA = 0.1
+MAX_MIROSTAT_MU = 1_000.0  # a continued run's mu, as its last record carries it
+MAX_ADJUSTED_SHOWN = 32  # a step record names at most this many tokens whose logit the bias, penalties or DRY moved
+MIROSTAT_M = 100  # mirostat v1 estimates the Zipf exponent from this many most probable tokens (llama.cpp's m)
 
 # ---- the OpenAI-compatible API beside the page (playground/openai_api/, docs/openai.md) ------------------------
 # Each request joins the room's scheduler like a learner (the caps above hold); these are the API's own.

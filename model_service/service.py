@@ -297,8 +297,8 @@ class ModelService(ModelClient):
             record = next(stream)
         with torch.inference_mode():
             stages = run_stages(job.kept_logits, [settings], capture=False, min_window=top_n,
-                                contexts=[RowContext(job.row.prompt, list(prefix),
-                                                     side_chance(job.row.seed, len(prefix)))])
+                                contexts=[RowContext(job.row.prompt, list(prefix), side_chance(job.row.seed, len(prefix)),
+                                                     job.row.breakers)])
             return sample_step(stages, n, seed, top_n, self.pieces, record.step, record.token_id, record.forward_ms,
                                record.pending_hex)
 
@@ -320,7 +320,8 @@ class ModelService(ModelClient):
         with self.model_lock:
             self._check_open()
             return batch_effect(self.model, self.loaded.pad_id, self.pieces, ids + prefix, settings, len(prefix), seed,
-                                strangers, self.batch_invariant, top_n)
+                                strangers, self.batch_invariant, top_n,
+                                self.loaded.breakers(settings.dry_sequence_breakers) if settings.dry else frozenset())
 
     # ---- checks every path shares -----------------------------------------------------------------------------
 

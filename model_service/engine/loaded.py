@@ -38,6 +38,16 @@ class LoadedModel:
         pad = self.tokenizer.pad_token_id
         return pad if pad is not None else next(iter(self.eos_token_ids), 0)
 
+    def breakers(self, strings: tuple[str, ...]) -> frozenset[int]:
+        """The ids of the tokens whose text holds one of these DRY sequence breakers (llama.cpp's rule for a
+        breaker within one token), computed once per set of strings."""
+        cache = self.__dict__.setdefault("_breakers", {})
+        if strings not in cache:
+            texts = self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))], skip_special_tokens=False,
+                                                clean_up_tokenization_spaces=False)
+            cache[strings] = frozenset(i for i, text in enumerate(texts) if any(b in text for b in strings))
+        return cache[strings]
+
     def decode(self, ids) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 import torch
 
+from .. import limits
 from ..records.settings import ADJUSTERS, LESSON_STAGES, SamplingSettings
 from ..records.step import Stage, StepRecord, r6
 from ..records.utf8 import incomplete_tail, piece_bytes
@@ -48,15 +49,16 @@ class Summary(NamedTuple):
     ids: list[int]  # the top-N token ids, most probable first
     stages: tuple[Stage, ...]
     logits: tuple[float, ...]  # their raw logits
+    adjusted: tuple[tuple[int, float], ...]  # (token id, logit moved by the bias, penalties and DRY), largest first
     capture_ms: float  # time spent summarising the batch (shared by its rows)
 
 
-def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders: list[str]):
+def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders: list):
     """Per row a Summary — only N + a few scalars per stage leave the device, in one packed copy.
 
     tokens: (B,) each row's chosen token; top_n: each row's N (computed for the largest, then cut);
-    orders: each row's order, which sets the sequence of its stages (a mixed batch computes them
-    under shared names). Each distinct distribution is measured once (sampling/distribution.py: on the
+    orders: each row's order, or its stage names (a custom chain), which set the sequence of its stages (a mixed
+    batch computes them under shared names). Each distinct distribution is measured once (sampling/distribution.py: on the
     ranking window where its survivors lie in it). A stage's kept mass, the mass its survivors had under the
     stage before, is p_before(top) / p_after(top) for its most probable token: a cut leaves the survivors'
     logits as they were (so every survivor gives the same ratio), and greedy's one-hot keeps only that token.
@@ -67,19 +69,21 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
     b = tokens.shape[0]
     distinct = list({id(stages.dists[n]): stages.dists[n] for n in stages.names}.values())
     column = {n: next(i for i, d in enumerate(distinct) if d is stages.dists[n]) for n in stages.names}
-    cuts = sorted({(column[a], column[n]) for order in set(orders) for a, n in itertools.pairwise(stage_names(order))
+    orders = [o if isinstance(o, tuple) else stage_names(o) for o in orders]  # each row's stage names
+    cuts = sorted({(column[a], column[n]) for names in set(orders) for a, n in itertools.pairwise(names)
                    if n not in RESHAPES and column[a] != column[n]})
     ids = stages.shown[:, : max(top_n)]  # (B, N): the raw top-N
     picked = torch.cat([ids, tokens.view(-1, 1)], dim=1)  # the top-N, then the chosen token
     u, n_max = len(distinct), ids.shape[1]
     applied = list(stages.applied)
+    moved_ids, moved = _moved(stages)
     packed = torch.cat(
         [torch.stack([d.at(picked) for d in distinct], dim=1).flatten(1),  # (B, U * (N + 1))
          torch.stack([d.count for d in distinct], dim=1).float(),  # (B, U)
          torch.stack([d.entropy_nats for d in distinct], dim=1) / math.log(2),  # (B, U) bits
          stages.raw.gather(1, ids)]  # (B, N)
         + [(distinct[i].at(distinct[j].top) / distinct[j].at(distinct[j].top)) for i, j in cuts]
-        + [stages.applied[n].float().view(-1, 1) for n in applied], dim=1)  # NaN: no value for that row
+        + [stages.applied[n].float().view(-1, 1) for n in applied] + [moved_ids, moved], dim=1)  # NaN: no value
     host = packed.double().cpu()  # the one copy to the host; then Python lists, a few calls for the whole step
     at = list(itertools.accumulate([0, u * (n_max + 1), u, u, n_max, len(cuts)]))
     probs = host[:, at[0]:at[1]].reshape(b, u, n_max + 1).tolist()
@@ -87,10 +91,12 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
     logits = host[:, at[3]:at[4]].tolist()
     mass = {pair: host[:, at[4] + k].clamp(max=1.0).tolist() for k, pair in enumerate(cuts)}
     values = {n: host[:, at[5] + k].tolist() for k, n in enumerate(applied)}
+    width = moved.shape[1]
+    moves = zip(host[:, at[5] + len(applied):][:, :width].long().tolist(), host[:, -width:].tolist()) if width else None
     ids_h = ids.tolist()
     rows = []
     for r in range(b):
-        n, names = top_n[r], stage_names(orders[r])
+        n, names = top_n[r], orders[r]
         row = []
         for i, name in enumerate(names):
             c = column[name]
@@ -106,9 +112,23 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
             )
             if name in LESSON_STAGES or stage.applied is not None or _shown(stage) != _shown(row[-1]):
                 row.append(stage)  # a stage beyond the lesson's that left this row as it was is not recorded
-        rows.append((ids_h[r][:n], tuple(row), tuple(r6(v) for v in logits[r][:n])))
+        shifted = next(moves) if moves is not None else ((), ())
+        rows.append((ids_h[r][:n], tuple(row), tuple(r6(v) for v in logits[r][:n]),
+                     tuple((t, r6(d)) for t, d in zip(*shifted) if d != 0)))
     ms = (time.perf_counter() - started) * 1000
     return [Summary(*row, capture_ms=ms) for row in rows]
+
+
+def _moved(stages: Stages) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's tokens whose logit the bias, penalties and DRY moved, the largest moves first: (ids, adjusted -
+    raw), (B, M) each (M = 0 where nothing adjusts the batch; a row that moved fewer has zeros after)."""
+    b = stages.raw.shape[0]
+    if stages.logits is stages.raw:
+        empty = stages.raw.new_zeros((b, 0))
+        return empty, empty
+    delta = (stages.logits - stages.raw).nan_to_num(0.0, posinf=0.0, neginf=0.0)
+    ids = delta.abs().topk(min(limits.MAX_ADJUSTED_SHOWN, delta.shape[-1]), dim=-1).indices
+    return ids.to(delta.dtype), delta.gather(1, ids)
 
 
 def _shown(stage: Stage) -> tuple:
@@ -133,12 +153,21 @@ class RowState:
             # one draw per step already taken: the generator resumes where a full run would be
             torch.rand(len(prefix), generator=self.generator, device=self.generator.device)
         self.prompt: tuple[int, ...] = ()  # its prompt's token ids (the Job that runs it sets them)
+        self.breakers = loaded.breakers(settings.dry_sequence_breakers) if settings.dry else frozenset()
+        # mirostat's mu for the next step: a continued run's (its last record's), else 2 tau (llama.cpp's start)
+        self.mirostat_mu = settings.mirostat_mu if settings.mirostat_mu is not None else 2 * settings.mirostat_tau
         self.generated: list[int] = list(prefix)  # every token it took: with the prompt, what penalties count
         self.text = TextStream(loaded.decode, stop)
         self.pending = b""  # generated bytes that do not make a whole character yet (a split one)
         for t in prefix:
             self.text.push(t)
             self._advance(t)
+
+    def context(self) -> RowContext:
+        """What this row's sampler reads at its next step besides its logits (sampling/penalties.py)."""
+        return RowContext(self.prompt, self.generated,
+                          side_chance(self.seed, len(self.generated)) if self.settings.xtc else 0.0,
+                          self.breakers, self.mirostat_mu if self.settings.mirostat else math.nan)
 
     def _advance(self, token_id: int) -> None:
         token = self.loaded.pieces(token_id)
@@ -162,12 +191,13 @@ class RowState:
         pending = self.pending
         if not is_eos:
             self._advance(token_id)
-        return Turn(step, token_id, self.text.visible, stop_reason, pending.hex())
+        return Turn(step, token_id, self.text.visible, stop_reason, pending.hex(),
+                    self.mirostat_mu if self.settings.mirostat else None)
 
     def record_of(self, turn: Turn, draw_info, summary, forward_ms, sampling_ms, batch_size=1) -> StepRecord:
         """The record a viewer may see of a step this row took (advance)."""
         token = self.loaded.pieces(turn.token_id)
-        candidate_ids, stages, logits, capture_ms = summary if summary is not None else ((), (), (), 0.0)
+        candidate_ids, stages, logits, adjusted, capture_ms = summary if summary is not None else ((), (), (), (), 0.0)
         return StepRecord(
             step=turn.step,
             token_id=turn.token_id,
@@ -188,6 +218,8 @@ class RowState:
             pending_hex=turn.pending_hex,
             logits=logits,
             capture_ms=round(capture_ms, 3),
+            mirostat_mu=turn.mirostat_mu,
+            adjusted=adjusted,
         )
 
     def record(self, step, token_id, draw_info, summary, forward_ms, sampling_ms, batch_size=1) -> StepRecord:
@@ -203,6 +235,7 @@ class Turn(NamedTuple):
     text: str
     stop_reason: str | None
     pending_hex: str  # generated bytes before this token that did not make a whole character
+    mirostat_mu: float | None = None  # mirostat's mu after this step (what the next step's cut reads)
 
 
 class Chosen(NamedTuple):
@@ -227,12 +260,15 @@ def choose(logits: torch.Tensor, rows: list[RowState], top_n, capture=True) -> C
     top_n = [top_n] * b if isinstance(top_n, int) else list(top_n)
     capture = [capture] * b if isinstance(capture, bool) else list(capture)
     settings = [r.settings for r in rows]
-    contexts = ([RowContext(r.prompt, r.generated, side_chance(r.seed, len(r.generated)) if r.settings.xtc else 0.0)
-                 for r in rows] if any(s.penalised or s.xtc for s in settings) else None)
+    contexts = [r.context() for r in rows] if any(s.penalised or s.xtc or s.dry or s.mirostat for s in settings) else None
     stages = run_stages(logits, settings, capture=any(capture), min_window=max(top_n), contexts=contexts)
     token_ids, draws = draw(stages, [s.greedy for s in settings], [r.generator for r in rows])
-    return Chosen(stages, token_ids, token_ids.tolist(), draws, top_n, capture, [s.order for s in settings],
+    for row, d in zip(rows, draws):
+        if row.settings.mirostat:
+            row.mirostat_mu = row.settings.next_mu(row.mirostat_mu, d.high - d.low)  # d: the final bar's interval
+    return Chosen(stages, token_ids, token_ids.tolist(), draws, top_n, capture, [s.stages for s in settings],
                   (time.perf_counter() - started) * 1000)
+
 
 
 @torch.inference_mode()

@@ -5,24 +5,32 @@ The order of the transforms for each `order` is documented once, in model_servic
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from .. import limits
 from . import validation
 
+# The stages that change logits anywhere in the vocabulary (they can reorder the ranking) and read the context:
+# every engine applies them first, so the cuts after them rank the adjusted logits.
+ADJUSTERS = ("logit_bias", "penalties", "dry")
 ORDERS: dict[str, tuple[str, ...]] = {
     "hf": ("logit_bias", "penalties", "temperature", "top_k", "top_p", "min_p", "typical_p", "epsilon_cutoff",
            "eta_cutoff"),
     "vllm": ("logit_bias", "penalties", "temperature", "min_p", "top_k", "top_p"),
-    "llama.cpp": ("logit_bias", "penalties", "top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc",
-                  "temperature"),
+    # mirostat, when on, replaces the chain between the bias and temperature (settings refuse those knobs then)
+    "llama.cpp": (*ADJUSTERS, "top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature",
+                  "mirostat"),
+    "custom": ADJUSTERS,  # then the row's own `chain` (text-generation-webui's "sampler priority")
 }
+# The stages a custom chain orders, and the knobs that need each one there (the adjusters always come first).
+CHAIN_STAGES = {"temperature": ("temperature", "dynatemp_range"), "top_k": ("top_k",), "top_p": ("top_p",),
+                "min_p": ("min_p",), "typical_p": ("typical_p",), "epsilon_cutoff": ("epsilon_cutoff",),
+                "eta_cutoff": ("eta_cutoff",), "top_n_sigma": ("top_n_sigma",), "xtc": ("xtc_probability",)}
 LESSON_STAGES = ("raw", "temperature", "top_k", "top_p", "min_p", "final")  # the lesson's chain: always drawn
-# The stages that change logits anywhere in the vocabulary (they can reorder the ranking) and read the context:
-# every engine applies them first, so the cuts after them rank the adjusted logits.
-ADJUSTERS = ("logit_bias", "penalties")
 # vLLM treats T below this as greedy and clamps (this, 0.01) up to 0.01. Every order treats T below it
 # as greedy: dividing float32 logits by T <= ~1e-37 overflows to inf and the softmax to NaN, and above
 # 1e-5 but tiny the tempered distribution is already one-hot on the argmax (docs/sampling.md).
@@ -49,18 +57,30 @@ RANGES = {
     "xtc_threshold": dict(low=0, high=1),
     "dynatemp_range": dict(low=0, high=limits.MAX_TEMPERATURE),
     "dynatemp_exponent": dict(low=0, high=limits.MAX_DYNATEMP_EXPONENT, low_open=True),
+    "dry_multiplier": dict(low=0, high=limits.MAX_DRY_MULTIPLIER),
+    "dry_base": dict(low=1, high=limits.MAX_DRY_BASE),
+    "dry_allowed_length": dict(integer=True, low=1, high=limits.MAX_DRY_ALLOWED_LENGTH),
+    "dry_penalty_last_n": dict(integer=True, low=-1, high=limits.MAX_PENALTY_LAST_N),
+    "mirostat": dict(integer=True, low=0, high=2),
+    "mirostat_tau": dict(low=0, high=limits.MAX_MIROSTAT_TAU),
+    "mirostat_eta": dict(low=0, high=1),
 }
 # What an order's engine does not have (docs/sampling.md): a knob set away from its default there is refused,
 # naming the knob and the engine, rather than applied where the engine would not apply it.
 _HF_ONLY = {"epsilon_cutoff": "only transformers has an epsilon cutoff", "eta_cutoff": "only transformers has an eta cutoff"}
 _LLAMA_ONLY = {"top_n_sigma": "only llama.cpp has top-n-sigma", "xtc_probability": "only llama.cpp has XTC",
-               "dynatemp_range": "only llama.cpp has a dynamic temperature"}
+               "dynatemp_range": "only llama.cpp has a dynamic temperature", "dry_multiplier": "only llama.cpp has DRY",
+               "mirostat": "only llama.cpp has mirostat"}
 NOT_IN_ORDER = {
     "hf": {"frequency_penalty": "transformers has no frequency penalty",
            "presence_penalty": "transformers has no presence penalty", **_LLAMA_ONLY},
     "vllm": {**_HF_ONLY, **_LLAMA_ONLY, "typical_p": "vLLM has no typical sampling"},
     "llama.cpp": _HF_ONLY,
+    "custom": {"mirostat": "mirostat replaces the whole chain: choose the llama.cpp order"},
 }
+# What mirostat replaces in llama.cpp's chain: these knobs are refused while it is on, as llama.cpp ignores them.
+MIROSTAT_REPLACES = ("repetition_penalty", "frequency_penalty", "presence_penalty", "dry_multiplier", "top_n_sigma",
+                     "top_k", "typical_p", "top_p", "min_p", "xtc_probability", "dynatemp_range")
 
 
 def fresh_seed() -> int:
@@ -69,9 +89,65 @@ def fresh_seed() -> int:
     return int.from_bytes(os.urandom(8), "little") & MAX_SEED
 
 
-def stage_names(order: str) -> tuple[str, ...]:
-    """The stage names of one order, raw first and final last."""
-    return ("raw", *ORDERS[order], "final")
+def stage_names(order: str, chain: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The stage names of one order (and a custom order's chain), raw first and final last."""
+    return ("raw", *ORDERS[order], *chain, "final")
+
+
+def parse_chain(field: str, value) -> tuple[str, ...]:
+    """A custom chain: stage names (CHAIN_STAGES) as a list, or text separated by commas, ">" or arrows
+    ("top_k > temperature > min_p"); each at most once. Blank: none."""
+    if validation.is_blank(value):
+        return ()
+    if isinstance(value, str):
+        for arrow in ("→", "->", ">", ";"):
+            value = value.replace(arrow, ",")
+        value = [part.strip().lower().replace("-", "_") for part in value.split(",") if part.strip()]
+    if not isinstance(value, (list, tuple)):
+        raise validation.InputError("chain_stage", field=field, got=repr(value), choices=", ".join(CHAIN_STAGES))
+    seen: list[str] = []
+    for name in value:
+        if name not in CHAIN_STAGES:
+            raise validation.InputError("chain_stage", field=field, got=repr(name), choices=", ".join(CHAIN_STAGES))
+        if name in seen:
+            raise validation.InputError("chain_twice", field=field, got=name)
+        seen.append(name)
+    return tuple(seen)
+
+
+def _chain_text(value) -> bool:
+    """Text that lists stages ("top_k > temperature"): words joined by commas or arrows (anything else is read as
+    an order's name, and refused quoting it whole)."""
+    return isinstance(value, str) and bool(re.fullmatch(r"\s*[A-Za-z_-]+(\s*(,|>|->|→|;)\s*[A-Za-z_-]+)+\s*", value))
+
+
+def _refusal(values: Mapping, order: str, chain: tuple[str, ...], name) -> validation.InputError | None:
+    """Why these knob values cannot run in this order, naming the field as `name` names it; None if they can.
+    One check for every path (SamplingSettings itself, parse_settings' labelled fields)."""
+    off = SamplingSettings.__dataclass_fields__
+    def set_(field):
+        return values[field] != off[field].default
+
+    for field, why in NOT_IN_ORDER[order].items():
+        if set_(field):
+            return validation.InputError("not_in_order", field=name(field), order=order, why=why,
+                                         off=off[field].default)
+    if order == "custom":
+        if not chain:
+            return validation.InputError("chain_empty", field=name("chain"), choices=", ".join(CHAIN_STAGES))
+        for stage, knobs in CHAIN_STAGES.items():
+            for field in knobs:
+                greedy = field == "temperature" and values[field] < GREEDY_EPS  # greedy needs no stage
+                if stage not in chain and set_(field) and not greedy:
+                    return validation.InputError("chain_missing", field=name(field), value=values[field], stage=stage,
+                                                 off=off[field].default)
+    elif chain:
+        return validation.InputError("chain_without_custom", field=name("chain"))
+    if values["mirostat"]:
+        for field in MIROSTAT_REPLACES:
+            if set_(field):
+                return validation.InputError("mirostat_replaces", field=name(field), off=off[field].default)
+    return None
 
 
 @dataclass(frozen=True)
@@ -101,23 +177,68 @@ class SamplingSettings:
     xtc_threshold: float = limits.DEFAULT_XTC_THRESHOLD  # the tokens at least this probable, all but the last, go
     dynatemp_range: float = 0.0  # 0 = off: the temperature moves within T +- this, with the entropy
     dynatemp_exponent: float = 1.0
+    dry_multiplier: float = 0.0  # 0 = off: a token that would extend a repeat loses multiplier x base^(length - allowed)
+    dry_base: float = limits.DEFAULT_DRY_BASE
+    dry_allowed_length: int = limits.DEFAULT_DRY_ALLOWED_LENGTH
+    dry_penalty_last_n: int = -1  # the last n tokens DRY searches (-1 all, 0 none)
+    dry_sequence_breakers: tuple[str, ...] = limits.DEFAULT_DRY_BREAKERS  # a repeat does not run across a token holding one
+    mirostat: int = 0  # 0 = off; 1, 2: mirostat v1, v2 (llama.cpp), in place of the chain's cuts
+    mirostat_tau: float = limits.DEFAULT_MIROSTAT_TAU  # the target surprise, in bits
+    mirostat_eta: float = limits.DEFAULT_MIROSTAT_ETA  # how fast mu follows the observed surprise
+    mirostat_mu: float | None = None  # the mu a continued run starts from (its last record's); None: 2 tau
+    chain: tuple[str, ...] = ()  # order "custom": the stages after the bias and penalties, in order
 
     def __post_init__(self):
         for name in RANGES:
             object.__setattr__(self, name, validation.number(name, getattr(self, name), **RANGES[name]))
         object.__setattr__(self, "seed", validation.seed("seed", self.seed))
         object.__setattr__(self, "logit_bias", validation.logit_bias("logit_bias", self.logit_bias))
+        object.__setattr__(self, "dry_sequence_breakers", validation.strings(
+            "dry_sequence_breakers", self.dry_sequence_breakers, limit=limits.MAX_DRY_BREAKERS,
+            chars=limits.MAX_DRY_BREAKER_CHARS))
+        object.__setattr__(self, "mirostat_mu", validation.number(
+            "mirostat_mu", self.mirostat_mu, low=-limits.MAX_MIROSTAT_MU, high=limits.MAX_MIROSTAT_MU, blank=None))
+        if isinstance(self.order, (list, tuple)) or _chain_text(self.order):  # a list of stages: a custom chain
+            object.__setattr__(self, "chain", parse_chain("order", self.order))
+            object.__setattr__(self, "order", "custom")
+        object.__setattr__(self, "chain", parse_chain("chain", self.chain))
         validation.choice("order", self.order, ORDERS)
-        off = type(self).__dataclass_fields__
-        for name, why in NOT_IN_ORDER.get(self.order, {}).items():
-            if getattr(self, name) != off[name].default:
-                raise validation.InputError("not_in_order", field=name, order=self.order, why=why,
-                                            off=off[name].default)
+        refused = _refusal({f: getattr(self, f) for f in RANGES}, self.order, self.chain, lambda f: f)
+        if refused is not None:
+            raise refused
 
     @property
     def penalised(self) -> bool:
         """Any repetition, frequency or presence penalty (the context is read only then)."""
         return self.repetition_penalty != 1 or self.frequency_penalty != 0 or self.presence_penalty != 0
+
+    @property
+    def dry(self) -> bool:
+        """DRY can penalise (llama.cpp: a multiplier above 0, a base of at least 1, a window that is not 0)."""
+        return self.dry_multiplier > 0 and self.dry_penalty_last_n != 0
+
+    @property
+    def rule(self) -> str:
+        """Whose arithmetic each stage follows: the order's engine; a custom chain follows llama.cpp's."""
+        return "llama.cpp" if self.order == "custom" else self.order
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """This row's chain, raw first and final last (its order's, or a custom order's own)."""
+        return stage_names(self.order, self.chain)
+
+    @property
+    def order_text(self) -> str:
+        """The order as one cell of text (a table, a link, a title): its name, or a custom chain's stages joined by
+        " > " (which parse_settings reads back as that chain)."""
+        return " > ".join(self.chain) if self.order == "custom" else self.order
+
+    def next_mu(self, mu: float, p: float) -> float:
+        """Mirostat's mu after a token of probability p (in the final, cut distribution) was drawn: mu - eta
+        (surprise - tau), the surprise -log2 p in bits (llama.cpp's update, v1 and v2 alike), kept in range."""
+        surprise = -math.log2(p) if p > 0 else limits.MAX_MIROSTAT_MU
+        bound = limits.MAX_MIROSTAT_MU
+        return min(max(mu - self.mirostat_eta * (surprise - self.mirostat_tau), -bound), bound)
 
     @property
     def greedy(self) -> bool:
@@ -140,6 +261,7 @@ class SamplingSettings:
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["logit_bias"] = {str(token): bias for token, bias in self.logit_bias}  # JSON's keys are text
+        out["dry_sequence_breakers"], out["chain"] = list(self.dry_sequence_breakers), list(self.chain)
         return out
 
 
@@ -162,12 +284,16 @@ class Request:
 
 
 def parse_settings(temperature, top_k, top_p, min_p, seed, order, *, labels: dict | None = None,
-                   blank_is_default: bool = False, logit_bias=None, **knobs) -> SamplingSettings:
+                   blank_is_default: bool = False, logit_bias=None, dry_sequence_breakers=None, chain=None,
+                   mirostat_mu=None, **knobs) -> SamplingSettings:
     """SamplingSettings from raw values (numbers or their text, as a page, a link, a table or JSON sends
     them), each checked with the message naming it. labels: how the caller names each field ("top-k"
     on the page, "top_k" in the API); blank_is_default: an empty cell takes the default (the table).
-    knobs: any other numeric field of SamplingSettings (the penalties, typical_p, ...); absent: its default."""
-    name = {**{f: f for f in (*RANGES, "seed", "order", "logit_bias")}, **(labels or {})}
+    knobs: any other numeric field of SamplingSettings (the penalties, typical_p, ...); absent: its default.
+    order may be a list of stage names (or text with commas or arrows): a custom chain, as `chain` with order
+    "custom". dry_sequence_breakers: a list, or text separated by | (None: llama.cpp's four)."""
+    other = ("seed", "order", "logit_bias", "dry_sequence_breakers", "chain", "mirostat_mu")
+    name = {**{f: f for f in (*RANGES, *other)}, **(labels or {})}
     off = SamplingSettings()
     unknown = sorted(set(knobs) - set(RANGES))
     if unknown:
@@ -178,17 +304,25 @@ def parse_settings(temperature, top_k, top_p, min_p, seed, order, *, labels: dic
         f: validation.number(name[f], v, **RANGES[f], **({"blank": getattr(off, f)} if blank_is_default else {}))
         for f, v in values.items()
     }
-    if blank_is_default and isinstance(order, str) and order.strip():
+    if isinstance(order, (list, tuple)) or _chain_text(order):
+        order, chain, name["chain"] = "custom", order, name["order"]  # a list of stages is a custom chain
+    elif blank_is_default and isinstance(order, str) and order.strip():
         order = order.strip().lower()  # a typed cell: " VLLM " means vllm
     elif blank_is_default and validation.is_blank(order):
         order = off.order
     order = validation.choice(name["order"], order, ORDERS)
-    for field, why in NOT_IN_ORDER.get(order, {}).items():
-        if numbers[field] != getattr(off, field):
-            raise validation.InputError("not_in_order", field=name[field], order=order, why=why,
-                                        off=getattr(off, field))
+    chain = parse_chain(name["chain"], chain)
+    refused = _refusal(numbers, order, chain, lambda f: name[f])
+    if refused is not None:
+        raise refused
+    breakers = off.dry_sequence_breakers if dry_sequence_breakers is None else validation.strings(
+        name["dry_sequence_breakers"], dry_sequence_breakers, limit=limits.MAX_DRY_BREAKERS,
+        chars=limits.MAX_DRY_BREAKER_CHARS)
+    mu = validation.number(name["mirostat_mu"], mirostat_mu, low=-limits.MAX_MIROSTAT_MU, high=limits.MAX_MIROSTAT_MU,
+                           blank=None)
     return SamplingSettings(**numbers, seed=validation.seed(name["seed"], seed), order=order,
-                            logit_bias=validation.logit_bias(name["logit_bias"], logit_bias))
+                            logit_bias=validation.logit_bias(name["logit_bias"], logit_bias),
+                            dry_sequence_breakers=breakers, chain=chain, mirostat_mu=mu)
 
 
 def settings_from(value) -> SamplingSettings:

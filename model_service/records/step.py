@@ -87,7 +87,8 @@ class Stage:
     reorder the tokens, the other stages do not), 0 where the stage removed the token. kept_mass is the
     probability, under the stage before, of the tokens this stage kept (1.0 for raw and for a stage that only
     reshapes). applied: a value the stage computed for this step, when it has one: the dynamic temperature's T,
-    XTC's chance (it fires when the chance is at most xtc_probability); None otherwise (and left out of to_dict).
+    XTC's chance (it fires when the chance is at most xtc_probability), mirostat's mu (the surprise, in bits, its cut
+    used); None otherwise (and left out of to_dict).
     """
 
     name: str
@@ -153,6 +154,12 @@ class StepRecord:
     # any softmax, negative ones included
     logits: tuple[float, ...] = ()
     capture_ms: float = 0.0  # the part of sampling_ms spent summarising the stages into this record
+    # mirostat's mu after this step, in bits (what the next step's cut reads; a run continued from here starts
+    # from it); None without mirostat, and then left out of to_dict
+    mirostat_mu: float | None = None
+    # the tokens whose logit this step's bias, penalties and DRY moved, with how much (token id, adjusted - raw),
+    # the largest moves first (at most limits.MAX_ADJUSTED_SHOWN); empty when nothing moved, and then left out
+    adjusted: tuple[tuple[int, float], ...] = ()
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)
@@ -160,8 +167,12 @@ class StepRecord:
     def to_dict(self) -> dict:
         """What asdict() gives (tests check it), built without its deep copies (see _shallow), and a stage's
         `applied` left out where it has none."""
-        return {**_shallow(self), "candidates": tuple(_shallow(t) for t in self.candidates),
-                "stages": tuple(s.to_dict() for s in self.stages), "draw": _shallow(self.draw)}
+        out = {**_shallow(self), "candidates": tuple(_shallow(t) for t in self.candidates),
+               "stages": tuple(s.to_dict() for s in self.stages), "draw": _shallow(self.draw)}
+        for name, empty in (("mirostat_mu", None), ("adjusted", ())):
+            if out[name] == empty:
+                del out[name]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> StepRecord:
@@ -171,6 +182,7 @@ class StepRecord:
         d["stages"] = tuple(Stage(**{**s, "probs": tuple(s["probs"])}) for s in d["stages"])
         d["draw"] = DrawInfo(**d["draw"])
         d["logits"] = tuple(d.get("logits", ()))
+        d["adjusted"] = tuple((int(t), float(v)) for t, v in d.get("adjusted", ()))
         return cls(**d)
 
 

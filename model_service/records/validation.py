@@ -74,6 +74,17 @@ MESSAGES = {
     "bias_count": "{field}: at most {limit} tokens may be biased, got {count}",
     "bias_twice": "{field}: token {token} is given twice",
     "not_in_order": "{field} is not part of the {order} order ({why}); set it to {off} or choose another order",
+    "mirostat_replaces": "{field} is not applied with mirostat on: mirostat replaces llama.cpp's chain (logit bias, temperature, mirostat); set it to {off} or set mirostat to 0",
+    "strings_list": "{field} must be a list of strings (or text, separated by |), got {got}",
+    "strings_count": "{field}: at most {limit} strings, got {count}",
+    "strings_item": "{field}: each string must be non-empty text, got {got}",
+    "strings_length": "{field}: a string may have at most {limit} characters, got {count}",
+    "more_cell": "{field}: {got} is not a knob=value pair it takes; the knobs are {knobs}",
+    "chain_empty": "{field}: a custom chain needs at least one stage ({choices})",
+    "chain_stage": "{field}: {got} is not a stage a chain can order; the stages are {choices}",
+    "chain_twice": "{field}: {got} appears twice",
+    "chain_missing": "{field} is {value} but the chain has no {stage} stage: add {stage} to the chain or set {field} to {off}",
+    "chain_without_custom": "{field} orders the stages of a custom order only: choose the custom order, or leave {field} empty",
     "model_choice": "{field} must be one of the host's models ({choices}), got {got}",
 }
 
@@ -305,13 +316,9 @@ def _content(field: str, content, required: bool) -> str:
     return text(field, content, required=required)
 
 
-def parse_stop_text(field: str, value) -> tuple[str, ...]:
-    """Stop strings typed in one line (the lab's box, an engine cell, a link): separated by "|";
-    "\\|" is a bar, "\\n" a newline, "\\t" a tab, "\\\\" a backslash; spaces count. Blank = none."""
-    if is_blank(value):
-        return ()
-    if not isinstance(value, str):
-        raise InputError("stop_text", field=field, got=_show(value))
+def split_bar_text(value: str) -> list[str]:
+    """One line of strings separated by "|": "\\|" is a bar, "\\n" a newline, "\\t" a tab, "\\\\" a backslash;
+    spaces count; empty parts are dropped (the stop strings' box, DRY's sequence breakers)."""
     parts, current, i = [], [], 0
     escapes = {"|": "|", "n": "\n", "t": "\t", "\\": "\\"}
     while i < len(value):
@@ -327,7 +334,36 @@ def parse_stop_text(field: str, value) -> tuple[str, ...]:
             current.append(c)
         i += 1
     parts.append("".join(current))
-    return stop_strings(field, [p for p in parts if p])
+    return [p for p in parts if p]
+
+
+def parse_stop_text(field: str, value) -> tuple[str, ...]:
+    """Stop strings typed in one line (the lab's box, an engine cell, a link): split_bar_text's form. Blank = none."""
+    if is_blank(value):
+        return ()
+    if not isinstance(value, str):
+        raise InputError("stop_text", field=field, got=_show(value))
+    return stop_strings(field, split_bar_text(value))
+
+
+def strings(field: str, value, *, limit: int, chars: int) -> tuple[str, ...]:
+    """A short list of non-empty strings (DRY's sequence breakers): a list, or one line in split_bar_text's form.
+    Blank: none."""
+    if is_blank(value):
+        return ()
+    if isinstance(value, str):
+        value = split_bar_text(value)
+    if not isinstance(value, (list, tuple)):
+        raise InputError("strings_list", field=field, got=_show(value))
+    if len(value) > limit:
+        raise InputError("strings_count", field=field, limit=limit, count=len(value))
+    for s in value:
+        if not isinstance(s, str) or s == "":
+            raise InputError("strings_item", field=field, got=_show(s))
+        text(field, s, required=False)
+        if len(s) > chars:
+            raise InputError("strings_length", field=field, limit=chars, count=len(s))
+    return tuple(value)
 
 
 def format_stop_text(stops) -> str:

@@ -14,12 +14,22 @@ and how it changes a counted token's logit z (count c, c > 0 for a counted token
     frequency   z - c * f
     presence    z - p                            (llama.cpp subtracts c * f + p in one step; vLLM one by one)
 
-A row's context (RowContext) is its prompt's and its generated token ids as the row has them at this step, and the
-chance its XTC drew for this step (sampling/draw.py:side_chance; 0 when none was drawn: XTC then always fires).
+DRY (llama.cpp's "don't repeat yourself", `dry`): a token that would extend a sequence already seen in the last
+dry_penalty_last_n tokens (prompt + generated) loses multiplier x base^(length - allowed_length) from its logit, where
+`length` is the longest such repeat (at least allowed_length), found with the Z-algorithm as llama.cpp finds it. A
+repeat does not run back across a sequence breaker, and a breaker token is never penalised. A breaker here is a
+token whose text holds one of the breaker strings (LoadedModel.breakers): llama.cpp's own rule for a breaker inside
+one token, which covers its four defaults ("\n", ":", '"', "*"); a longer breaker split over several tokens is
+not matched.
+
+A row's context (RowContext) is its prompt's and its generated token ids as the row has them at this step, the
+chance its XTC drew for this step (sampling/draw.py:side_chance; 0 when none was drawn: XTC then always fires), its
+DRY breaker token ids and its mirostat mu (NaN: none given; the pipeline starts from 2 tau).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -28,6 +38,8 @@ import torch
 
 from ..records.settings import SamplingSettings
 
+FLOAT_MAX_LOG = 88.7228391  # llama.cpp caps DRY's exponent so that base^exponent stays a finite float
+
 
 class RowContext(NamedTuple):
     """What one row's sampler reads besides its logits and settings."""
@@ -35,6 +47,8 @@ class RowContext(NamedTuple):
     prompt: Sequence[int] = ()
     generated: Sequence[int] = ()
     xtc_chance: float = 0.0
+    breakers: frozenset = frozenset()  # DRY: the ids of the tokens that hold a sequence breaker
+    mirostat_mu: float = math.nan  # mirostat's mu at this step (NaN: start from 2 tau)
 
 
 Context = RowContext | tuple  # a RowContext, or (prompt ids, generated ids[, xtc chance])
@@ -69,7 +83,7 @@ def counted(settings: Sequence[SamplingSettings], contexts: Sequence[Context] | 
         return None
     contexts = [RowContext(*c) for c in contexts] if contexts is not None else [RowContext()] * len(settings)
     rows = []
-    for s, (prompt, generated, _) in zip(settings, contexts, strict=True):
+    for s, (prompt, generated, *_) in zip(settings, contexts, strict=True):
         whole = [*prompt, *generated]
         if not s.penalised:
             hits, counts = (), ()
@@ -104,4 +118,54 @@ def penalise(z: torch.Tensor, settings: Sequence[SamplingSettings], counted: Cou
     return z.scatter(1, counted.ids, x)
 
 
-__all__ = ["Context", "Counted", "RowContext", "biased", "counted", "penalise"]
+def dry(z: torch.Tensor, settings: Sequence[SamplingSettings], contexts: Sequence[Context] | None) -> torch.Tensor | None:
+    """z with each DRY row's penalties subtracted (a new tensor), or None where DRY penalises nothing."""
+    if not any(s.dry for s in settings) or contexts is None:
+        return None
+    entries = []
+    for r, (s, c) in enumerate(zip(settings, contexts, strict=True)):
+        c = RowContext(*c)
+        if s.dry:
+            found = dry_penalties([*c.prompt, *c.generated], c.breakers, s.dry_multiplier, s.dry_base,
+                                  s.dry_allowed_length, s.dry_penalty_last_n)
+            entries += [(r, t, -p) for t, p in found.items() if t < z.shape[-1]]
+    if not entries:
+        return None
+    rows, ids, values = (torch.tensor(column, device=z.device) for column in zip(*entries, strict=True))
+    return z.index_put((rows, ids), values.to(z.dtype), accumulate=True)
+
+
+def dry_penalties(tokens: Sequence[int], breakers, multiplier: float, base: float, allowed: int,
+                  last_n: int) -> dict[int, float]:
+    """One row's DRY: token id -> the amount its logit loses (llama.cpp's llama_sampler_dry_apply, step by step)."""
+    n = len(tokens) if last_n < 0 else min(len(tokens), last_n)
+    if multiplier == 0 or base < 1 or last_n == 0 or n <= allowed:
+        return {}
+    window = list(tokens[len(tokens) - n:])
+    # 1. a repeat runs back at most to the last breaker
+    limit = next((i for i in range(n) if window[n - 1 - i] in breakers), n)
+    if limit < allowed:
+        return {}
+    # 2. z[k]: how many tokens before position n-1-k match the window's last tokens (Z-algorithm, reversed window)
+    rev, z, left, right = window[::-1], [0] * n, 0, 0
+    for k in range(1, n):
+        if k < right:
+            z[k] = min(right - k, z[k - left])
+        while k + z[k] < n and rev[z[k]] == rev[k + z[k]]:
+            z[k] += 1
+        if k + z[k] > right:
+            left, right = k, k + z[k]
+    # 3. the token after each repeat would extend it: keep the longest repeat each token would extend
+    longest: dict[int, int] = {}
+    for k in range(1, n):
+        length = min(z[k], limit)
+        if length >= allowed:
+            token = window[n - k]
+            longest[token] = max(longest.get(token, 0), length)
+    # 4. the penalty, with the exponent capped as llama.cpp caps it; a breaker token is never penalised
+    cap = int(FLOAT_MAX_LOG / math.log(base)) if base > 1.000001 else 0
+    return {t: multiplier * base ** (min(length - allowed, cap) if cap > 0 else length - allowed)
+            for t, length in longest.items() if t not in breakers}
+
+
+__all__ = ["Context", "Counted", "RowContext", "biased", "counted", "dry", "dry_penalties", "penalise"]

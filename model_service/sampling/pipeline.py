@@ -7,7 +7,10 @@ Pipeline order, per `SamplingSettings.order` (records/settings.py ORDERS holds i
   "vllm" (vLLM v1):
     raw -> logit_bias -> penalties -> temperature -> min_p -> top_k -> top_p -> final
   "llama.cpp" (its default chain: cut at T = 1, then reshape; dynamic temperature in the temperature stage):
-    raw -> logit_bias -> penalties -> top_n_sigma -> top_k -> typical_p -> top_p -> min_p -> xtc -> temperature -> final
+    raw -> logit_bias -> penalties -> dry -> top_n_sigma -> top_k -> typical_p -> top_p -> min_p -> xtc -> temperature
+        -> mirostat -> final       (mirostat on: only logit_bias -> temperature -> mirostat act; settings refuse the rest)
+  "custom" (text-generation-webui's sampler priority; llama.cpp's arithmetic for every stage):
+    raw -> logit_bias -> penalties -> dry -> the row's own `chain`, in its order -> final
 
 A knob an order's engine does not have is refused for that order (settings.NOT_IN_ORDER); each knob's math is in
 transforms.py and penalties.py.
@@ -29,6 +32,7 @@ is ranked again, wider (WINDOW, then 4 x WINDOW, then the whole vocabulary), on 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -48,7 +52,8 @@ KNOBS = {"temperature": (torch.float32, 1.0), "top_k": (torch.int64, 0), "top_p"
          "min_p": (torch.float32, 0.0), "typical_p": (torch.float32, 1.0), "epsilon_cutoff": (torch.float32, 0.0),
          "eta_cutoff": (torch.float32, 0.0), "top_n_sigma": (torch.float32, 0.0),
          "xtc_probability": (torch.float32, 0.0), "xtc_threshold": (torch.float32, 1.0),
-         "dynatemp_range": (torch.float32, 0.0), "dynatemp_exponent": (torch.float32, 1.0)}
+         "dynatemp_range": (torch.float32, 0.0), "dynatemp_exponent": (torch.float32, 1.0),
+         "mirostat": (torch.int64, 0), "mirostat_tau": (torch.float32, 5.0)}
 
 
 @dataclass(frozen=True)
@@ -153,17 +158,20 @@ class _Read(dict):
         return len(self._dists)
 
 
-def _adjusted(x: torch.Tensor, settings, contexts, order: str):
-    """The bias and penalties stages of one order group: (adjusted logits, {stage: its logits or None when it
+def _adjusted(x: torch.Tensor, settings, contexts, rule: str):
+    """The bias, penalties and DRY stages of one group: (adjusted logits, {stage: its logits or None when it
     changed nothing})."""
     z, changed = x, {}
     changed["logit_bias"] = penalties.biased(z, settings)
     if changed["logit_bias"] is not None:
         z = changed["logit_bias"]
-    counted = penalties.counted(settings, contexts, order, x.device)
+    counted = penalties.counted(settings, contexts, rule, x.device)
     if counted is not None:
-        z = penalties.penalise(z, settings, counted, order)
+        z = penalties.penalise(z, settings, counted, rule)
     changed["penalties"] = z if counted is not None else None
+    changed["dry"] = penalties.dry(z, settings, contexts)
+    if changed["dry"] is not None:
+        z = changed["dry"]
     return z, changed
 
 
@@ -171,8 +179,10 @@ HEAD_CUTS = {"top_k", "top_p", "min_p"}  # a cut of the ranking's tail, made on 
 RANKED_ELSEWHERE = {"typical_p", "xtc"}  # they may remove the top: the ranking is made again after them
 
 
-def _cut(name: str, z, params: BatchParams, window, y, widths, dist, order: str, chances) -> torch.Tensor | None:
+def _cut(name: str, z, params: BatchParams, window, y, widths, dist, order: str, chances, mus) -> torch.Tensor | None:
     """The tokens stage `name` removes (B, V), or None where it is off in every row."""
+    if name == "mirostat":
+        return None if params.off("mirostat") else transforms.mirostat(z, params.mirostat, mus)
     if name in HEAD_CUTS:
         return None if params.off(name) else ranking.cut(name, z, params.knobs[name], window, y, widths, dist.lse)
     if name == "xtc":
@@ -211,13 +221,27 @@ def _temperature(z, params: BatchParams, dist) -> tuple[torch.Tensor | None, tor
     return torch.where(dynamic, dyn, t), torch.where(dynamic, dyn, torch.full_like(t, float("nan")))
 
 
-def _run_order(x: torch.Tensor, settings, contexts, order: str, capture: bool, widths, window=None) -> Stages:
-    """Apply one order's chain to rows that all use it. capture: measure each stage's entropy with its normaliser
-    (a step whose records carry the stages). `widths`: the rankings a cut beyond the window may ask for; window:
-    x's ranking to widths[0], if made already (the batch's, when no row adjusts its logits)."""
+def _mus(settings, rows, device) -> torch.Tensor:
+    """Each row's mirostat mu at this step: its context's, else the settings' (a continued run), else 2 tau."""
+    def mu(s, r):
+        if r is not None and not math.isnan(r.mirostat_mu):
+            return r.mirostat_mu
+        return s.mirostat_mu if s.mirostat_mu is not None else 2 * s.mirostat_tau
+
+    return torch.tensor([mu(s, rows[i] if rows else None) for i, s in enumerate(settings)], device=device)
+
+
+def _run_order(x: torch.Tensor, settings, contexts, key: tuple[str, tuple[str, ...]], capture: bool, widths,
+               window=None) -> Stages:
+    """Apply one chain to rows that all use it: key = (whose arithmetic, the stage names between raw and final).
+    capture: measure each stage's entropy with its normaliser (a step whose records carry the stages). `widths`:
+    the rankings a cut beyond the window may ask for; window: x's ranking to widths[0], if made already (the
+    batch's, when no row adjusts its logits)."""
+    order, chain = key
     params = BatchParams.from_settings(settings, x.device)
     rows = [penalties.RowContext(*c) for c in contexts] if contexts is not None else None
     chances = torch.tensor([r.xtc_chance for r in rows] if rows else [0.0] * len(settings), device=x.device)
+    mus = _mus(settings, rows, x.device) if not params.off("mirostat") else None
     y, changed = _adjusted(x, settings, rows, order)
     adjusted = y is not x
     window = ranking.ranked_window(y, widths[0]) if adjusted or window is None else window
@@ -225,7 +249,7 @@ def _run_order(x: torch.Tensor, settings, contexts, order: str, capture: bool, w
     z, alive, current = y, None, window  # `current`: the survivors' ranking (made again after typical_p and XTC)
     dist = Distribution(x, None, window if raw_window is None else raw_window, entropy=capture)
     dists, applied = {"raw": dist}, {}
-    for name in ORDERS[order]:
+    for name in chain:
         if name in changed:
             if changed[name] is not None:
                 dist = Distribution(changed[name], None, window, entropy=capture)
@@ -235,9 +259,11 @@ def _run_order(x: torch.Tensor, settings, contexts, order: str, capture: bool, w
                 z = transforms.temperature(z, divisor)
                 dist = Distribution(z, alive, current, entropy=capture)
         else:
-            removed = _cut(name, z, params, current, y, widths, dist, order, chances)
+            removed = _cut(name, z, params, current, y, widths, dist, order, chances, mus)
             if name == "xtc" and bool(params.xtc_probability.any()):
                 applied["xtc"] = torch.where(params.xtc_probability > 0, chances, float("nan"))
+            if name == "mirostat" and mus is not None:
+                applied["mirostat"] = torch.where(params.mirostat > 0, mus, float("nan"))
             if removed is not None and bool(removed.any()):
                 z = z.masked_fill(removed, float("-inf"))
                 alive = ~removed if alive is None else alive & ~removed
@@ -250,7 +276,7 @@ def _run_order(x: torch.Tensor, settings, contexts, order: str, capture: bool, w
         dist = _greedy_rows(dist, params.greedy, y, window, capture)
     dists["final"] = dist
     applied = {name: value for name, value in applied.items() if value is not None}
-    return Stages(logits=y, window=window, names=stage_names(order), dists=dists, raw=x, raw_window=raw_window,
+    return Stages(logits=y, window=window, names=("raw", *chain, "final"), dists=dists, raw=x, raw_window=raw_window,
                   applied=applied)
 
 
@@ -279,20 +305,20 @@ def run_stages(
     # neither need only the top-N the summaries show: a top-20 costs a fraction of a top-256.
     ranked = any(not s.greedy or s.top_k > 0 or s.top_p < 1 for s in settings)
     widths = ranking.widths(vocab, min_window) if ranked else [min(vocab, max(min_window, 1)), vocab]
-    orders = [s.order for s in settings]
-    if len(set(orders)) == 1:
-        return _run_order(x, settings, contexts, orders[0], capture, widths)
+    keys = [(s.rule, s.stages[1:-1]) for s in settings]  # rows of one key run one vectorised chain
+    if len(set(keys)) == 1:
+        return _run_order(x, settings, contexts, keys[0], capture, widths)
     # the batch's ranking once, for the groups whose logits nothing adjusts (the others rank their own)
-    plain = not any(s.logit_bias or s.penalised for s in settings)
+    plain = not any(s.logit_bias or s.penalised or s.dry for s in settings)
     window = ranking.ranked_window(x, widths[0]) if plain else None
     groups = []
-    for order in dict.fromkeys(orders):
-        picked = [i for i, o in enumerate(orders) if o == order]
+    for key in dict.fromkeys(keys):
+        picked = [i for i, k in enumerate(keys) if k == key]
         rows = torch.tensor(picked, device=x.device)
         groups.append((rows, _run_order(x.index_select(0, rows), [settings[i] for i in picked],
-                                        None if contexts is None else [contexts[i] for i in picked], order, capture,
+                                        None if contexts is None else [contexts[i] for i in picked], key, capture,
                                         widths, None if window is None else window.index_select(0, rows))))
-    return _merge(groups, x, ("raw", *dict.fromkeys(n for o in dict.fromkeys(orders) for n in ORDERS[o]), "final"))
+    return _merge(groups, x, ("raw", *dict.fromkeys(n for _, chain in dict.fromkeys(keys) for n in chain), "final"))
 
 
 def _in_batch_order(parts: list[tuple[torch.Tensor, Stages]], read) -> torch.Tensor:

@@ -15,6 +15,8 @@ wider ranking than `window` (sampling/window.py), or None where the transform ne
                  llama.cpp's rules: they differ at the edge); it may remove the most probable token
     xtc          with some chance, remove every token at least `threshold` probable but the least of them
                  (llama.cpp); it removes the top
+    mirostat     v2: remove tokens whose surprise -log2 p exceeds mu; v1: keep the top k, k from mu and the
+                 Zipf exponent of the top 100 tokens (llama.cpp); mu follows the observed surprise (engine/step.py)
 
 `window`: each row's best token ids, most probable first (ties by lower id), as far as the ranking has been
 computed; a cut that falls beyond it is computed again on a wider ranking (window.cut). The plain, whole-
@@ -22,6 +24,8 @@ vocabulary version of all four, to read first, is sampling/reference.py.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -178,5 +182,37 @@ def xtc(z: torch.Tensor, probability: torch.Tensor, threshold: torch.Tensor, cha
     return torch.zeros_like(z, dtype=torch.bool).scatter(1, ranking, remove & fire.unsqueeze(1))
 
 
-__all__ = ["REMOVERS", "epsilon_cutoff", "eta_cutoff", "min_p", "temperature", "top_k", "top_n_sigma", "top_p",
+def mirostat(z: torch.Tensor, version: torch.Tensor, mu: torch.Tensor, m: int = 100) -> torch.Tensor:
+    """llama.cpp's mirostat cut for the rows whose version (B,) is 1 or 2, each at its mu (B,) in bits:
+
+    v2 (llama_sampler_mirostat_v2_apply): remove the tokens whose surprise -log2 p is above mu; the most probable
+       token always stays.
+    v1 (llama_sampler_mirostat_apply): estimate the Zipf exponent s of the ranked probabilities from the top m,
+       s = sum t_i b_i / sum t_i^2 with t_i = ln((i + 2) / (i + 1)) and b_i = ln(p_i / p_(i+1)); then keep the top
+       k = ((s - 1) 2^mu / (1 - V^-(s - 1)))^(1 / s) tokens (at least 1; ties with the k-th kept, as top_k keeps them).
+
+    The observed surprise of the drawn token then moves mu: mu -= eta (surprise - tau) (engine/step.py:choose)."""
+    removed = torch.zeros_like(z, dtype=torch.bool)
+    log2p = (z - z.logsumexp(dim=-1, keepdim=True)) / math.log(2)
+    v2 = (version == 2).unsqueeze(1)
+    removed |= v2 & (-log2p > mu.unsqueeze(1)) & (z < z.max(dim=-1, keepdim=True).values)
+    rows = (version == 1).nonzero().view(-1)
+    if len(rows):
+        vocab = z.shape[-1]
+        top = z[rows].topk(min(m, vocab), dim=-1).values
+        logp = top - z[rows].logsumexp(dim=-1, keepdim=True)
+        i = torch.arange(top.shape[-1] - 1, device=z.device, dtype=z.dtype)
+        t = ((i + 2) / (i + 1)).log()
+        b = logp[:, :-1] - logp[:, 1:]
+        s_hat = (t * b).sum(dim=-1) / (t * t).sum(dim=-1)
+        eps = s_hat - 1
+        k = ((eps * 2 ** mu[rows]) / (1 - vocab ** (-eps))) ** (1 / s_hat)
+        k = torch.where(torch.isfinite(k), k, torch.full_like(k, vocab)).clamp(1, vocab).long()
+        kth = z[rows].sort(dim=-1, descending=True).values.gather(1, (k - 1).unsqueeze(1)) if bool((k > m).any()) \
+            else top.gather(1, (k.clamp(max=top.shape[-1]) - 1).unsqueeze(1))
+        removed[rows] = z[rows] < kth
+    return removed
+
+
+__all__ = ["REMOVERS", "mirostat", "epsilon_cutoff", "eta_cutoff", "min_p", "temperature", "top_k", "top_n_sigma", "top_p",
            "typical_p", "xtc"]

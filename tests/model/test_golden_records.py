@@ -36,6 +36,9 @@ RUNS = [  # (settings, max_new_tokens, stop)
     ({"temperature": 1.0, "seed": 4, "typical_p": 0.9, "eta_cutoff": 0.001}, 6, ()),
     ({"temperature": 0.9, "seed": 9, "order": "llama.cpp", "top_n_sigma": 2.0, "typical_p": 0.95, "xtc_probability": 0.5,
       "dynatemp_range": 0.4}, 8, ()),
+    ({"temperature": 0.8, "seed": 13, "order": "llama.cpp", "dry_multiplier": 0.8, "repetition_penalty": 1.1}, 8, ()),
+    ({"temperature": 1.0, "seed": 21, "order": "llama.cpp", "mirostat": 2, "mirostat_tau": 3.0}, 8, ()),
+    ({"temperature": 0.7, "seed": 8, "order": ["top_k", "min_p", "temperature"], "top_k": 30, "min_p": 0.05}, 6, ()),
 ]
 
 

@@ -108,8 +108,10 @@ def test_step_record_is_small_picklable_and_round_trips(tiny_service):
     records = list(tiny_service.generate("hello", SamplingSettings(temperature=0.8, top_k=50, seed=1), max_new_tokens=8, top_n=20))
     for r in records:
         d = r.to_dict()
-        # to_dict skips asdict's deep copies, and gives the same, but for a stage's `applied` where it has none
+        # to_dict skips asdict's deep copies, and gives the same, but for a stage's `applied` where it has none, and
+        # mirostat's mu and the moved logits where there are none
         full = dataclasses.asdict(r)
+        assert full.pop("mirostat_mu") is None and full.pop("adjusted") == ()
         assert d == {**full, "stages": tuple({k: v for k, v in s.items() if not (k == "applied" and v is None)}
                                              for s in full["stages"])}
         assert len(json.dumps(d).encode()) <= 8192

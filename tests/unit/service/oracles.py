@@ -192,18 +192,71 @@ def ref_temperature_llama(z, s):
     return z / max(low + (high - low) * (entropy / math.log(len(kept))) ** s.dynatemp_exponent, 1e-5)
 
 
+def ref_dry(tokens, breakers, s) -> dict[int, float]:
+    """DRY by brute force (no Z-algorithm): for every earlier position, how far back its tokens equal the context's
+    last ones (not across the last breaker); the token after it would extend that repeat."""
+    if s.dry_multiplier == 0 or s.dry_penalty_last_n == 0:
+        return {}
+    n = len(tokens) if s.dry_penalty_last_n < 0 else min(len(tokens), s.dry_penalty_last_n)
+    w = list(tokens)[len(tokens) - n:]
+    if n <= s.dry_allowed_length:
+        return {}
+    limit = n
+    for i in range(n):
+        if w[n - 1 - i] in breakers:
+            limit = i
+            break
+    longest = {}
+    for end in range(n - 1):  # a repeat ending at `end`, followed by w[end + 1]
+        m = 0
+        while m <= end and w[end - m] == w[n - 1 - m]:
+            m += 1
+        m = min(m, limit)
+        if m >= s.dry_allowed_length:
+            longest[w[end + 1]] = max(longest.get(w[end + 1], 0), m)
+    cap = int(88.7228391 / math.log(s.dry_base)) if s.dry_base > 1.000001 else 0
+    return {t: s.dry_multiplier * s.dry_base ** (min(m - s.dry_allowed_length, cap) if cap else m - s.dry_allowed_length)
+            for t, m in longest.items() if t not in breakers}
+
+
+def ref_mirostat(z, s, mu):
+    """llama.cpp's mirostat cuts, in float64 one token at a time: v2 keeps surprise <= mu (the top always); v1 keeps
+    the top k, k from the Zipf exponent of the top 100."""
+    if s.mirostat == 0:
+        return z
+    kept = _survivors(z)
+    if s.mirostat == 2:
+        keep = {i for i, p in kept if -math.log2(p) <= mu} | {kept[0][0]}
+    else:
+        top = [p for _, p in kept[:100]]
+        t = [math.log((i + 2) / (i + 1)) for i in range(len(top) - 1)]
+        b = [math.log(top[i] / top[i + 1]) for i in range(len(top) - 1)]
+        s_hat = sum(a * c for a, c in zip(t, b)) / sum(a * a for a in t)
+        eps = s_hat - 1
+        k = max(int((eps * 2 ** mu / (1 - len(z) ** -eps)) ** (1 / s_hat)), 1)
+        kth = kept[min(k, len(kept)) - 1][1]
+        keep = {i for i, p in kept if p >= kth}
+    return z.masked_fill(torch.tensor([i not in keep for i in range(len(z))]), NEG)
+
+
 def llamacpp_stages(x, s, context=((), ())):
-    """llama.cpp: bias, penalties, top-n-sigma -> top-k -> typical -> top-p -> min-p -> XTC decided at T = 1, then
-    temperature (or the dynamic one) reshapes the survivors."""
+    """llama.cpp: bias, penalties, DRY, top-n-sigma -> top-k -> typical -> top-p -> min-p -> XTC decided at T = 1,
+    then temperature (or the dynamic one) reshapes the survivors, then mirostat's cut (when on)."""
     out = {"raw": x.softmax(-1)}
     x = plain_adjusters(x, s, context, out)
     chance = context[2] if len(context) > 2 else 0.0
+    breakers = context[3] if len(context) > 3 else frozenset()
+    mu = context[4] if len(context) > 4 and not math.isnan(context[4]) else 2 * s.mirostat_tau
+    for t, penalty in ref_dry([*context[0], *context[1]], breakers, s).items():
+        x[t] -= penalty
+    out["dry"] = x.softmax(-1)
     chained(x, out, [("top_n_sigma", lambda z: ref_top_n_sigma(z, s.top_n_sigma)),
                      ("top_k", lambda z: ref_top_k(z, s.top_k)), ("typical_p", lambda z: ref_typical_llama(z, s.typical_p)),
                      ("top_p", lambda z: ref_top_p(z, s.top_p)), ("min_p", lambda z: ref_min_p(z, s.min_p)),
                      ("xtc", lambda z: ref_xtc(z, s.xtc_probability, s.xtc_threshold, chance)),
-                     ("temperature", lambda z: ref_temperature_llama(z, s))])
-    out["final"] = one_hot_argmax(x) if s.temperature < 1e-5 else out["temperature"]
+                     ("temperature", lambda z: ref_temperature_llama(z, s)),
+                     ("mirostat", lambda z: ref_mirostat(z, s, mu))])
+    out["final"] = one_hot_argmax(x) if s.temperature < 1e-5 else out["mirostat"]
     return out
 
 
