@@ -46,14 +46,14 @@ def register_api(service) -> None:
         frequency_penalty: Any = 0.0,
         presence_penalty: Any = 0.0,
         penalty_last_n: Any = limits.DEFAULT_PENALTY_LAST_N,
-        typical_p: Any = 1.0,
-        epsilon_cutoff: Any = 0.0,
-        eta_cutoff: Any = 0.0,
-        top_n_sigma: Any = 0.0,
-        xtc_probability: Any = 0.0,
-        xtc_threshold: Any = limits.DEFAULT_XTC_THRESHOLD,
-        dynatemp_range: Any = 0.0,
-        dynatemp_exponent: Any = 1.0,
+        typical_p: Any = 1.0, epsilon_cutoff: Any = 0.0, eta_cutoff: Any = 0.0, top_n_sigma: Any = 0.0,
+        xtc_probability: Any = 0.0, xtc_threshold: Any = limits.DEFAULT_XTC_THRESHOLD,
+        dynatemp_range: Any = 0.0, dynatemp_exponent: Any = 1.0,
+        dry_multiplier: Any = 0.0, dry_base: Any = limits.DEFAULT_DRY_BASE,
+        dry_allowed_length: Any = limits.DEFAULT_DRY_ALLOWED_LENGTH, dry_penalty_last_n: Any = -1,
+        dry_sequence_breakers: Any = None,
+        mirostat: Any = 0, mirostat_tau: Any = limits.DEFAULT_MIROSTAT_TAU, mirostat_eta: Any = limits.DEFAULT_MIROSTAT_ETA,
+        chain: Any = None,
     ) -> Generator[dict, None, None]:  # gr.api needs Generator (not Iterator) to stream
         """Stream one JSON step record per generated token: the token, the text so far, every stage's
         top-N probabilities, kept counts and masses, entropies, the random draw and timings. The last
@@ -66,9 +66,8 @@ def register_api(service) -> None:
         "queue_length"}} each time this request's place in the queue changes (no token fields).
         logit_bias ({"token id": bias} or "13:-100, 42:5") and the penalties come first in every order; which
         tokens a penalty counts is the order's rule (docs/sampling.md); "hf" has no frequency or presence
-        penalty. typical_p (hf, llama.cpp), epsilon_cutoff and eta_cutoff (hf), top_n_sigma, xtc_probability,
-        xtc_threshold, dynatemp_range and dynatemp_exponent (llama.cpp): an order whose engine lacks one refuses
-        it."""
+        penalty. The other samplers (docs/sampling.md): an order whose engine lacks one refuses it. order may be a
+        list of stage names (or chain, with order "custom"): a custom chain, after the bias, penalties and DRY."""
         knobs = {name: value for name, value in locals().items() if name in KNOB_CONTROLS}
         try:
             records = service.generate(

@@ -27,6 +27,7 @@ from .compare.tab import build_compare_tab
 from .engine.tab import build_engine_tab
 from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
+from .lab.ban import BAN_JS
 from .lab.branch_panel import BranchPanel, build_branch_panel
 from .lab.components import LabComponents
 from .lab.deep_link import CONTROLS, check_controls, make_query
@@ -178,6 +179,7 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
                                                    forward["select_outputs"]), host_lang=page.default_language)
     demo.load(None, None, None, js=KEYS_JS, api_visibility="private")
     demo.load(None, None, None, js=MENUS_JS, api_visibility="private")
+    demo.load(None, None, None, js=BAN_JS, api_visibility="private")  # a click on a candidate's bar bans it
     parts.link_button.click(bound(make_link), [*(lab.control(name) for name in CONTROLS), language], parts.link,
                             api_name="make_link", show_progress="hidden", preprocess=False)
 

@@ -11,6 +11,7 @@ import functools
 from plotly.colors import sample_colorscale, unlabel_rgb
 
 BLUE, SKY, VERMILLION, GREY, INK = "#0072B2", "#56B4E9", "#D55E00", "#BBBBBB", "#333333"
+GREEN = "#009E73"  # Okabe-Ito bluish green: mirostat's mu
 MASKED = "#E4E4E4"  # heatmap cells with no value (the causal mask)
 NO_DATA = "#E6E6E6"  # chips of a run without stage data (capture off)
 PROBABILITY_SCALE = "Cividis"

@@ -16,15 +16,16 @@ from model_service.records.settings import Request, SamplingSettings, fresh_seed
 
 from ..common.errors import in_language
 from ..common.i18n import tr
-from ..common.tables import PENALTY_COLUMNS, PENALTY_DEFAULTS, PENALTY_NAMES, padded, penalty_settings, table_cells
+from ..common.tables import PENALTY_NAMES, TAIL_COLUMNS, TAIL_DEFAULTS, padded, table_cells, tail_settings
 
-# English headers; read by position. The penalties last (common/tables.py: an old row, 5 cells, takes their defaults)
-COLUMNS = ("temperature", "top-k", "top-p", "min-p", "order", *PENALTY_COLUMNS)
-DATATYPES = ["number", "number", "number", "number", "str", "number", "number", "number"]
+# English headers; read by position. The penalties and "more samplers" last (common/tables.py: an old row, 5 cells,
+# takes their defaults)
+COLUMNS = ("temperature", "top-k", "top-p", "min-p", "order", *TAIL_COLUMNS)
+DATATYPES = ["number", "number", "number", "number", "str", "number", "number", "number", "str"]
 LETTERS = "ABCD"
 MIN_COLUMNS, MAX_COLUMNS = 2, len(LETTERS)
 # T 0.5 against T 1, no penalty: with seed 3, the same tokens until step 5
-EXAMPLE_ROWS = [[0.5, 0, 1, 0, "hf", *PENALTY_DEFAULTS], [1.0, 0, 1, 0, "hf", *PENALTY_DEFAULTS]]
+EXAMPLE_ROWS = [[0.5, 0, 1, 0, "hf", *TAIL_DEFAULTS], [1.0, 0, 1, 0, "hf", *TAIL_DEFAULTS]]
 NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", **PENALTY_NAMES}
 EXAMPLE_SEED = "3"
 DEFAULT_MAX_NEW_TOKENS = limits.COMPARE_MAX_NEW_TOKENS
@@ -32,7 +33,8 @@ DEFAULT_MAX_NEW_TOKENS = limits.COMPARE_MAX_NEW_TOKENS
 
 def headers(lang="en") -> list[str]:
     """The knobs' names in every language; "order" in `lang`."""
-    return [tr(lang, "engine.column.order") if name == "order" else name for name in COLUMNS]
+    words = {"order": "engine.column.order", "more samplers": "engine.column.more"}
+    return [tr(lang, words[name]) if name in words else name for name in COLUMNS]
 
 
 def table_value(rows, lang="en") -> dict:
@@ -49,7 +51,7 @@ def column_settings(cells, seed=None) -> SamplingSettings:
     """One column's cells (an old row's missing penalties take their defaults) -> its settings, a blank cell the
     default; a ValueError names the field as the English header does."""
     cells = padded(list(cells), len(COLUMNS))
-    return parse_settings(*cells[:4], seed, cells[4], labels=NAMES, blank_is_default=True, **penalty_settings(cells))
+    return parse_settings(*cells[:4], seed, cells[4], labels=NAMES, blank_is_default=True, **tail_settings(cells))
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ def settings_text(settings, lang: str = "en") -> str:
     parts += [f"top-k {settings.top_k}"] if settings.top_k else []
     parts += [f"top-p {settings.top_p:g}"] if settings.top_p < 1 else []
     parts += [f"min-p {settings.min_p:g}"] if settings.min_p > 0 else []
-    return " · ".join([*parts, settings.order])
+    return " · ".join([*parts, settings.order_text])
 
 
 def _chip(record, i: int, shown, divergence, selected) -> str:

@@ -15,12 +15,14 @@ from model_service.records.settings import Request, parse_settings
 
 from ..common.errors import in_language
 from ..common.i18n import tr
-from ..common.tables import PENALTY_COLUMNS, PENALTY_DEFAULTS, PENALTY_NAMES, padded, penalty_settings, table_cells
+from ..common.tables import PENALTY_NAMES, TAIL_COLUMNS, TAIL_DEFAULTS, padded, table_cells, tail_settings
 
-# English; the penalties last (common/tables.py: a row from before them, 9 cells, takes their defaults)
-COLUMNS = ("prompt", "temperature", "top-k", "top-p", "min-p", "order", "seed", "max tokens", "stop", *PENALTY_COLUMNS)
-DATATYPES = ["str", "number", "number", "number", "number", "str", "str", "number", "str", "number", "number", "number"]
-OFF = list(PENALTY_DEFAULTS)  # repetition 1, frequency 0, presence 0: no penalty
+# English; the penalties and "more samplers" last (common/tables.py: a row from before them, 9 cells, takes their
+# defaults)
+COLUMNS = ("prompt", "temperature", "top-k", "top-p", "min-p", "order", "seed", "max tokens", "stop", *TAIL_COLUMNS)
+DATATYPES = ["str", "number", "number", "number", "number", "str", "str", "number", "str", "number", "number", "number",
+             "str"]
+OFF = list(TAIL_DEFAULTS)  # repetition 1, frequency 0, presence 0, no other sampler
 # A mixed batch: greedy next to several kinds of sampling, three orders, three ways to stop.
 EXAMPLE_ROWS = [
     ["The capital of France is", 0, 0, 1, 0, "hf", "", 24, "\\n", *OFF],
@@ -38,11 +40,12 @@ _blank = validation.is_blank
 # as the table's English headers say
 COLUMN_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", **PENALTY_NAMES}
 # the headers in words; the others are the knobs' names, as learners meet them in code, in every language
-_WORDS = {"order": "engine.column.order", "max tokens": "engine.column.max_tokens", "stop": "engine.column.stop"}
+_WORDS = {"order": "engine.column.order", "max tokens": "engine.column.max_tokens", "stop": "engine.column.stop",
+          "more samplers": "engine.column.more"}
 
 
 def headers(lang="en") -> list[str]:
-    """The table's column headers in `lang` (in English, COLUMNS)."""
+    """The table's column headers in `lang` (in English, COLUMNS but the last, whose header says its form)."""
     return [tr(lang, _WORDS[name]) if name in _WORDS else name for name in COLUMNS]
 
 
@@ -60,13 +63,13 @@ def table_rows(table) -> list[list]:
 def parse_row(n: int, cells: list, lang="en") -> Request:
     """One request; a message names the row, and the field as the table's header says it in `lang`."""
     cells = padded(cells, len(COLUMNS))
-    prompt, temperature, top_k, top_p, min_p, order, seed, max_tokens, stop = cells[: -len(PENALTY_COLUMNS)]
+    prompt, temperature, top_k, top_p, min_p, order, seed, max_tokens, stop = cells[: -len(TAIL_COLUMNS)]
     if _blank(prompt):
         raise ValueError(tr(lang, "engine.error.empty_prompt", row=n))
     try:
         prompt = validation.text("prompt", prompt if isinstance(prompt, str) else str(prompt))
         settings = parse_settings(temperature, top_k, top_p, min_p, seed, order, labels=COLUMN_NAMES,
-                                  blank_is_default=True, **penalty_settings(cells))
+                                  blank_is_default=True, **tail_settings(cells))
         max_new = validation.number("max tokens", max_tokens, integer=True, low=1, high=limits.MAX_NEW_TOKENS,
                                     blank=limits.DEFAULT_ENGINE_MAX_NEW_TOKENS)
         stops = validation.parse_stop_text("stop", stop)

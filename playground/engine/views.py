@@ -46,7 +46,7 @@ def settings_label(s: SamplingSettings, lang="en") -> str:
         parts = parts or ([] if penalties else [tr(lang, "engine.label.plain")])
     parts += penalties
     if s.order != "hf":
-        parts.append(s.order)
+        parts.append(s.order_text)
     return " · ".join(parts)
 
 

@@ -17,6 +17,7 @@ from ..common.errors import user_error
 from ..common.i18n import DEFAULT, T, tr
 from . import batch_effect_views as views
 from .inspect import _key, _step_index
+from .request import continued
 
 
 def _vocab(service) -> int | None:
@@ -43,6 +44,7 @@ def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider,
         settings = run.request.settings
         if settings.seed is None:  # a blank seed: the run's own, so u is the one its step read
             settings = replace(settings, seed=run.records[0].seed)
+        settings = continued(settings, run.records[:i])  # mirostat: the mu this step cut with
         try:
             effect = service.batch_effect(run.request.prompt, settings, chat=run.request.chat,
                                           continue_from=[r.token_id for r in run.records[:i]])

@@ -15,11 +15,13 @@ from dataclasses import replace
 from model_service.records.step import StepRecord
 
 from .branches import forced_record
+from .request import continued
 
 
-def _stream(service, request, prefix: list[int], max_new: int) -> Iterator[StepRecord]:
-    stream = service.generate(request.prompt, request.settings, max_new_tokens=max_new, stop=request.stop,
-                              chat=request.chat, continue_from=prefix)
+def _stream(service, request, records: list[StepRecord], max_new: int) -> Iterator[StepRecord]:
+    """The run continued after `records` (mirostat's mu from the last of them), to max_new steps in all."""
+    stream = service.generate(request.prompt, continued(request.settings, records), max_new_tokens=max_new,
+                              stop=request.stop, chat=request.chat, continue_from=[r.token_id for r in records])
     with closing(stream):  # the row leaves the room's batch even if the caller stops reading
         yield from (r for r in stream if isinstance(r, StepRecord))
 
@@ -40,7 +42,7 @@ def branch_records(service, request, path, known: Sequence[StepRecord] = (), eos
         if len(known) > k and [r.token_id for r in known[: len(records)]] == [r.token_id for r in records]:
             new = list(known[len(records): k + 1])
         else:
-            new = list(_stream(service, request, [r.token_id for r in records], k + 1))
+            new = list(_stream(service, request, records, k + 1))
         ended = next((r for r in [*records, *new][:k] if r.stop_reason is not None), None)
         if ended is not None or len(records) + len(new) <= k:
             at = ended.step + 1 if ended is not None else len(records) + len(new)
@@ -48,6 +50,9 @@ def branch_records(service, request, path, known: Sequence[StepRecord] = (), eos
         yield from new[:-1]
         records.extend(new[:-1])
         forced = forced_record(new[-1], token, records[-1].text if records else "")
+        if forced.mirostat_mu is not None:  # mu moves by the forced token's surprise, not the drawn one's
+            used, p = forced.stage("mirostat").applied, forced.stages[-1].chosen_prob
+            forced = replace(forced, mirostat_mu=request.settings.next_mu(used, p))
         last = token in eos_ids or step == request.max_new_tokens
         if last:
             reason = "eos" if token in eos_ids else "max_tokens"
@@ -58,4 +63,4 @@ def branch_records(service, request, path, known: Sequence[StepRecord] = (), eos
             if (step, token) != tuple(path[-1]):
                 raise ValueError(f"branch step {step}: the run ends with the forced token, nothing after it to force")
             return
-    yield from _stream(service, request, [r.token_id for r in records], request.max_new_tokens)
+    yield from _stream(service, request, records, request.max_new_tokens)

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 
 from model_service.records.step import Stage, StepRecord
 
-from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
+from ..common.colours import BLUE, GREEN, GREY, INK, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import pct, piece_hover, piece_label, prob_text, show_steps, show_token, tick_count
@@ -115,6 +115,23 @@ def draw_figure(record: StepRecord, height: int = 120, lang: str = "en") -> go.F
 # ---- the whole run ------------------------------------------------------------------------------------
 
 
+def _mirostat_traces(fig, records, steps, who, line, lang) -> list[float]:
+    """With mirostat, on the bits axis: the mu each step cut at, and the surprise -log2 p of the token it drew
+    (what moves mu towards the target tau). Returns the values drawn (none without mirostat)."""
+    mus = [next((s.applied for s in r.stages if s.name == "mirostat"), None) for r in records]
+    if all(m is None for m in mus):
+        return []
+    surprise = [-math.log2(r.stages[-1].chosen_prob) if r.stages[-1].chosen_prob > 0 else None for r in records]
+    fig.add_trace(go.Scatter(x=steps, y=mus, name=tr(lang, "lab.run.mu_trace"), line=dict(color=GREEN, width=1.5),
+                             hovertext=[f"{w}<br>μ = {m:.2f} bits" if m is not None else w for w, m in zip(who, mus)],
+                             **line), row=2, col=1, secondary_y=False)
+    fig.add_trace(go.Scatter(x=steps, y=surprise, name=tr(lang, "lab.run.surprise_trace"),
+                             line=dict(color=VERMILLION, width=1, dash="dot"),
+                             hovertext=[f"{w}<br>{tr(lang, 'lab.run.surprise_hover', s=f'{s:.2f}')}" if s is not None
+                                        else w for w, s in zip(who, surprise)], **line), row=2, col=1, secondary_y=False)
+    return [v for v in (*mus, *surprise) if v is not None]
+
+
 def run_figure(records: list[StepRecord], height: int = 260, selected: int | None = None,
                lang: str = "en") -> go.Figure:
     """Over the steps: p(chosen) under final (top panel); raw entropy in bits and the final kept
@@ -148,7 +165,8 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
                                         for w, k in zip(who, kept)], **line),
                   row=2, col=1, secondary_y=True)
 
-    top = max(1.0, max(bits), math.log2(max(kept))) * 1.08  # shared top, in bits
+    mirostat = _mirostat_traces(fig, [r for r, _, _ in rows], steps, who, line, lang)
+    top = max(1.0, max(bits), math.log2(max(kept)), *mirostat) * 1.08  # shared top, in bits
     fig.update_yaxes(range=[0, 1.05], tickvals=[0, 0.5, 1], title_text=tr(lang, "lab.run.p_axis"), row=1, col=1,
                      tickfont=dict(color=VERMILLION))
     fig.update_yaxes(range=[0, top], title_text=tr(lang, "lab.run.bits_axis"), row=2, col=1, secondary_y=False, tickfont=dict(color=BLUE))

@@ -17,6 +17,7 @@ on the page, tells the server whose they were, and hides any chip of that stream
 from __future__ import annotations
 
 import html
+import math
 
 from model_service.records.step import StepRecord
 from model_service.records.utf8 import incomplete_tail
@@ -35,7 +36,15 @@ STYLE = """<style>
 .ntp-legend{display:flex;align-items:center;gap:6px;margin-bottom:4px;font-size:12px;opacity:.85}
 .ntp-scale{display:inline-block;width:140px;height:10px;border-radius:2px}
 .ntp-empty{opacity:.7;font-style:italic}
+.ntp-hit{text-decoration:underline wavy #D55E00 2px;text-underline-offset:3px}
+.ntp-final-probs .ntp-chip{background:var(--ntp-final)!important;color:var(--ntp-final-ink)!important}
+.ntp-when-final,.ntp-final-probs .ntp-when-raw{display:none}
+.ntp-final-probs .ntp-when-final{display:inline}
 </style>"""
+
+# The chips' colour follows the raw or the final probability (the toggle under them, PROBS_JS): each chip carries
+# both colours, and a class on the page picks one, at once and for a streaming run too.
+PROBS_JS = """(mode) => { document.body.classList.toggle("ntp-final-probs", mode === "final"); return []; }"""
 
 
 def chosen_prob(record: StepRecord, stage: str = "raw") -> float | None:
@@ -45,20 +54,28 @@ def chosen_prob(record: StepRecord, stage: str = "raw") -> float | None:
     return by_name[stage].chosen_prob if stage in by_name else None
 
 
-def chip_title(record: StepRecord, lang: str = "en", shown: Shown | None = None) -> str:
-    """Hover text: "id 3575 · ' Paris' · p=0.77 · 0.95 after the pipeline · rank 1" (rank 1-based, raw logits);
-    a split character's piece says which bytes it holds: "'ủ' · bytes 1–2 of 3 of ủ: \\xe1\\xbb"."""
+def chip_title(record: StepRecord, lang: str = "en", shown: Shown | None = None, moved: float | None = None) -> str:
+    """Hover text: "id 3575 · ' Paris' · p=0.77 (log p −0.26) · 0.95 after the pipeline (log p −0.05) · rank 1"
+    (rank 1-based, raw logits): the log-probabilities are what an API's logprobs give, raw (vLLM's raw_logprobs) or
+    final (after the sampler); a split character's piece says which bytes it holds: "'ủ' · bytes 1–2 of 3 of ủ:
+    \\xe1\\xbb". moved: how far the selected step's bias, penalties and DRY moved this token's logit."""
     shown = shown or show_token(record, bytes.fromhex(record.pending_hex), lang=lang)
     p, final = chosen_prob(record), chosen_prob(record, "final")
     parts = [tr(lang, "lab.chip.id", id=record.token_id), shown.hover]
     if p is not None:
-        parts.append(f"p={prob(p)}")
+        parts.append(f"p={prob(p)} ({_logprob(p)})")
     if final is not None and final != p:
-        parts.append(tr(lang, "lab.chip.after_pipeline", p=prob(final)))
+        parts.append(tr(lang, "lab.chip.after_pipeline", p=f"{prob(final)} ({_logprob(final)})"))
     parts.append(tr(lang, "lab.chip.rank", rank=record.chosen_rank + 1))
     if record.stop_reason:
         parts.append(tr(lang, "lab.chip.stop", reason=record.stop_reason))
+    if moved is not None:
+        parts.append(tr(lang, "lab.chip.hit", delta=f"{moved:+.3g}"))
     return " · ".join(parts)
+
+
+def _logprob(p: float) -> str:
+    return f"log p {math.log(p):.2f}" if p > 0 else "log p −∞"
 
 
 def _chip_text(shown: Shown) -> str:
@@ -68,35 +85,45 @@ def _chip_text(shown: Shown) -> str:
     return text
 
 
-def _chip(record: StepRecord, index: int, selected: int | None, shown: Shown, lang: str) -> str:
-    p = chosen_prob(record)
+def _chip(record: StepRecord, index: int, selected: int | None, shown: Shown, lang: str,
+          moved: dict[int, float] | None = None) -> str:
+    """One chip; `moved`: the selected step's moved logits (token id -> how much), for the chips before it."""
+    p, final = chosen_prob(record), chosen_prob(record, "final")
     background = prob_colour(p) if p is not None else NO_DATA
+    final_background = prob_colour(final) if final is not None else NO_DATA
     classes = ["ntp-chip"]
     if record.special:
         classes.append("ntp-special")
     if selected is not None and index == selected:
         classes.append("ntp-selected")
+    hit = moved.get(record.token_id) if moved else None
+    if hit is not None:
+        classes.append("ntp-hit")
     chip = (
         f'<span class="{" ".join(classes)}" data-step="{record.step}" '
-        f'style="background:{background};color:{text_colour(background)}" '
-        f'title="{html.escape(chip_title(record, lang, shown), quote=True)}">{_chip_text(shown)}</span>'
+        f'style="background:{background};color:{text_colour(background)};--ntp-final:{final_background};'
+        f'--ntp-final-ink:{text_colour(final_background)}" '
+        f'title="{html.escape(chip_title(record, lang, shown, hit), quote=True)}">{_chip_text(shown)}</span>'
     )
     breaks = 0 if record.special else record.piece.count("\n")
     return chip + "<br>" * breaks
 
 
-def legend_html(lang: str = "en") -> str:
+def legend_html(lang: str = "en", hits: bool = False) -> str:
+    """The colour scale, saying which probability colours the chips; `hits`: and what an underline means."""
+    note = f'<span class="ntp-hit">{tr(lang, "lab.chips.hits")}</span>' if hits else ""
     return (
         '<div class="ntp-legend"><span>0</span>'
         f'<span class="ntp-scale" style="background:{css_gradient()}"></span>'
-        f"<span>1</span><span>{tr(lang, 'lab.chips.legend')}</span></div>"
+        f"<span>1</span><span><span class=\"ntp-when-raw\">{tr(lang, 'lab.chips.legend')}</span>"
+        f"<span class=\"ntp-when-final\">{tr(lang, 'lab.chips.legend_final')}</span></span>{note}</div>"
     )
 
 
-def chips_prefix(lang: str = "en", tag: str = "") -> str:
+def chips_prefix(lang: str = "en", tag: str = "", hits: bool = False) -> str:
     """What comes before the first chip: the style and the legend; `tag`: the streaming handler's (new_tag)."""
     run = f' data-run="{html.escape(tag, quote=True)}"' if tag else ""
-    return f'{STYLE}{legend_html(lang)}<div class="ntp-chips"{run}>'
+    return f'{STYLE}{legend_html(lang, hits)}<div class="ntp-chips"{run}>'
 
 
 # Stop's js (its click's `js=`, the last input being the box it fills): the page's chips now, as "tag:count" for
@@ -146,9 +173,11 @@ def token_chips_html(records: list[StepRecord], selected: int | None = None, lan
     chips (the parser closes the div), so each new token's HTML only extends the last one and
     Gradio sends an ~200-byte "append" instead of the whole text again (and a streaming caller can
     build it as chips_prefix() + what new_chips gives after each token)."""
-    if records:
-        shown = show_steps(records, lang=lang)
-        body = "".join(_chip(r, i, selected, s, lang) for i, (r, s) in enumerate(zip(records, shown)))
-    else:
-        body = f'<span class="ntp-empty">{tr(lang, "lab.chips.empty")}</span>'
-    return chips_prefix(lang, tag) + body
+    if not records:
+        return chips_prefix(lang, tag) + f'<span class="ntp-empty">{tr(lang, "lab.chips.empty")}</span>'
+    at = len(records) - 1 if selected is None else selected
+    moved = dict(records[at].adjusted)  # what the selected step's bias, penalties and DRY moved, by token id
+    shown = show_steps(records, lang=lang)
+    body = "".join(_chip(r, i, selected, s, lang, moved if i < at else None) for i, (r, s) in enumerate(zip(records, shown)))
+    hits = any(r.token_id in moved for r in records[:at])
+    return chips_prefix(lang, tag, hits) + body

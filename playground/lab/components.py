@@ -50,11 +50,23 @@ class LabComponents:
     xtc_threshold: gr.Slider
     dynatemp_range: gr.Slider
     dynatemp_exponent: gr.Slider
+    # DRY and mirostat (llama.cpp), and a custom chain
+    dry_multiplier: gr.Slider
+    dry_base: gr.Slider
+    dry_allowed_length: gr.Slider
+    dry_penalty_last_n: gr.Number
+    dry_sequence_breakers: gr.Textbox
+    mirostat: gr.Radio
+    mirostat_tau: gr.Slider
+    mirostat_eta: gr.Slider
+    chain: gr.Textbox
     generate_button: gr.Button
     step_button: gr.Button
     stop_button: gr.Button
     # the run on screen
     chips: gr.HTML
+    chip_probs: gr.Radio  # the chips coloured by the raw or the final probability (chips.PROBS_JS)
+    ban_box: gr.Textbox  # a clicked candidate's id (ban.py)
     status: gr.Markdown
     stage_plot: gr.Plot
     draw_plot: gr.Plot

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 from model_service import limits
 from model_service.records import validation
-from model_service.records.settings import ORDERS
+from model_service.records.settings import ORDERS, parse_chain
 
 from ..common.errors import in_language
 from ..common.i18n import language, tr
@@ -47,7 +47,14 @@ FIELDS = {
     "presence_penalty": _ranged("presence_penalty"),
     "penalty_last_n": _ranged("penalty_last_n", integer=True),
     **{name: _ranged(name) for name in ("typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability",
-                                        "xtc_threshold", "dynatemp_range", "dynatemp_exponent")},
+                                        "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "dry_multiplier",
+                                        "dry_base")},
+    **{name: _ranged(name, integer=True) for name in ("dry_allowed_length", "dry_penalty_last_n")},
+    "dry_sequence_breakers": lambda v: validation.format_stop_text(validation.strings(
+        "dry_sequence_breakers", v, limit=limits.MAX_DRY_BREAKERS, chars=limits.MAX_DRY_BREAKER_CHARS)),
+    "mirostat": lambda v: validation.number("mirostat", v, integer=True, low=0, high=2),
+    **{name: _ranged(name) for name in ("mirostat_tau", "mirostat_eta")},
+    "chain": lambda v: ", ".join(parse_chain("chain", v)),
     "branch": lambda v: format_path(parse_path(v)),  # forced tokens, step:token_id pairs (lab/branches.py)
 }
 # the lab's controls a link sets, by name (a link's branch= is no control: the Branches panel runs it)

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 from model_service import limits
 from model_service.records import validation
-from model_service.records.settings import LESSON_STAGES, ORDERS, stage_names
+from model_service.records.settings import CHAIN_STAGES, LESSON_STAGES, ORDERS, stage_names
 from model_service.records.step import StepRecord
 from model_service.records.validation import InputError
 
 from ..common.text import show_steps
 from .deep_link import FIELDS, LINK_DEFAULTS
-from .request import KNOB_CONTROLS, RunRequest, parse_request
+from .request import KNOB_CONTROLS, RunRequest, knob_values, parse_request
 
 FORMAT, VERSION = "next-token-playground/run", 1
 STOP_CODES = ("eos", "max_tokens", "stop_string")
@@ -39,7 +39,8 @@ RECORD = {"step": ("int", True), "token_id": ("int", True), "piece": ("str", Tru
           "chosen_rank": ("int", True), "draw": ("draw", True), "seed": ("int", True), "forward_ms": (_NUM, True),
           "sampling_ms": (_NUM, True), "capture_ms": (_NUM, False),
           "logits": ("numbers", False), "stop_reason": ("stop", False), "order": ("order", False),
-          "batch_size": ("int", False), "bytes_hex": ("hex", False), "pending_hex": ("hex", False)}
+          "batch_size": ("int", False), "bytes_hex": ("hex", False), "pending_hex": ("hex", False),
+          "mirostat_mu": (_OPT_NUM, False), "adjusted": ("pairs", False)}
 SETTINGS = ("prompt", "chat", "temperature", "top_k", "top_p", "min_p", "seed", "max_new_tokens", "stop", "order",
             *KNOB_CONTROLS)
 ADDED = KNOB_CONTROLS  # settings a run file saved before them may lack: they take their defaults
@@ -66,8 +67,7 @@ def controls_of(request: RunRequest) -> dict:
     return {"prompt": request.prompt, "chat": request.chat, "temperature": s.temperature, "top_k": s.top_k,
             "top_p": s.top_p, "min_p": s.min_p, "seed": "" if s.seed is None else str(s.seed),
             "max_new_tokens": request.max_new_tokens, "stop": validation.format_stop_text(request.stop), "order": s.order,
-            **{name: getattr(s, name) for name in KNOB_CONTROLS},
-            "logit_bias": validation.format_logit_bias(s.logit_bias)}
+            **knob_values(s)}
 
 
 def run_json(records, request: RunRequest, model: str, stopped_by_you: bool = False) -> str:
@@ -139,6 +139,12 @@ def _check(field: str, kind: str, value):
         _items(field, value)
         for i, p in enumerate(value):
             _number(f"{field}[{i}]", p, *((0, 1) if kind == "probs" else ()))
+    elif kind == "pairs":  # (token id, logit moved)
+        for i, pair in enumerate(_items(field, value)):
+            if not (isinstance(pair, list) and len(pair) == 2):
+                raise _bad(f"{field}[{i}]", "a pair [token id, number]", pair)
+            _check(f"{field}[{i}][0]", "int", pair[0])
+            _number(f"{field}[{i}][1]", pair[1])
     elif kind in ("tokens", "stages"):
         for i, item in enumerate(_items(field, value)):
             _fields(f"{field}[{i}]", item, TOKEN if kind == "tokens" else STAGE)
@@ -180,7 +186,9 @@ def _record(i: int, d) -> StepRecord:
     if d["step"] != i:
         raise _bad(f"{field}.step", f"{i} (steps follow one another from 0)", d["step"])
     n, names = len(d["candidates"]), [s["name"] for s in d["stages"]]
-    expected = list(stage_names(d.get("order", "hf")))
+    order = d.get("order", "hf")
+    # a custom chain's stages are the run's own: those a chain may order, after the adjusters
+    expected = list(stage_names(order, tuple(n for n in names if n in CHAIN_STAGES) if order == "custom" else ()))
     # a run saved before some of the order's stages existed has the lesson's stages and some of the others
     older = set(LESSON_STAGES) <= set(names) and names == [n for n in expected if n in names]
     if names and names != expected and not older:

@@ -25,7 +25,7 @@ from ..common.i18n import LESSON_PROMPTS, swapped_default, tr
 from ..common.text import escape_html
 from .chips import chips_prefix, new_chips, token_chips_html
 from .components import LabComponents
-from .request import RunRequest, field_labels, parse_request
+from .request import RunRequest, continued, field_labels, parse_request
 from .run import (
     Pace,
     Run,
@@ -156,8 +156,9 @@ def stream_views(lab: LabComponents, run: Run, stream):
         chips += more
         if record.stop_reason is None and pace.behind():  # the page has not got the last update yet
             continue
-        shown_prefix = chips_prefix(run.lang) if record.stop_reason else prefix  # an ended run's chips: untagged
-        out, now = {lab.chips: shown_prefix + chips, lab.run_state: run}, time.monotonic()
+        # an ended run's chips: untagged, and the last step's moved logits underline the earlier chips they hit
+        shown = token_chips_html(run.records, lang=run.lang) if record.stop_reason else prefix + chips
+        out, now = {lab.chips: shown, lab.run_state: run}, time.monotonic()
         if record.stop_reason or now - last_chart >= CHART_INTERVAL:
             # the status line re-renders as Markdown in the browser: it keeps the charts' pace
             last_chart = now
@@ -181,6 +182,8 @@ def step(lab: LabComponents, state: Run, *values):
     taken = [r.token_id for r in state.records] if same_run else []
     if same_run and request.settings.seed is None:  # blank seed: keep following the run's own
         request = replace(request, settings=replace(request.settings, seed=state.records[0].seed))
+    if taken:
+        request = replace(request, settings=continued(request.settings, state.records))
     stream = open_stream(lab, request, lang, continue_from=taken)
     try:
         record = next(r for r in stream if isinstance(r, StepRecord))  # past any Waiting

@@ -19,6 +19,7 @@ from model_service.records import validation
 from ..common.errors import user_error
 from ..common.i18n import DEFAULT, T, tr
 from . import inspect_charts as views
+from .request import continued
 from .scrubber import scrub_index
 
 
@@ -90,6 +91,7 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
             settings = run.request.settings
             if settings.seed is None:  # a blank seed: the run's own, so the recomputed step draws the run's token
                 settings = replace(settings, seed=run.records[0].seed)
+            settings = continued(settings, run.records[:i])  # mirostat: the mu this step cut with
             many = service.sample_many(run.request.prompt, settings, chat=run.request.chat,
                                        continue_from=[r.token_id for r in run.records[:i]], n=count)
         except (ValueError, RuntimeError) as e:  # bad input, the model loading or switched

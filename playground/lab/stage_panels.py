@@ -27,8 +27,9 @@ from ..common.text import Shown, pct, piece_hover, piece_label, show_token
 # the filters' names, as the controls say them in every language (the stage panels' titles and the grey bars' hover)
 FILTER_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "typical_p": "typical-p",
                 "epsilon_cutoff": "epsilon", "eta_cutoff": "eta", "top_n_sigma": "top-n-σ", "xtc": "XTC",
-                "final": "argmax"}
-FOLD_NAMES = {**FILTER_NAMES, "temperature": "temperature", "logit_bias": "logit bias", "penalties": "penalties"}
+                "mirostat": "mirostat", "final": "argmax"}
+FOLD_NAMES = {**FILTER_NAMES, "temperature": "temperature", "logit_bias": "logit bias", "penalties": "penalties",
+              "dry": "DRY"}
 
 PRESENT_ROWS = 10  # candidate rows in the presenter view: the step fits a screen with the chips and the draw
 PRESENT_TEXT = 14  # px, every text of the presenter view's figure (playground/common/figures.py BIG_TEXT)
@@ -62,6 +63,8 @@ def _stage_title(stage: Stage, greedy: bool, lang: str) -> str:
         return tr(lang, f"lab.stage.{stage.name}", count=count)
     if stage.name == "final":
         return tr(lang, "lab.stage.final_greedy" if greedy else "lab.stage.final_sampled", count=count)
+    if stage.name == "mirostat" and stage.applied is not None:  # the mu its cut used
+        return tr(lang, "lab.stage.mirostat", mu=f"{stage.applied:.2f}", count=count, mass=f"{stage.kept_mass:.2f}")
     title = tr(lang, "lab.stage.filter", filter=FILTER_NAMES[stage.name], count=count, mass=f"{stage.kept_mass:.2f}")
     if stage.name == "xtc" and stage.applied is not None:  # the chance it drew: it fires at most xtc_probability
         title += "<br>" + tr(lang, "lab.stage.chance", chance=f"{stage.applied:.2f}")
@@ -80,8 +83,10 @@ def _shown_rows(record: StepRecord, extra: bool, lang: str = "en") -> list[Shown
             + ([show_token(record, before, lang=lang)] if extra else []))
 
 
-def _stage_bars(stage, prev, removed_by, chosen, extra, greedy, lang, shown: list[Shown], text_px: int) -> dict:
-    """One panel: kept bars blue (chosen vermillion), bars this stage cut grey at their old height."""
+def _stage_bars(stage, prev, removed_by, chosen, extra, greedy, lang, shown: list[Shown], text_px: int,
+                ids: list[int]) -> dict:
+    """One panel: kept bars blue (chosen vermillion), bars this stage cut grey at their old height; `ids`: each
+    row's token id."""
     probs, before = _row_probs(stage, extra), (_row_probs(prev, extra) if prev else None)
     can_remove = stage.name in FILTER_NAMES and (stage.name != "final" or greedy)
     x, colours, hover, text = [], [], [], []
@@ -116,6 +121,7 @@ def _stage_bars(stage, prev, removed_by, chosen, extra, greedy, lang, shown: lis
         cliponaxis=False,
         hovertext=hover,
         hovertemplate="%{hovertext}<extra></extra>",
+        customdata=ids,  # each bar's token id: a click bans it (ban.py)
     )
 
 
@@ -200,6 +206,7 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     extra = chosen is None
     greedy = record.draw.u is None
     shown = _shown_rows(record, extra, lang)
+    ids = [t.id for t in record.candidates] + ([record.token_id] if extra else [])
     labels = _y_labels(record, chosen, shown)
     n = len(labels)
     layout = copy.deepcopy(_stage_layout(len(stages), n, height, lang, log, present))
@@ -224,7 +231,7 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     for col, stage in enumerate(stages, start=1):
         prev = stages[col - 2] if col > 1 else None
         bars = _stage_bars(stage, prev, removed_by, n - 1 if extra else chosen, extra, greedy, lang, shown,
-                           PRESENT_TEXT if present else 9)
+                           PRESENT_TEXT if present else 9, ids)
         data.append({**bars, "xaxis": f"x{col if col > 1 else ''}", "yaxis": f"y{col if col > 1 else ''}"})
     return go.Figure(data=data, layout=layout, _validate=False)
 

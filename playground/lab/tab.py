@@ -15,12 +15,13 @@ from model_service import limits
 
 from ..common.handlers import bind
 from ..common.i18n import T
+from .ban import wire_ban
 from .batch_effect import build_batch_effect
-from .chips import COUNT_JS, STOP_JS, token_chips_html
+from .chips import COUNT_JS, PROBS_JS, STOP_JS, token_chips_html
 from .components import LabComponents
 from .handlers import generate, page_has, rerender, scrub_to, step, stop_run
 from .inspect import build_inspect
-from .request import DEFAULTS, ORDER_LABELS, SLIDERS
+from .request import CHAIN_EXAMPLE, DEFAULTS, ORDER_LABELS, SLIDERS
 from .run import Run, order_note_text, placeholder_figures, status_markdown
 from .view import View
 
@@ -51,8 +52,11 @@ def lay_out(service, language) -> LabComponents:
             min_p = gr.Slider(0, 1, DEFAULTS["min_p"], step=0.01, label="Min-p", info=T("lab.min_p.info"), elem_id="min-p")
             logit_bias, penalties = penalty_controls()
             samplers = sampler_controls()
+            dry_mirostat = dry_mirostat_controls()
             order = gr.Radio([(label, key) for key, label in ORDER_LABELS.items()], value=DEFAULTS["order"],
                              label=T("lab.order"), elem_id="order")
+            chain = gr.Textbox(DEFAULTS["chain"], label=T("lab.chain"), placeholder=CHAIN_EXAMPLE, info=T("lab.chain.info"),
+                               visible=DEFAULTS["order"] == "custom", elem_id="chain")
             order_note = gr.Markdown(order_note_text(DEFAULTS["order"]), elem_id="order-note")
             seed = gr.Textbox("", label=T("lab.seed"), placeholder=T("lab.seed.placeholder"), elem_id="seed")
             max_new = gr.Slider(1, limits.MAX_NEW_TOKENS, DEFAULTS["max_new_tokens"], step=1, label=T("lab.max_new"),
@@ -66,8 +70,12 @@ def lay_out(service, language) -> LabComponents:
             gr.Markdown(T("lab.defaults_note"), elem_classes=["ntp-note"])
         with gr.Column(scale=3):
             chips = gr.HTML(token_chips_html([]), elem_id="chips")
+            chip_probs = gr.Radio([(T("lab.logprobs.raw"), "raw"), (T("lab.logprobs.final"), "final")], value="raw",
+                                  label=T("lab.logprobs"), show_label=False, container=False, elem_id="chip-probs")
             status = gr.Markdown(status_markdown(Run()), elem_id="run-status")
             stage_plot = gr.Plot(stage_empty, show_label=False, elem_id="stage-plot")
+            ban_box = gr.Textbox("", label=T("lab.ban"), lines=1, max_lines=1, elem_id="ban-token",
+                                 elem_classes=["ntp-ban"])  # filled by a click on a bar (ban.BAN_JS)
             draw_plot = gr.Plot(draw_empty, show_label=False, elem_id="draw-plot")
             scrub = gr.Slider(1, 2, 1, step=1, label=T("lab.scrub"), visible=False, elem_id="scrub")
             run_plot = gr.Plot(run_empty, show_label=False, elem_id="run-plot")
@@ -75,7 +83,8 @@ def lay_out(service, language) -> LabComponents:
             build_batch_effect(service, language, run_state, scrub, run_plot)  # a seed in a busy room (issue 24)
     return LabComponents(
         service, language, prompt, chat, temperature, top_k, top_p, min_p, order, order_note, seed, max_new, stop,
-        logit_bias, *penalties, *samplers, generate_btn, step_btn, stop_btn, chips, status, stage_plot, draw_plot, scrub, run_plot, run_state, view,
+        logit_bias, *penalties, *samplers, *dry_mirostat, chain, generate_btn, step_btn, stop_btn, chips, chip_probs,
+        ban_box, status, stage_plot, draw_plot, scrub, run_plot, run_state, view,
     )
 
 
@@ -105,10 +114,32 @@ def sampler_controls() -> list[gr.Slider]:
             "dynatemp_range", "dynatemp_exponent")]
 
 
+def dry_mirostat_controls() -> list:
+    """llama.cpp's DRY and mirostat, in an accordion closed by default: DRY's five knobs, then mirostat's version
+    (it replaces the chain's cuts), target and learning rate."""
+    with gr.Accordion(T("lab.dry_mirostat"), open=False, elem_id="dry-mirostat"):
+        gr.Markdown(T("lab.dry_mirostat.note"), elem_classes=["ntp-note"])
+        dry = [_slider(name, name.replace("_", "-")) for name in ("dry_multiplier", "dry_base", "dry_allowed_length")]
+        window = gr.Number(DEFAULTS["dry_penalty_last_n"], precision=0, minimum=SLIDERS["dry_penalty_last_n"][0],
+                           maximum=SLIDERS["dry_penalty_last_n"][1], label=T("lab.dry_penalty_last_n"),
+                           info=T("lab.dry_penalty_last_n.info"), elem_id="dry-penalty-last-n")
+        breakers = gr.Textbox(DEFAULTS["dry_sequence_breakers"], label=T("lab.dry_sequence_breakers"),
+                              info=T("lab.dry_sequence_breakers.info"), elem_id="dry-sequence-breakers")
+        mirostat = gr.Radio([(T("lab.mirostat.off"), 0), ("v1", 1), ("v2", 2)], value=DEFAULTS["mirostat"],
+                            label=T("lab.mirostat"), info=T("lab.mirostat.info"), elem_id="mirostat")
+        rest = [_slider(name, name.replace("_", "-")) for name in ("mirostat_tau", "mirostat_eta")]
+    return [*dry, window, breakers, mirostat, *rest]
+
+
 def _slider(name: str, elem_id: str) -> gr.Slider:
     low, high, step = SLIDERS[name]
     return gr.Slider(low, high, DEFAULTS[name], step=step, label=T(f"lab.{name}"), info=T(f"lab.{name}.info"),
                      elem_id=elem_id)
+
+
+def order_shown(lab: LabComponents, order: str, lang: str = "en") -> dict:
+    """The order's note, and the chain box shown for the custom order only."""
+    return {lab.order_note: order_note_text(order, lang), lab.chain: gr.update(visible=order == "custom")}
 
 
 def wire(lab: LabComponents) -> None:
@@ -137,7 +168,9 @@ def wire(lab: LabComponents) -> None:
     gr.on([lab.scrub.release, lab.scrub.input], bound(scrub_to), [lab.scrub, lab.run_state, lab.language, lab.view],
           [*views, lab.run_plot], api_name="scrub", show_progress="hidden", trigger_mode="always_last",
           preprocess=False)
-    lab.order.change(order_note_text, [lab.order, lab.language], lab.order_note, api_visibility="private",
+    lab.chip_probs.change(None, lab.chip_probs, None, js=PROBS_JS, api_visibility="private", show_progress="hidden")
+    wire_ban(lab, lab.ban_box)
+    lab.order.change(bound(order_shown), [lab.order, lab.language], [lab.order_note, lab.chain], api_visibility="private",
                      show_progress="hidden")
     if isinstance(lab.language, gr.Radio):
         lab.language.change(bound(rerender), [lab.language, lab.run_state, lab.scrub, lab.order, lab.prompt, lab.view],

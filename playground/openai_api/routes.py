@@ -30,7 +30,7 @@ from model_service.models.catalog import CATALOG
 from model_service.records import validation
 from model_service.records.step import BatchStep, StepRecord, Waiting
 
-from ..lab.request import KNOB_CONTROLS
+from ..lab.request import knob_values
 from ..workshop.links import absolute, make_query
 from ..workshop.scene_bar import base_url
 from . import schema
@@ -75,8 +75,7 @@ def lab_link(request: Request, plan: schema.Plan, settings) -> str:
               "top_k": settings.top_k, "top_p": settings.top_p, "min_p": settings.min_p, "order": settings.order,
               "seed": str(settings.seed), "max_new_tokens": max(1, plan.max_tokens),
               "stop": validation.format_stop_text(plan.stop),
-              **{name: getattr(settings, name) for name in KNOB_CONTROLS},
-              "logit_bias": validation.format_logit_bias(settings.logit_bias)}
+              **knob_values(settings)}
     return absolute(base_url(gr.Request(request)), make_query(values))
 
 

@@ -10,8 +10,8 @@ OpenAI's logit_bias, frequency_penalty and presence_penalty are the sampler's ow
 tokens each order counts; the "hf" order has no frequency or presence penalty and refuses them, naming them).
 The playground's own knobs come as extra body fields, as vLLM takes them: top_k (-1 or 0 = off), min_p,
 repetition_penalty, penalty_last_n (llama.cpp's window), typical_p, epsilon_cutoff, eta_cutoff, top_n_sigma,
-xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exponent (each in the orders whose engine has it), order
-("hf", "vllm", "llama.cpp") and logprobs_mode ("raw": the model's distribution before sampling, the
+xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exponent, DRY's and mirostat's (llama.cpp's names; each in
+the orders whose engine has it), order ("hf", "vllm", "llama.cpp", or a list of stage names: a custom chain) and logprobs_mode ("raw": the model's distribution before sampling, the
 default as vLLM's raw_logprobs; "final": after the sampler's whole pipeline).
 """
 
@@ -33,10 +33,13 @@ COMMON = ("model", "temperature", "top_p", "max_tokens", "stop", "seed", "n", "s
           "logit_bias", "frequency_penalty", "presence_penalty",
           "top_k", "min_p", "repetition_penalty", "penalty_last_n", "typical_p", "epsilon_cutoff", "eta_cutoff",
           "top_n_sigma", "xtc_probability", "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "order",
-          "logprobs_mode", "logprobs")
+          "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers",
+          "mirostat", "mirostat_tau", "mirostat_eta", "chain", "logprobs_mode", "logprobs")
 PASSED = ("top_p", "min_p", "order", "logit_bias", "frequency_penalty", "presence_penalty", "repetition_penalty",
           "penalty_last_n", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability",
-          "xtc_threshold", "dynatemp_range", "dynatemp_exponent")  # to settings_from as they come (null: default)
+          "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "dry_multiplier", "dry_base", "dry_allowed_length",
+          "dry_penalty_last_n", "dry_sequence_breakers", "mirostat", "mirostat_tau", "mirostat_eta",
+          "chain")  # to settings_from as they come (null: default)
 CHAT = ("messages", "top_logprobs", "max_completion_tokens")
 COMPLETION = ("prompt", "echo", "suffix", "best_of")
 IGNORED = ("user", "store", "metadata", "service_tier", "parallel_tool_calls")  # no effect on a sampled text

@@ -24,7 +24,7 @@ from model_service.records.settings import SamplingSettings
 
 from ..common.errors import in_language
 from ..common.i18n import DEFAULT, LESSON_PROMPTS, language, tr
-from ..common.tables import PENALTY_COLUMNS, PENALTY_NAMES, padded, trimmed
+from ..common.tables import TAIL_COLUMNS, padded, tail_cells, trimmed
 from ..compare import columns as compare
 from ..engine.table import EXAMPLE_ROWS, parse_table, table_rows
 from ..lab import deep_link
@@ -99,13 +99,13 @@ def _tab(raw) -> str:
 # leaves them out where they are off, and one without them (5 cells, as older links are) has them off.
 # parse_query hands them on as one field, compare_table (the rows).
 COMPARE_COLUMNS = tuple(f"compare_{letter.lower()}" for letter in compare.LETTERS)
-COMPARE_CELLS = (len(compare.COLUMNS) - len(PENALTY_COLUMNS), len(compare.COLUMNS))  # fewest, most
+COMPARE_CELLS = (len(compare.COLUMNS) - len(TAIL_COLUMNS), len(compare.COLUMNS))  # fewest, most
 
 
 def settings_row(settings: SamplingSettings) -> list:
     """A column's settings as the Compare table's cells (and a link's compare_a..d)."""
-    return [settings.temperature, settings.top_k, settings.top_p, settings.min_p, settings.order,
-            *(getattr(settings, name) for name in PENALTY_NAMES)]
+    return [settings.temperature, settings.top_k, settings.top_p, settings.min_p, settings.order_text,
+            *tail_cells(settings)]
 
 
 def _column_row(name: str, cells) -> list:

@@ -174,8 +174,9 @@ def test_a_language_switch_redraws_the_run_and_the_room_without_the_model(tiny_s
     table_update = vi[parts["table"]]
     assert table_update.label == "Các request (tối đa 8)"
     assert table_update.value["headers"][5:] == ["thứ tự", "seed", "token tối đa", "dừng", "repetition penalty",
-                                                 "frequency penalty", "presence penalty"]
-    assert table_update.value["data"] == [[*r, 1, 0, 0] for r in rows]  # the learner's cells; old rows' penalties off
+                                                 "frequency penalty", "presence penalty",
+                                                 "bộ lấy mẫu khác (tên=giá trị …)"]
+    assert table_update.value["data"] == [[*r, 1, 0, 0, ""] for r in rows]  # the learner's cells; old rows' tail off
     # and back: English exactly as the run itself drew it
     en = parts["rerender"]("en", state, None, shown)
     for name in ("status", "texts", "params"):

@@ -144,7 +144,7 @@ def test_a_follower_gets_the_hosts_engine_table_and_toy_logits(host, app_url):
     toy = [["␣Paris", 1.0], ["␣the", 2.5], ["␣a", 3.0], ["␣Lyon", -4.0], ["␣France", 0.5]]
     page.set(toy=toy, engine=ENGINE).call("/host_publish")
     shown = wait_for(follower, lambda o: table(o, "max tokens") is not None and table(o, "max tokens")[0][0] == "Bonjour <b>")
-    assert table(shown, "max tokens") == [ENGINE[0], [*ENGINE[1], 1, 0, 0]]  # as typed: the table shows text, not HTML
+    assert table(shown, "max tokens") == [[*ENGINE[0], ""], [*ENGINE[1], 1, 0, 0, ""]]  # as typed: text, not HTML
     assert [[t, float(x)] for t, x in table(shown, "logit")] == toy
     follower.cancel()
 

@@ -35,7 +35,7 @@ def test_the_page_link_carries_every_tabs_inputs_and_parses_back(client, app_url
     assert problems == []
     assert values == {"prompt": limits.LESSON_PROMPT, "temperature": 0.5, "top_k": 40,
                       "toy_logits": [4.0, 3.2, 2.7, 2.2, 1.4], "toy_shift": 1.5,
-                      "engine": [["Hi", 0.5, 0, 1, 0, "hf", "", 8, "", 1, 0, 0]], "fw_prompt": "A cat sat", "fw_chat": True}
+                      "engine": [["Hi", 0.5, 0, 1, 0, "hf", "", 8, "", 1, 0, 0, ""]], "fw_prompt": "A cat sat", "fw_chat": True}
     # the block travels only from the forward tab (this API session shows the lab)
     assert "fw_block" not in values
 
@@ -84,8 +84,8 @@ def test_on_the_compare_tab_the_page_link_carries_its_inputs_and_a_fresh_page_re
     assert problems == []
     assert {k: v for k, v in values.items() if k == "tab" or k.startswith("compare")} == {
         "tab": "compare", "compare_prompt": "Once upon a time", "compare_seed": "", "compare_max_new": 16,
-        "compare_table": [[0.5, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0], [1.5, 0, 0.9, 0.0, "vllm", 1.0, 0.0, 0.0],
-                          [0.0, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0]]}
+        "compare_table": [[0.5, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0, ""], [1.5, 0, 0.9, 0.0, "vllm", 1.0, 0.0, 0.0, ""],
+                          [0.0, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0, ""]]}
     # a table Run would refuse (a bad cell) stays out of the link; the tab keeps it to show its own message
     bad = {"headers": ["temperature"], "data": [[0.5, 0, 1, 0, "hf"], [1, 0, 7, 0, "hf"]]}
     link = page_link(client, compare=[limits.LESSON_PROMPT, "3", 24, bad])

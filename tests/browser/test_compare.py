@@ -117,7 +117,7 @@ def test_payloads_in_the_compare_links_fields_render_as_inert_text(browser, app_
     query = {"tab": "compare", "compare_seed": PAYLOADS[0], "compare_max_new": PAYLOADS[2],
              "compare_b": f"1,0,1,0,{PAYLOADS[1]}", "compare_prompt": PAYLOADS[3]}
     page.goto(f"{app_url}?{urlencode(query)}", wait_until="domcontentloaded")
-    expect(page.get_by_text("Link: compare_b: order must be one of hf, vllm, llama.cpp, got '<img", exact=False)
+    expect(page.get_by_text("Link: compare_b: order must be one of hf, vllm, llama.cpp, custom, got '<img", exact=False)
            ).to_be_visible(timeout=60_000)
     expect(page.get_by_text("Link: compare_seed must be a whole number", exact=False)).to_be_visible()
     expect(page.locator("#compare-prompt textarea")).to_have_value(PAYLOADS[3])  # a prompt is text: kept, as text

@@ -78,3 +78,70 @@ def test_a_llamacpp_link_draws_the_panels_of_its_samplers(browser, app_url, lang
         expect(page.locator("#dynatemp-range input[type=number]")).to_have_value("0.5")
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("lang, words", [
+    ("en", ("after DRY", "Underlined:", "moved its logit by")),
+    ("vi", ("sau DRY", "Gạch chân:", "dời logit của nó")),
+])
+def test_dry_from_a_link_stops_the_loop_and_underlines_the_chips_it_hit(browser, app_url, lang, words):
+    link = f"?prompt={LOOP.replace(' ', '+')}&order=llama.cpp&temperature=0&dry_multiplier=0.8&max_new_tokens=10"
+    context, page = opened(browser, f"{app_url}{link}&lang={lang}")
+    try:
+        generate(page, "stopped" if lang == "en" else "đã dừng")
+        assert "The cat sat on the mat" not in page.locator("#chips").inner_text()
+        # step 1: DRY's panel shows " mat" cut down; the chips before the last step that its DRY hit are underlined
+        expect(page.locator("#chips")).to_contain_text(words[1])
+        hit = page.locator("#chips .ntp-hit.ntp-chip").first
+        expect(hit).to_have_attribute("title", re.compile(words[2]))
+        set_number(page, "scrub", "1")
+        expect(page.locator("#stage-plot")).to_contain_text(words[0])
+        page.locator("#stage-plot").screenshot(path=str(ARTIFACTS / f"samplers_dry_{lang}.png"))
+    finally:
+        context.close()
+
+
+def test_mirostat_draws_mu_and_refuses_the_cuts_it_replaces(browser, app_url):
+    link = "?prompt=Once+upon+a+time&order=llama.cpp&mirostat=2&mirostat_tau=3&mirostat_eta=0.3&seed=1&max_new_tokens=12"
+    context, page = opened(browser, app_url + link)
+    try:
+        generate(page)
+        expect(page.locator("#stage-plot")).to_contain_text("mirostat, μ")
+        expect(page.locator("#run-plot")).to_contain_text("mirostat μ (bits)")
+        page.locator("#run-plot").screenshot(path=str(ARTIFACTS / "samplers_mirostat_run.png"))
+        set_number(page, "top-k", "40")  # mirostat replaces top-k: the page says so, naming it
+        page.locator("#generate").click()
+        expect(page.get_by_text("top-k is not applied with mirostat on", exact=False).first).to_be_visible(timeout=30_000)
+    finally:
+        context.close()
+
+
+def test_a_custom_chain_the_chips_toggle_and_a_click_that_bans_a_token(browser, app_url):
+    context, page = opened(browser, app_url + "?temperature=0.7&top_k=30&min_p=0.05&seed=3&max_new_tokens=6", 1440, 900)
+    try:
+        expect(page.locator("#chain")).to_be_hidden()
+        page.locator("#order").get_by_text("Custom").click()
+        page.locator("#chain textarea").fill("top_k > min_p > temperature")
+        generate(page)
+        for title in ("after top-k", "after min-p", "after temperature"):
+            expect(page.locator("#stage-plot")).to_contain_text(title)
+        text = page.locator("#stage-plot").inner_text()
+        assert text.index("after min-p") < text.index("after temperature")  # the panels follow the chain
+        # the chips' colour: the final probability at once, in the page
+        raw = page.locator("#chips .ntp-chip").first.evaluate("e => getComputedStyle(e).backgroundColor")
+        page.locator("#chip-probs").get_by_text("final p", exact=False).click()
+        expect(page.locator("body")).to_have_class(re.compile("ntp-final-probs"))
+        final = page.locator("#chips .ntp-chip").first.evaluate("e => getComputedStyle(e).backgroundColor")
+        assert raw != final
+        # a click on the top candidate's bar bans it: the bias box says so and the next run goes without it
+        top = page.locator("#stage-plot .bars path").first
+        top.click(force=True)
+        page.locator("#penalties").get_by_text("Penalties and logit bias").click()
+        expect(page.locator("#logit-bias textarea")).to_have_value(re.compile(r"^\d+:-100$"), timeout=15_000)
+        banned = int(page.locator("#logit-bias textarea").input_value().split(":")[0])
+        generate(page)
+        chips = page.locator("#chips .ntp-chip")
+        assert all(f"id {banned} " not in (chips.nth(i).get_attribute("title") or "") for i in range(chips.count()))
+        page.screenshot(path=str(ARTIFACTS / "samplers_custom_chain.png"))
+    finally:
+        context.close()

@@ -54,10 +54,23 @@ def test_a_vietnamese_page_names_the_problem_in_vietnamese():
 
 
 def test_the_headers_end_with_the_penalties_by_their_names_in_every_language():
-    assert headers() == list(COLUMNS) == ["temperature", "top-k", "top-p", "min-p", "order", "repetition penalty",
-                                          "frequency penalty", "presence penalty"]
-    assert headers("vi") == [*COLUMNS[:4], "thứ tự", *COLUMNS[5:]]
-    assert all(len(row) == len(COLUMNS) and row[5:] == [1, 0, 0] for row in EXAMPLE_ROWS)
+    assert list(COLUMNS) == ["temperature", "top-k", "top-p", "min-p", "order", "repetition penalty",
+                             "frequency penalty", "presence penalty", "more samplers"]
+    assert headers() == [*COLUMNS[:8], "more samplers (name=value …)"]
+    assert headers("vi") == [*COLUMNS[:4], "thứ tự", *COLUMNS[5:8], "bộ lấy mẫu khác (tên=giá trị …)"]
+    assert all(len(row) == len(COLUMNS) and row[5:] == [1, 0, 0, ""] for row in EXAMPLE_ROWS)
+
+
+def test_the_more_samplers_cell_and_a_chain_in_the_order_cell_reach_each_columns_settings():
+    c = parse_comparison("Hi", [[1, 0, 1, 0, "llama.cpp", 1, 0, 0, "dry_multiplier=0.8 typical_p=0.9 logit_bias=13:-100;42:2"],
+                                [0.7, 30, 1, 0.05, "top_k > min_p > temperature", "", "", "", ""]], "1", 4)
+    first, second = (q.settings for q in c.requests)
+    assert (first.dry_multiplier, first.typical_p, first.logit_bias) == (0.8, 0.9, ((13, -100.0), (42, 2.0)))
+    assert second.chain == ("top_k", "min_p", "temperature")
+    with pytest.raises(ValueError, match="more samplers: 'beam=4' is not a knob=value pair it takes"):
+        parse_comparison("Hi", [[1, 0, 1, 0, "hf", 1, 0, 0, "beam=4"], [1, 0, 1, 0, "hf"]], "1", 4)
+    with pytest.raises(ValueError, match="mirostat is not part of the hf order"):
+        parse_comparison("Hi", [[1, 0, 1, 0, "hf", 1, 0, 0, "mirostat=2"], [1, 0, 1, 0, "hf"]], "1", 4)
 
 
 def test_the_penalty_columns_reach_each_columns_settings():
@@ -67,7 +80,7 @@ def test_the_penalty_columns_reach_each_columns_settings():
 
 
 def test_an_old_row_of_five_cells_takes_the_penalties_off():
-    assert table_rows([[0.5, 0, 1, 0, "hf"], [None] * 5]) == [[0.5, 0, 1, 0, "hf", 1, 0, 0]]
+    assert table_rows([[0.5, 0, 1, 0, "hf"], [None] * 5]) == [[0.5, 0, 1, 0, "hf", 1, 0, 0, ""]]
     old = parse_comparison("Hi", [[0.5, 0, 1, 0, "hf"], [1.0, 0, 1, 0, "hf"]], "3", 4)
     assert old == parse_comparison("Hi", EXAMPLE_ROWS, "3", 4) and not any(q.settings.penalised for q in old.requests)
 

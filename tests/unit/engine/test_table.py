@@ -89,10 +89,10 @@ def test_service_messages_are_renumbered_to_table_rows():
 
 
 def test_headers_translate_the_words_and_keep_the_knobs_names():
-    assert headers() == list(COLUMNS)
+    assert headers() == [*COLUMNS[:-1], "more samplers (name=value …)"]  # the last says how to fill it in
     vi = headers("vi")
     assert vi == ["prompt", "temperature", "top-k", "top-p", "min-p", "thứ tự", "seed", "token tối đa", "dừng",
-                  "repetition penalty", "frequency penalty", "presence penalty"]
+                  "repetition penalty", "frequency penalty", "presence penalty", "bộ lấy mẫu khác (tên=giá trị …)"]
 
 
 @pytest.mark.parametrize("header_row", [
@@ -115,7 +115,7 @@ def test_the_tables_own_messages_in_vietnamese_and_the_validators_in_english():
     # the validators' keyed errors, said again in Vietnamese, naming the field as the Vietnamese header does
     with pytest.raises(ValueError, match="^hàng 2, temperature phải là một số từ 0 đến 100, nhận được 'hot'$"):
         parse_table([GOOD, ["x", "hot", 0, 1, 0, "hf", "", 8, ""]], "vi")
-    with pytest.raises(ValueError, match="^hàng 3, thứ tự phải là một trong hf, vllm, llama.cpp, nhận được 'beam'$"):
+    with pytest.raises(ValueError, match="^hàng 3, thứ tự phải là một trong hf, vllm, llama.cpp, custom, nhận được 'beam'$"):
         parse_table([GOOD, GOOD, ["x", 1, 0, 1, 0, "beam", "", 8, ""]], "vi")
     with pytest.raises(ValueError, match="^hàng 2, token tối đa phải là một số nguyên từ 1 đến 512, nhận được 0$"):
         parse_table([GOOD, ["x", 1, 0, 1, 0, "hf", "", 0, ""]], "vi")
@@ -138,15 +138,15 @@ def test_the_penalty_columns_reach_each_requests_settings_and_blank_cells_are_of
 
 def test_an_old_row_of_nine_cells_takes_the_penalties_off_and_a_blank_row_stays_blank():
     old = ["Once", 0.8, 0, 0.95, 0, "hf", "1", 32, ""]
-    assert table_rows([old, [None] * 9]) == [[*old, 1, 0, 0], [None] * 12]
+    assert table_rows([old, [None] * 9]) == [[*old, 1, 0, 0, ""], [None] * 13]
     numbers, requests = parse_table([old, [None] * 9, GOOD[:3]])
     assert numbers == [1, 3] and not any(q.settings.penalised for q in requests)
-    assert parse_table([old]) == parse_table([[*old, 1, 0, 0]])
+    assert parse_table([old]) == parse_table([[*old, 1, 0, 0, ""]])
 
 
 def test_every_example_and_new_row_has_every_column_and_no_penalty():
     for row in EXAMPLE_ROWS + NEW_ROWS:
-        assert len(row) == len(COLUMNS) and row[-3:] == [1, 0, 0]
+        assert len(row) == len(COLUMNS) and row[-4:] == [1, 0, 0, ""]
     assert not any(q.settings.penalised for q in parse_table(EXAMPLE_ROWS)[1])
 
 

@@ -12,14 +12,15 @@ from playground.workshop.links import DEFAULTS, TABS
 from playground.workshop.page_state import PageState
 
 LAB = {name: LINK_DEFAULTS[name] for name in CONTROLS}
-ENGINE = [["Bonjour <b>", 0.5, 3, 0.9, 0.0, "vllm", "7", 12, "", 1.1, 0.3, 0], ["Hi", 1.0, 0, 1.0, 0.05, "hf", "", 8, ".", 1, 0, 0]]
+ENGINE = [["Bonjour <b>", 0.5, 3, 0.9, 0.0, "vllm", "7", 12, "", 1.1, 0.3, 0, ""],
+          ["Hi", 1.0, 0, 1.0, 0.05, "hf", "", 8, ".", 1, 0, 0, ""]]
 EVERY_TAB = {  # a value other than the default for every tab's inputs
     **LAB, "prompt": "Hello <b>", "temperature": 0.5, "top_k": 7, "seed": "3", "order": "vllm",
     "toy_logits": [1.0, 2.0, 3.5, -1.0, 0.25], "toy_shift": 2.5, "toy_temperature": 0.4, "engine": ENGINE,
     "fw_prompt": "Ngày xửa ngày xưa <i>", "fw_chat": True, "fw_block": 7, "fw_head": 2,
     "compare_prompt": "So sánh <b>", "compare_seed": "9", "compare_max_new": 7,
-    "compare_table": [[0.5, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0], [1.0, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0],
-                      [0.3, 0, 1.0, 0.0, "vllm", 1.0, 0.5, 0.0]],
+    "compare_table": [[0.5, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0, ""], [1.0, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0, ""],
+                      [0.3, 0, 1.0, 0.0, "vllm", 1.0, 0.5, 0.0, ""]],
 }
 
 

@@ -369,3 +369,26 @@ def test_english_is_the_default_of_every_chart():
         assert build(record).to_json() == build(record, lang="en").to_json()
     assert run_figure([record]).to_json() == run_figure([record], lang="en").to_json()
     assert run_figure([record]).layout.xaxis2.title.text == "step"
+
+
+def test_each_stage_bar_carries_its_token_id_for_a_click_to_ban_it():
+    record = make_record()
+    fig = stage_figure(record)
+    ids = [t.id for t in record.candidates]
+    assert all(list(trace.customdata) == ids for trace in fig.data)
+    far = make_record(chosen=1234, chosen_prob=0.01)  # a chosen token outside the candidates: its own row, its id
+    assert list(stage_figure(far).data[0].customdata) == [*ids, 1234]
+
+
+def test_a_mirostat_run_draws_mu_and_each_tokens_surprise_on_the_bits_axis():
+    records = []
+    for i, mu in enumerate((6.0, 6.4, 6.9)):
+        r = make_record(step=i)
+        cut = Stage("mirostat", r.stages[-1].probs, 3, 0.9, 1.0, r.stages[-1].chosen_prob, applied=mu)
+        records.append(replace(r, stages=(*r.stages[:-1], cut, r.stages[-1]), mirostat_mu=mu + 0.4))
+    fig = run_figure(records, lang="en")
+    names = [t.name for t in fig.data]
+    assert "mirostat μ (bits)" in names and "surprise of the drawn token (bits)" in names
+    mu = next(t for t in fig.data if t.name == "mirostat μ (bits)")
+    assert list(mu.y) == [6.0, 6.4, 6.9]
+    assert "mirostat μ (bits)" not in [t.name for t in run_figure([make_record()]).data]

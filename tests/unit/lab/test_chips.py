@@ -92,10 +92,10 @@ def test_script_is_escaped_in_text_and_title():
 
 def test_title_text():
     # the factory gives raw = p / 2 and final = p
-    assert chip_title(rec(" Paris", 1.54)) == "id 3575 · ' Paris' · p=0.77 · 1.54 after the pipeline · rank 1"
+    assert chip_title(rec(" Paris", 1.54)) == "id 3575 · ' Paris' · p=0.77 (log p -0.26) · 1.54 (log p 0.43) after the pipeline · rank 1"
     (chip,) = parse(token_chips_html([rec(" Paris", 1.545078, rank=2)])).chips
-    assert chip["title"] == "id 3575 · ' Paris' · p=0.77 · 1.55 after the pipeline · rank 3"
-    assert chip_title(rec("x", 0.0068, final=False)) == "id 3575 · 'x' · p=0.0034 · rank 1"
+    assert chip["title"] == "id 3575 · ' Paris' · p=0.77 (log p -0.26) · 1.55 (log p 0.44) after the pipeline · rank 3"
+    assert chip_title(rec("x", 0.0068, final=False)) == "id 3575 · 'x' · p=0.0034 (log p -5.68) · rank 1"
     assert chip_title(rec("\n", None)) == "id 3575 · '\\n' · rank 1"  # capture off: no p
 
 
@@ -185,7 +185,7 @@ def test_built_chip_by_chip_it_is_the_same_html():
 
 def test_vietnamese_hover_text_legend_and_placeholder():
     record = replace(rec(" Paris", 1.54), stop_reason="eos")
-    assert chip_title(record, "vi") == "ID 3575 · ' Paris' · p=0.77 · 1.54 sau pipeline · hạng 1 · dừng: eos"
+    assert chip_title(record, "vi") == "ID 3575 · ' Paris' · p=0.77 (log p -0.26) · 1.54 (log p 0.43) sau pipeline · hạng 1 · dừng: eos"
     chip = parse(token_chips_html([record], lang="vi")).chips[0]
     assert chip["title"] == chip_title(record, "vi") and chip["text"] == "␣Paris"
     assert "xác suất model gán cho token được chọn" in token_chips_html([record], lang="vi")
@@ -195,7 +195,7 @@ def test_vietnamese_hover_text_legend_and_placeholder():
 
 def test_english_stays_the_default():
     record = rec(" Paris", 1.54)
-    assert chip_title(record) == chip_title(record, "en") == "id 3575 · ' Paris' · p=0.77 · 1.54 after the pipeline · rank 1"
+    assert chip_title(record) == chip_title(record, "en") == "id 3575 · ' Paris' · p=0.77 (log p -0.26) · 1.54 (log p 0.43) after the pipeline · rank 1"
     assert token_chips_html([record]) == token_chips_html([record], lang="en")
     assert "the model's probability of the chosen token" in token_chips_html([record])
 
@@ -245,3 +245,26 @@ def test_a_split_characters_title_in_vietnamese():
     assert [c["text"] for c in chips] == ["Th", "ủ1–2/3", "ủ3/3", "␣đ1/2", "đ2/2", "ô"]
     assert "byte thứ 1–2 trong 3 byte của ủ: \\xe1\\xbb" in chips[1]["title"]
     assert chips[1]["title"].startswith("ID 3575 · ") and "bytes" not in chips[1]["title"]
+
+
+def test_the_chips_carry_both_colours_and_the_toggle_picks_one():
+    record = rec(" Paris", 0.9)  # raw 0.45, final 0.9
+    chip = parse(token_chips_html([record])).chips[0]
+    style = chip["style"]
+    assert f"background:{prob_colour(0.45)}" in style and f"--ntp-final:{prob_colour(0.9)}" in style
+    assert f"--ntp-final-ink:{text_colour(prob_colour(0.9))}" in style
+    html = token_chips_html([record])
+    assert ".ntp-final-probs .ntp-chip{background:var(--ntp-final)" in html  # the page's class picks final
+    assert 'class="ntp-when-final"' in html and 'class="ntp-when-raw"' in html  # the legend says which
+
+
+def test_the_selected_steps_moved_logits_underline_the_earlier_chips_they_hit():
+    records = [rec(" the", step=0, token_id=5), rec(" cat", step=1, token_id=6), rec(" the", step=2, token_id=5),
+               replace(rec(" mat", step=3, token_id=7), adjusted=((5, -1.25), (99, -0.5)))]
+    chips = parse(token_chips_html(records)).chips  # the last step is shown: its penalties hit " the" twice
+    hit = [c for c in chips if "ntp-hit" in c["class"].split()]
+    assert [c["data-step"] for c in hit] == ["0", "2"]
+    assert hit[0]["title"].endswith("moved its logit by -1.25")
+    assert "Underlined:" in token_chips_html(records)
+    # another step selected: its own moves (none here), so nothing is underlined
+    assert not [c for c in parse(token_chips_html(records, selected=2)).chips if "ntp-hit" in c["class"].split()]

@@ -55,3 +55,21 @@ def test_a_vietnamese_links_problems_are_said_in_vietnamese():
         "temperature phải là một số từ 0 đến 2, nhận được '5'; giữ giá trị mặc định",
         f"không có thiết lập 'colour' (các thiết lập có: {', '.join(FIELDS)})",
     ]
+
+
+def test_a_links_controls_are_the_labs_in_one_order():
+    from playground.lab.components import CONTROL_NAMES
+    from playground.lab.deep_link import CONTROLS
+
+    assert CONTROLS == CONTROL_NAMES  # the page's link reads the lab's components in this order
+
+
+def test_a_link_carries_dry_mirostat_and_a_custom_chain():
+    from playground.lab.deep_link import parse_query
+
+    values, problems = parse_query({"order": "custom", "chain": "top_k > min_p > temperature", "dry_multiplier": "0.8",
+                                    "dry_sequence_breakers": "\\n|:", "mirostat": "2", "mirostat_tau": "3"})
+    assert problems == [] and values == {"order": "custom", "chain": "top_k, min_p, temperature", "dry_multiplier": 0.8,
+                                         "dry_sequence_breakers": "\\n|:", "mirostat": 2, "mirostat_tau": 3.0}
+    _, problems = parse_query({"chain": "top_k > beam"})
+    assert problems and "chain: 'beam' is not a stage a chain can order" in problems[0]

@@ -72,6 +72,23 @@ def test_a_run_with_penalties_and_a_bias_comes_back_with_them():
     assert saved.controls["logit_bias"] == "13:-100, 42:2.5" and saved.controls["repetition_penalty"] == 1.3
 
 
+def test_a_custom_chain_with_dry_and_mirostats_records_comes_back_with_them():
+    request = parse_request("Hi", False, 0.7, 30, 1.0, 0.05, "3", 3, "", "custom", chain="top_k > min_p > temperature",
+                            dry_multiplier=0.8, dry_sequence_breakers="\\n|:")
+    stages = ("raw", "logit_bias", "penalties", "dry", "top_k", "min_p", "temperature", "final")
+    records = [replace(r, order="custom", adjusted=((5, -1.25),), mirostat_mu=6.5,
+                       stages=tuple(replace(r.stages[0], name=n) for n in stages)) for r in a_run()]
+    saved = parse_run(run_json(records, request, "m"))
+    assert saved.request == request and list(saved.records) == records
+    s = saved.request.settings
+    assert s.chain == ("top_k", "min_p", "temperature") and s.dry_sequence_breakers == ("\n", ":")
+    assert saved.controls["chain"] == "top_k, min_p, temperature" and saved.controls["dry_sequence_breakers"] == "\\n|:"
+    bad = json.loads(run_json(records, request, "m"))
+    bad["records"][0]["adjusted"] = [[5]]
+    with pytest.raises(InputError, match=r"records\[0\]\.adjusted\[0\] must be a pair"):
+        parse_run(json.dumps(bad))
+
+
 def test_the_token_table_counts_steps_from_one_and_reads_characters():
     rows = list(csv.reader(io.StringIO(token_table_csv(a_run()))))
     assert rows[0][:4] == ["step", "token", "token_id", "rank"]

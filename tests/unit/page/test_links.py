@@ -7,16 +7,17 @@ from playground.engine.table import EXAMPLE_ROWS
 from playground.workshop.hosting import Host, detect
 from playground.workshop.links import DEFAULTS, absolute, make_query, page_url, parse_query, space_direct_url
 
-OFF = [1.0, 0.0, 0.0]  # a column's penalties, off (repetition, frequency, presence), as a link gives them back
+OFF = [1.0, 0.0, 0.0, ""]  # a column's penalties, off (repetition, frequency, presence), and no other sampler, as a
+# link gives them back
 EVERY_TAB = {  # one non-default value per field of every tab
     "lab": {"prompt": "Once upon a time", "chat": True, "temperature": 0.7, "top_k": 40, "top_p": 0.9, "min_p": 0.05,
             "seed": "7", "max_new_tokens": 20, "stop": "\\n|.", "order": "llama.cpp"},
     "softmax": {"toy_logits": [4.0, 3.0, 2.0, 1.0, 0.5], "toy_shift": 2.5, "toy_temperature": 0.5},
-    "engine": {"engine": [["Hi there", 0.5, 10, 0.9, 0.0, "vllm", "3", 8, ".", 1.3, 0.5, 0.2],
-                          ["1, 2, 3,", 0, 0, 1, 0, "hf", "", 4, "", 1, 0, 0]]},
+    "engine": {"engine": [["Hi there", 0.5, 10, 0.9, 0.0, "vllm", "3", 8, ".", 1.3, 0.5, 0.2, ""],
+                          ["1, 2, 3,", 0, 0, 1, 0, "hf", "", 4, "", 1, 0, 0, ""]]},
     "forward": {"fw_prompt": "A cat sat", "fw_chat": True, "fw_block": 3, "fw_head": 2},
     "compare": {"compare_prompt": "Once upon a time", "compare_seed": "42", "compare_max_new": 16,
-                "compare_table": [[0.5, 0, 1.0, 0.0, "hf", *OFF], [1.5, 40, 0.9, 0.05, "vllm", 1.2, 0.5, 0.0],
+                "compare_table": [[0.5, 0, 1.0, 0.0, "hf", *OFF], [1.5, 40, 0.9, 0.05, "vllm", 1.2, 0.5, 0.0, ""],
                                   [0.123456789, 0, 1.0, 0.0, "llama.cpp", *OFF]]},
 }
 
@@ -51,7 +52,7 @@ def test_the_compare_tabs_link_is_short_readable_and_exact():
     assert parse_query(dict(parse_qsl(query))) == (values, [])
     # the tab's own prompt (in either language), seed, length and two columns are left out
     defaults = {"tab": "compare", "compare_prompt": "Thủ đô của Pháp là", "compare_seed": "3", "compare_max_new": 24,
-                "compare_table": [[0.5, 0, 1, 0, "hf", 1, 0, 0], [1, 0, 1, 0, "hf", 1, 0, 0]]}
+                "compare_table": [[0.5, 0, 1, 0, "hf", 1, 0, 0, ""], [1, 0, 1, 0, "hf", 1, 0, 0, ""]]}
     assert make_query(defaults) == "tab=compare"
     old_rows = {**defaults, "compare_table": [[0.5, 0, 1, 0, "hf"], [1, 0, 1, 0, "hf"]]}  # from before the penalties
     assert make_query(old_rows) == "tab=compare"
@@ -67,7 +68,7 @@ def test_a_compare_columns_blank_cells_and_count_fill_in_as_the_table_does():
     values, _ = parse_query({"compare_columns": "3"})
     assert values["compare_table"][2] == [1.0, 0, 1.0, 0.0, "hf", *OFF]  # a third column with every filter off
     values, problems = parse_query({"compare_b": "1,0,1,0,vllm,,0.5"})  # a blank penalty is off, a missing one too
-    assert problems == [] and values["compare_table"][1] == [1.0, 0, 1.0, 0.0, "vllm", 1.0, 0.5, 0.0]
+    assert problems == [] and values["compare_table"][1] == [1.0, 0, 1.0, 0.0, "vllm", 1.0, 0.5, 0.0, ""]
 
 
 def test_an_old_compare_link_of_five_cells_still_parses_with_the_penalties_off():
@@ -79,8 +80,8 @@ def test_an_old_compare_link_of_five_cells_still_parses_with_the_penalties_off()
 def test_an_old_engine_link_of_nine_cell_rows_still_parses_with_the_penalties_off():
     old = '[["Hi there",0.5,10,0.9,0,"vllm","3",8,"."],["1, 2, 3,",0,0,1,0,"hf","",4,""]]'
     values, problems = parse_query({"engine": old})
-    assert problems == [] and values["engine"] == [["Hi there", 0.5, 10, 0.9, 0, "vllm", "3", 8, ".", 1, 0, 0],
-                                                   ["1, 2, 3,", 0, 0, 1, 0, "hf", "", 4, "", 1, 0, 0]]
+    assert problems == [] and values["engine"] == [["Hi there", 0.5, 10, 0.9, 0, "vllm", "3", 8, ".", 1, 0, 0, ""],
+                                                   ["1, 2, 3,", 0, 0, 1, 0, "hf", "", 4, "", 1, 0, 0, ""]]
     assert dict(parse_qsl(make_query(values)))["engine"] == old  # the penalties that are off are left out again
     old_example = json.dumps([row[:9] for row in EXAMPLE_ROWS])
     assert make_query(parse_query({"engine": old_example})[0]) == ""  # the tab's own example, as an old link wrote it
@@ -93,18 +94,18 @@ def test_an_old_engine_link_of_nine_cell_rows_still_parses_with_the_penalties_of
     ({"compare_max_new": "0"}, "compare_max_new must be a whole number between 1 and 512"),
     ({"compare_max_new": "2.5"}, "compare_max_new must be a whole number"),
     ({"compare_columns": "5"}, "compare_columns must be a whole number between 2 and 4"),
-    ({"compare_a": "1,0,1"}, "compare_a must be 5 to 8 settings separated by commas (temperature, top-k, top-p, min-p, "
+    ({"compare_a": "1,0,1"}, "compare_a must be 5 to 9 settings separated by commas (temperature, top-k, top-p, min-p, "
                              "order, then the repetition, frequency and presence penalties"),
     ({"compare_b": "999,0,1,0,hf"}, "compare_b: temperature must be a number between 0 and 100, got '999'"),
     ({"compare_c": "1,x,1,0,hf"}, "compare_c: top-k must be a whole number"),
     ({"compare_d": "1,0,0,0,hf"}, "compare_d: top-p must be a number between 0 and 1 (0 excluded)"),
     ({"compare_b": "1,0,1,2,hf"}, "compare_b: min-p must be a number between 0 and 1"),
-    ({"compare_b": "1,0,1,0,openai"}, "compare_b: order must be one of hf, vllm, llama.cpp, got 'openai'"),
+    ({"compare_b": "1,0,1,0,openai"}, "compare_b: order must be one of hf, vllm, llama.cpp, custom, got 'openai'"),
     ({"compare_b": "1,0,1,0,vllm,0"}, "compare_b: repetition penalty must be a number between 0 and 10 (0 excluded)"),
     ({"compare_c": "1,0,1,0,vllm,1,9"}, "compare_c: frequency penalty must be a number between -2 and 2, got '9'"),
     ({"compare_b": "1,0,1,0,hf,1,0.5"}, "compare_b: frequency penalty is not part of the hf order"),
     ({"compare_b": "1,0,1,0,hf,1,0,-1"}, "compare_b: presence penalty is not part of the hf order"),
-    ({"compare_a": "1,0,1,0,hf,1,0,0,0"}, "compare_a must be 5 to 8 settings separated by commas"),
+    ({"compare_a": "1,0,1,0,hf,1,0,0,,0"}, "compare_a must be 5 to 9 settings separated by commas"),
 ])
 def test_each_bad_compare_field_is_named_and_the_control_keeps_its_value(query, why):
     values, problems = parse_query({**query, "compare_a": query.get("compare_a", "0.2,0,1,0,hf"), "temperature": "0.5"})
@@ -123,7 +124,7 @@ def test_a_column_beyond_the_count_is_named_and_a_vietnamese_link_says_so_in_vie
     assert values == {"compare_table": [[0.5, 0, 1.0, 0.0, "hf", *OFF], [1.0, 0, 1.0, 0.0, "hf", *OFF]]}
     assert problems == ["compare_c bị bỏ qua: compare_columns chỉ có 2 cột"]
     _, problems = parse_query({"compare_b": "1,0,1,0,openai", "lang": "vi"})
-    assert problems == ["compare_b: order phải là một trong hf, vllm, llama.cpp, nhận được 'openai'; giữ giá trị mặc định"]
+    assert problems == ["compare_b: order phải là một trong hf, vllm, llama.cpp, custom, nhận được 'openai'; giữ giá trị mặc định"]
 
 
 def test_an_injection_in_a_compare_field_is_only_quoted_and_the_page_escapes_it():

@@ -79,10 +79,10 @@ def test_a_compare_link_sets_the_tab_its_prompt_seed_length_and_table_with_heade
     assert updates[f["compare_prompt"]] == limits.LESSON_PROMPT_VI
     assert (updates[f["compare_seed"]], updates[f["compare_max_new"]]) == ("42", 16)
     table = updates[f["compare_table"]]
-    off = [1.0, 0.0, 0.0]  # a five-cell column (a link from before the penalties) has them off
+    off = [1.0, 0.0, 0.0, ""]  # a five-cell column (a link from before the penalties) has them off, and no other sampler
     assert table["data"] == [[0.5, 0, 1.0, 0.0, "hf", *off], [1.0, 0, 1.0, 0.0, "hf", *off], [1.5, 0, 0.9, 0.0, "vllm", *off]]
     assert table["headers"] == ["temperature", "top-k", "top-p", "min-p", "thứ tự", "repetition penalty",
-                                "frequency penalty", "presence penalty"]
+                                "frequency penalty", "presence penalty", "bộ lấy mẫu khác (tên=giá trị …)"]
 
 
 def test_current_state_reads_the_compare_tab_as_run_would_take_it():
@@ -91,7 +91,8 @@ def test_current_state_reads_the_compare_tab_as_run_would_take_it():
                                                   [None] * 8, [None] * 5]}
     values = state.current_state("compare", "hi", "A cat", " 7 ", 16.0, table)
     assert values == {"tab": "compare", "prompt": "hi", "compare_prompt": "A cat", "compare_seed": "7", "compare_max_new": 16,
-                      "compare_table": [[0.5, 0, 1.0, 0.0, "hf", 1.2, 0.0, 0.0], [1.0, 0, 0.9, 0.0, "vllm", 1.0, 0.5, 0.0]]}
+                      "compare_table": [[0.5, 0, 1.0, 0.0, "hf", 1.2, 0.0, 0.0, ""],
+                                        [1.0, 0, 0.9, 0.0, "vllm", 1.0, 0.5, 0.0, ""]]}
     # what Run would refuse stays out of the link (the tab's own message says why when Run is pressed)
     bad = {"data": [[0.5, 0, 1, 0, "hf"], [1, 0, 7, 0, "hf"]]}
     values = state.current_state("compare", "hi", "A cat", "x", 0, bad)

@@ -25,7 +25,7 @@ def test_the_lessons_scenes_load_in_the_issues_order(lessons):
     assert ids[:7] == ["l10-tokens", "l10-embedding", "l10-blocks", "l10-attention", "l10-logits", "l10-cost",
                        "l10-lens"]
     assert ids[7:] == ["l13-lm-head", "l13-softmax", "l13-shift", "l13-temperature-05", "l13-temperature-15",
-                       "l13-temperature-0", "l13-greedy-loop", "l13-repetition-penalty", "l13-xtc", "l13-top-k", "l13-top-p-confident", "l13-top-p-unsure",
+                       "l13-temperature-0", "l13-greedy-loop", "l13-repetition-penalty", "l13-xtc", "l13-dry", "l13-mirostat", "l13-top-k", "l13-top-p-confident", "l13-top-p-unsure",
                        "l13-min-p", "l13-order-hf", "l13-order-llamacpp", "l13-engine", "l13-stops", "l13-seed", "l13-busy-room",
                        "l13-compare-temperatures"]
 
@@ -82,7 +82,7 @@ def test_a_run_true_is_the_tabs_button(lessons):
     ({"focus": "<b>"}, "field 'focus' must be an element id"),
     ({"tab": "compare", "settings": {"compare_b": [1, 0, 7, 0, "hf"]}},
      "field 'settings': compare_b: top-p must be a number between 0 and 1 (0 excluded), got '7'"),
-    ({"tab": "compare", "settings": {"compare_c": [1, 0]}}, "field 'settings': compare_c must be 5 to 8 settings"),
+    ({"tab": "compare", "settings": {"compare_c": [1, 0]}}, "field 'settings': compare_c must be 5 to 9 settings"),
     ({"tab": "compare", "settings": {"compare_b": [1, 0, 1, 0, "hf", 1, 0.4]}},
      "field 'settings': compare_b: frequency penalty is not part of the hf order"),
     ({"tab": "compare", "settings": {"compare_columns": 2, "compare_c": [1, 0, 1, 0, "hf"]}},
@@ -152,7 +152,8 @@ def test_a_compare_scene_sets_the_tabs_inputs_as_a_link_would(lessons):
     values, problems = parse_query(dict(scene.query))
     assert problems == [] and scene.tab == "compare"
     assert values == {"compare_prompt": "The capital of France is", "compare_seed": "3", "compare_max_new": 16,
-                      "compare_table": [[0.5, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0], [1.0, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0]]}
+                      "compare_table": [[0.5, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0, ""],
+                                        [1.0, 0, 1.0, 0.0, "hf", 1.0, 0.0, 0.0, ""]]}
     assert "T 0.5" in scene.text("caption", "en") and "T 0,5" in scene.text("caption", "vi")
     blank_cells = parse_file(a_file({**GOOD, "tab": "compare", "settings": {"compare_c": [0.7, None, "", None, "vllm"]}}),
                              "mine.json")[0]
@@ -169,6 +170,6 @@ def test_a_language_switch_relabels_the_scene_bar_in_the_browser_from_every_scen
     for code in LANGUAGES:
         assert texts[code]["choices"] == [list(c) for c in lessons.choices(code)]
         assert texts[code]["captions"] == {s.id: caption_markdown(s, lessons, code) for s in lessons.scenes}
-    assert texts["vi"]["captions"]["l10-embedding"].startswith("**Cảnh 2/27 · Bài 10 · Embedding**")
+    assert texts["vi"]["captions"]["l10-embedding"].startswith("**Cảnh 2/29 · Bài 10 · Embedding**")
     mine = relabel_js(SceneList(tuple(host)))
     assert "<" not in mine and "&lt;b&gt;Mine&lt;/b&gt;" in mine  # a host's markup: escaped text, in a JSON string
