@@ -284,8 +284,10 @@ def rerender(lab: LabComponents, lang, state: Run, index, order_key, current_pro
         i = int(index) - 1 if state.finished and 1 <= int(index) < len(state.records) else None
     except (TypeError, ValueError):
         i = None
+    # a run still streaming keeps its tag on the chips: Stop reads whose chips the page counts (run.shown_on_page)
+    tag = state.tag if state.streaming else ""
     return out | {
-        lab.chips: token_chips_html(state.records, selected=i, lang=lang),
+        lab.chips: token_chips_html(state.records, selected=i, lang=lang, tag=tag),
         lab.status: status_markdown(state, index=i, rate=state.rate if i is None else None, lang=lang),
         **step_views(lab, state, i, shown), lab.run_plot: run_chart(state.records, i, shown, lang),
     }

@@ -203,3 +203,14 @@ def test_the_streaming_chips_carry_the_tag_the_js_reads():
     assert '<div class="ntp-chips" data-run="([0-9a-f]+)">' in COUNT_JS and '<span class="ntp-chip[ "]' in COUNT_JS
     assert chips_prefix() == chips_prefix(tag="") and "data-run" not in token_chips_html(records(3))
     assert '#chips .ntp-chips[data-run="${tag}"] > .ntp-chip:nth-of-type(n+${count + 1})' in STOP_JS
+
+
+def test_a_language_change_mid_run_keeps_the_streams_tag_on_the_chips(lab):
+    # the page re-renders the chips in the new language while the run streams: Stop must still read them as this
+    # run's (untagged, they read as another run's and the run was cut to nothing)
+    gen, run = start(lab)
+    [next(gen) for _ in range(4)]
+    out = handlers.rerender(lab, "vi", run, 4, "hf", "Once upon a time", View())
+    assert f'data-run="{run.tag}"' in out[lab.chips] and chips_in(out[lab.chips]) == 4
+    stop_in_thread(lab, run, f"{run.tag}:4")
+    assert "4" in next(gen)[lab.status] and len(run.records) == 4
