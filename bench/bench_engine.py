@@ -7,9 +7,9 @@ Prints ratios measured in one run, with runs interleaved so machine noise hits b
       (what the engine runs) vs B passes of one row each
   (c) a decode step's host work beside its forward pass at 1, 4 and 16 rows: the stages and the draw, then the
       summaries and the records (bench_room.py prints the room's host overhead with these overlapped)
-  (d) sampler time per step at 16 rows with every knob on (bias, penalties over a 64-token context, typical-p,
-      epsilon, eta, top-n-sigma, XTC, dynamic temperature: each order with what its engine has) against the
-      same rows with today's four knobs only
+  (d) sampler time per step at 16 rows with every knob on (bias, penalties over a 64-token context, DRY, typical-p,
+      epsilon, eta, top-n-sigma, XTC, dynamic temperature: each order with what its engine has), and with
+      mirostat v1 / v2 rows (llama.cpp's chain replaced), against the same rows with today's four knobs only
 
     .venv/bin/python bench/bench_engine.py [--tokens 32] [--rounds 5] [--sampler-rounds 20] [--skip-throughput] [--skip-sampler]
 """
@@ -211,7 +211,8 @@ EVERY = [replace(FOUR[0], logit_bias=((13, -5.0), (42, 2.0)), repetition_penalty
                  epsilon_cutoff=3e-4, eta_cutoff=1e-3),
          replace(FOUR[1], logit_bias=((13, -5.0),), repetition_penalty=1.2, frequency_penalty=0.3, presence_penalty=0.2),
          replace(FOUR[2], logit_bias=((13, -5.0),), repetition_penalty=1.1, frequency_penalty=0.2, presence_penalty=0.1,
-                 top_n_sigma=2.0, typical_p=0.95, xtc_probability=0.5, dynatemp_range=0.3)]
+                 top_n_sigma=2.0, typical_p=0.95, xtc_probability=0.5, dynatemp_range=0.3, dry_multiplier=0.8)]
+MIROSTAT = [SamplingSettings(temperature=0.8, order="llama.cpp", mirostat=v, seed=i) for i, v in enumerate((1, 2, 2))]
 
 
 def every_knob(service, rounds: int, b: int = 16, context: int = 64) -> None:
@@ -227,7 +228,7 @@ def every_knob(service, rounds: int, b: int = 16, context: int = 64) -> None:
             out.append(row)
         return out
 
-    sides = {"four knobs": rows(FOUR), "every knob": rows(EVERY)}
+    sides = {"four knobs": rows(FOUR), "every knob": rows(EVERY), "mirostat": rows(MIROSTAT)}
     times = {name: [] for name in sides}
     for r in range(rounds + 1):  # round 0 warms up; the sides alternate so noise hits both
         for name, batch in sides.items():
@@ -235,9 +236,10 @@ def every_knob(service, rounds: int, b: int = 16, context: int = 64) -> None:
             sample_rows(logits, batch, 20, True)
             if r:
                 times[name].append((time.perf_counter() - started) * 1000)
-    four, every = (statistics.median(times[n]) for n in sides)
+    four, every, mirostat = (statistics.median(times[n]) for n in sides)
     print(f"(d) sampler time per step at B = {b} (with the summaries), median of {rounds} rounds:")
     print(f"    today's four knobs: {four:7.2f} ms   every knob on: {every:7.2f} ms   ratio {every / four:.2f}x")
+    print(f"    mirostat rows:      {mirostat:7.2f} ms   ratio {mirostat / four:.2f}x")
 
 
 if __name__ == "__main__":
