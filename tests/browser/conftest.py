@@ -46,9 +46,9 @@ def page(browser, app_url):
 def settled_text(page, selector: str) -> str:
     """A component's text once no event is pending on it: while one is, Gradio's status tracker writes its
     timer ("0.4s") into the same box, and a scrub or a language switch can still be under way after a run."""
-    from playwright.sync_api import expect
-
     import re
+
+    from playwright.sync_api import expect
 
     expect(page.locator(f"{selector} .progress-text")).to_have_count(0)
     # the timer can sit in another element of the tracker (a loaded CI machine caught "0.4s\n\nStep 5 of 6")
