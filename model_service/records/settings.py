@@ -233,6 +233,11 @@ class SamplingSettings:
         " > " (which parse_settings reads back as that chain)."""
         return " > ".join(self.chain) if self.order == "custom" else self.order
 
+    @property
+    def start_mu(self) -> float:
+        """Mirostat's mu at a run's first step: a continued run's (its last record's), else 2 tau (llama.cpp's)."""
+        return self.mirostat_mu if self.mirostat_mu is not None else 2 * self.mirostat_tau
+
     def next_mu(self, mu: float, p: float) -> float:
         """Mirostat's mu after a token of probability p (in the final, cut distribution) was drawn: mu - eta
         (surprise - tau), the surprise -log2 p in bits (llama.cpp's update, v1 and v2 alike), kept in range."""

@@ -53,7 +53,7 @@ KNOBS = {"temperature": (torch.float32, 1.0), "top_k": (torch.int64, 0), "top_p"
          "eta_cutoff": (torch.float32, 0.0), "top_n_sigma": (torch.float32, 0.0),
          "xtc_probability": (torch.float32, 0.0), "xtc_threshold": (torch.float32, 1.0),
          "dynatemp_range": (torch.float32, 0.0), "dynatemp_exponent": (torch.float32, 1.0),
-         "mirostat": (torch.int64, 0), "mirostat_tau": (torch.float32, 5.0)}
+         "mirostat": (torch.int64, 0)}
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ def _mus(settings, rows, device) -> torch.Tensor:
     def mu(s, r):
         if r is not None and not math.isnan(r.mirostat_mu):
             return r.mirostat_mu
-        return s.mirostat_mu if s.mirostat_mu is not None else 2 * s.mirostat_tau
+        return s.start_mu
 
     return torch.tensor([mu(s, rows[i] if rows else None) for i, s in enumerate(settings)], device=device)
 
