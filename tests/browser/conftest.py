@@ -45,12 +45,21 @@ def page(browser, app_url):
 
 def settled_text(page, selector: str) -> str:
     """A component's text once no event is pending on it: while one is, Gradio's status tracker writes its
-    timer ("0.4s") into the same box, and a scrub or a language switch can still be under way after a run."""
+    timer ("0.4s") into the same box, and a scrub or a language switch can still be under way after a run.
+    An event can also start just after one check passes (a loaded CI machine caught "0.1s\n\nStep 5 of 6"
+    that way), so the text must read the same, timer-free, twice 300 ms apart."""
     import re
+    import time
 
-    from playwright.sync_api import expect
-
-    expect(page.locator(f"{selector} .progress-text")).to_have_count(0)
-    # the timer can sit in another element of the tracker (a loaded CI machine caught "0.4s\n\nStep 5 of 6")
-    expect(page.locator(selector)).not_to_have_text(re.compile(r"^\s*\d+(\.\d+)?s\s"), timeout=30_000)
-    return page.locator(selector).inner_text()
+    timer = re.compile(r"^\s*\d+(\.\d+)?s\s")
+    box = page.locator(selector)
+    deadline = time.monotonic() + 30
+    last = None
+    while time.monotonic() < deadline:
+        text = box.inner_text()
+        busy = page.locator(f"{selector} .progress-text").count() > 0 or timer.match(text)
+        if not busy and text == last:
+            return text
+        last = None if busy else text
+        page.wait_for_timeout(300)
+    raise AssertionError(f"{selector} never settled; last read {box.inner_text()!r}")
