@@ -7,8 +7,9 @@ Prints ratios measured in one run, with runs interleaved so machine noise hits b
       (what the engine runs) vs B passes of one row each
   (c) a decode step's host work beside its forward pass at 1, 4 and 16 rows: the stages and the draw, then the
       summaries and the records (bench_room.py prints the room's host overhead with these overlapped)
-  (d) sampler time per step at 16 rows with every knob on (bias, penalties over a 64-token context, DRY, typical-p,
-      epsilon, eta, top-n-sigma, XTC, dynamic temperature: each order with what its engine has), and with
+  (d) sampler time per step at 16 rows with every knob on (bias, penalties over a 64-token context, DRY, the
+      no-repeat n-gram and min-tokens bans, typical-p, epsilon, eta, top-n-sigma, XTC, dynamic temperature: each
+      order with what its engine has), and with
       mirostat v1 / v2 rows (llama.cpp's chain replaced), against the same rows with today's four knobs only
 
     .venv/bin/python bench/bench_engine.py [--tokens 32] [--rounds 5] [--sampler-rounds 20] [--skip-throughput] [--skip-sampler]
@@ -208,8 +209,9 @@ def main():
 FOUR = [SamplingSettings(temperature=0.8, top_k=40, top_p=0.95, min_p=0.02, order=o, seed=i)
         for i, o in enumerate(("hf", "vllm", "llama.cpp"))]
 EVERY = [replace(FOUR[0], logit_bias=((13, -5.0), (42, 2.0)), repetition_penalty=1.2, typical_p=0.95,
-                 epsilon_cutoff=3e-4, eta_cutoff=1e-3),
-         replace(FOUR[1], logit_bias=((13, -5.0),), repetition_penalty=1.2, frequency_penalty=0.3, presence_penalty=0.2),
+                 epsilon_cutoff=3e-4, eta_cutoff=1e-3, no_repeat_ngram_size=3, min_tokens=100),
+         replace(FOUR[1], logit_bias=((13, -5.0),), repetition_penalty=1.2, frequency_penalty=0.3, presence_penalty=0.2,
+                 min_tokens=100),
          replace(FOUR[2], logit_bias=((13, -5.0),), repetition_penalty=1.1, frequency_penalty=0.2, presence_penalty=0.1,
                  top_n_sigma=2.0, typical_p=0.95, xtc_probability=0.5, dynatemp_range=0.3, dry_multiplier=0.8)]
 MIROSTAT = [SamplingSettings(temperature=0.8, order="llama.cpp", mirostat=v, seed=i) for i, v in enumerate((1, 2, 2))]

@@ -126,6 +126,8 @@ DEFAULT_MIROSTAT_TAU = 5.0
 MAX_MIROSTAT_TAU = 30.0  # bits: above log2 of any vocabulary, mirostat cuts nothing
 DEFAULT_MIROSTAT_ETA = 0.1
 MAX_MIROSTAT_MU = 1_000.0  # a continued run's mu, as its last record carries it
+# transformers' no-repeat n-gram (no_repeat_ngram_size) and vLLM's min_tokens (transformers' min_new_tokens)
+MAX_NO_REPEAT_NGRAM = 64  # 0 = off; an n-gram longer than the context bans nothing
 MAX_ADJUSTED_SHOWN = 32  # a step record names at most this many tokens whose logit the bias, penalties or DRY moved
 MIROSTAT_M = 100  # mirostat v1 estimates the Zipf exponent from this many most probable tokens (llama.cpp's m)
 

@@ -298,7 +298,7 @@ class ModelService(ModelClient):
         with torch.inference_mode():
             stages = run_stages(job.kept_logits, [settings], capture=False, min_window=top_n,
                                 contexts=[RowContext(job.row.prompt, list(prefix), side_chance(job.row.seed, len(prefix)),
-                                                     job.row.breakers)])
+                                                     job.row.breakers, stop_ids=self._stop_ids(settings))])
             return sample_step(stages, n, seed, top_n, self.pieces, record.step, record.token_id, record.forward_ms,
                                record.pending_hex)
 
@@ -321,7 +321,12 @@ class ModelService(ModelClient):
             self._check_open()
             return batch_effect(self.model, self.loaded.pad_id, self.pieces, ids + prefix, settings, len(prefix), seed,
                                 strangers, self.batch_invariant, top_n,
-                                self.loaded.breakers(settings.dry_sequence_breakers) if settings.dry else frozenset())
+                                self.loaded.breakers(settings.dry_sequence_breakers) if settings.dry else frozenset(),
+                                self._stop_ids(settings))
+
+    def _stop_ids(self, settings) -> frozenset:
+        """The end tokens min_tokens holds back in a step computed outside a run (a run's row has its own)."""
+        return frozenset(self.loaded.eos_token_ids) if settings.min_tokens else frozenset()
 
     # ---- checks every path shares -----------------------------------------------------------------------------
 

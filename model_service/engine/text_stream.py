@@ -33,8 +33,10 @@ class TextStream:
         self.stopped = False
         self._flushed = False
 
-    def push(self, token_id: int) -> str:
-        """Add one token; return the text it completed (may be "" while a character is incomplete)."""
+    def push(self, token_id: int, search: bool = True) -> str:
+        """Add one token; return the text it completed (may be "" while a character is incomplete). search: look
+        for the stop strings in what it added (vLLM does not before min_tokens; a later search still finds one
+        that ends in its text)."""
         if self.stopped:
             raise RuntimeError("stream already hit a stop string")
         self._ids.append(token_id)
@@ -44,12 +46,14 @@ class TextStream:
             return ""  # incomplete UTF-8 sequence: wait for the next token
         delta = full[len(prefix) :]
         self._prefix_offset, self._read_offset = self._read_offset, len(self._ids)
-        self._append(delta)
+        self._append(delta, search)
         return delta
 
-    def _append(self, delta: str) -> None:
+    def _append(self, delta: str, search: bool = True) -> None:
         start = max(0, len(self.text) - max((len(s) for s in self.stop), default=0) + 1)
         self.text += delta
+        if not search:
+            return
         hits = [i for i in (self.text.find(s, start) for s in self.stop) if i >= 0]
         if hits:
             self.text = self.text[: min(hits)]

@@ -120,14 +120,17 @@ def _interval(stages, token: int, row: int = 0) -> tuple[float, float]:
 
 def batch_effect(model, pad_id: int, pieces: Callable[[int], Token], ids: Sequence[int], settings: SamplingSettings,
                  step: int, seed: int, strangers: Sequence[Sequence[int]], room_invariant: bool,
-                 top_n: int = limits.DEFAULT_TOP_N, breakers: frozenset = frozenset()) -> BatchEffect:
+                 top_n: int = limits.DEFAULT_TOP_N, breakers: frozenset = frozenset(),
+                 stop_ids: frozenset = frozenset()) -> BatchEffect:
     """The step whose context is `ids` (prompt + the tokens generated before it), drawn with the u that a run
     seeded `seed` reads at `step`, alone and in a room of len(strangers) + 1 rows, in both arithmetics.
     The caller holds the model's lock (no other forward pass may see it made switchable). breakers: DRY's breaker
-    token ids (LoadedModel.breakers); mirostat's mu at `step` is the settings' (the run's record before it)."""
+    token ids (LoadedModel.breakers); stop_ids: the end tokens min_tokens holds back; mirostat's mu at `step` is
+    the settings' (the run's record before it)."""
     ids, strangers = list(ids), [list(s) for s in strangers]
     # what the penalties count (prompt, generated) and the chance XTC drew at this step
-    context = RowContext(ids[: len(ids) - step], ids[len(ids) - step:], side_chance(seed, step), breakers)
+    context = RowContext(ids[: len(ids) - step], ids[len(ids) - step:], side_chance(seed, step), breakers,
+                         stop_ids=stop_ids)
     u = None if settings.greedy else u_at(seed, step, model.device)
     started = time.perf_counter()
     with torch.inference_mode():

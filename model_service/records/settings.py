@@ -15,16 +15,19 @@ from .. import limits
 from . import validation
 
 # The stages that change logits anywhere in the vocabulary (they can reorder the ranking) and read the context:
-# every engine applies them first, so the cuts after them rank the adjusted logits.
-ADJUSTERS = ("logit_bias", "penalties", "dry")
+# every engine applies them first, so the cuts after them rank the adjusted logits. no_repeat_ngram and min_tokens
+# ban tokens (their logit becomes -inf): transformers' NoRepeatNGram and MinNewTokensLength processors, vLLM's
+# min_tokens; each order lists the ones its engine has, where its engine applies them.
+ADJUSTERS = ("logit_bias", "penalties", "dry", "no_repeat_ngram", "min_tokens")
+BANS = ("no_repeat_ngram", "min_tokens")  # the adjusters that remove tokens (-inf) rather than move them
 ORDERS: dict[str, tuple[str, ...]] = {
-    "hf": ("logit_bias", "penalties", "temperature", "top_k", "top_p", "min_p", "typical_p", "epsilon_cutoff",
-           "eta_cutoff"),
-    "vllm": ("logit_bias", "penalties", "temperature", "min_p", "top_k", "top_p"),
+    "hf": ("logit_bias", "penalties", "no_repeat_ngram", "min_tokens", "temperature", "top_k", "top_p", "min_p",
+           "typical_p", "epsilon_cutoff", "eta_cutoff"),
+    "vllm": ("logit_bias", "min_tokens", "penalties", "temperature", "min_p", "top_k", "top_p"),
     # mirostat, when on, replaces the chain between the bias and temperature (settings refuse those knobs then)
-    "llama.cpp": (*ADJUSTERS, "top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature",
+    "llama.cpp": ("logit_bias", "penalties", "dry", "top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature",
                   "mirostat"),
-    "custom": ADJUSTERS,  # then the row's own `chain` (text-generation-webui's "sampler priority")
+    "custom": ("logit_bias", "penalties", "dry"),  # then the row's own `chain` (text-generation-webui's "sampler priority")
 }
 # The stages a custom chain orders, and the knobs that need each one there (the adjusters always come first).
 CHAIN_STAGES = {"temperature": ("temperature", "dynatemp_range"), "top_k": ("top_k",), "top_p": ("top_p",),
@@ -64,19 +67,25 @@ RANGES = {
     "mirostat": dict(integer=True, low=0, high=2),
     "mirostat_tau": dict(low=0, high=limits.MAX_MIROSTAT_TAU),
     "mirostat_eta": dict(low=0, high=1),
+    "no_repeat_ngram_size": dict(integer=True, low=0, high=limits.MAX_NO_REPEAT_NGRAM),
+    "min_tokens": dict(integer=True, low=0, high=limits.MAX_NEW_TOKENS),
 }
 # What an order's engine does not have (docs/sampling.md): a knob set away from its default there is refused,
 # naming the knob and the engine, rather than applied where the engine would not apply it.
 _HF_ONLY = {"epsilon_cutoff": "only transformers has an epsilon cutoff", "eta_cutoff": "only transformers has an eta cutoff"}
+_NOT_LLAMA = {"no_repeat_ngram_size": "only transformers has a no-repeat n-gram ban",
+              "min_tokens": "llama.cpp has no min_tokens: a logit_bias of -100 on the end token holds it back"}
 _LLAMA_ONLY = {"top_n_sigma": "only llama.cpp has top-n-sigma", "xtc_probability": "only llama.cpp has XTC",
                "dynatemp_range": "only llama.cpp has a dynamic temperature", "dry_multiplier": "only llama.cpp has DRY",
                "mirostat": "only llama.cpp has mirostat"}
 NOT_IN_ORDER = {
     "hf": {"frequency_penalty": "transformers has no frequency penalty",
            "presence_penalty": "transformers has no presence penalty", **_LLAMA_ONLY},
-    "vllm": {**_HF_ONLY, **_LLAMA_ONLY, "typical_p": "vLLM has no typical sampling"},
-    "llama.cpp": _HF_ONLY,
-    "custom": {"mirostat": "mirostat replaces the whole chain: choose the llama.cpp order"},
+    "vllm": {**_HF_ONLY, **_LLAMA_ONLY, "typical_p": "vLLM has no typical sampling",
+             "no_repeat_ngram_size": _NOT_LLAMA["no_repeat_ngram_size"]},
+    "llama.cpp": {**_HF_ONLY, **_NOT_LLAMA},
+    "custom": {"mirostat": "mirostat replaces the whole chain: choose the llama.cpp order",
+               **{f: why + "; a custom chain follows llama.cpp" for f, why in _NOT_LLAMA.items()}},
 }
 # What mirostat replaces in llama.cpp's chain: these knobs are refused while it is on, as llama.cpp ignores them.
 MIROSTAT_REPLACES = ("repetition_penalty", "frequency_penalty", "presence_penalty", "dry_multiplier", "top_n_sigma",
@@ -187,6 +196,8 @@ class SamplingSettings:
     mirostat_eta: float = limits.DEFAULT_MIROSTAT_ETA  # how fast mu follows the observed surprise
     mirostat_mu: float | None = None  # the mu a continued run starts from (its last record's); None: 2 tau
     chain: tuple[str, ...] = ()  # order "custom": the stages after the bias and penalties, in order
+    no_repeat_ngram_size: int = 0  # 0 = off: ban a token that would complete an n-gram already in the context (hf)
+    min_tokens: int = 0  # 0 = off: the end tokens are banned until this many tokens are generated (vllm, hf)
 
     def __post_init__(self):
         for name in RANGES:
@@ -216,6 +227,11 @@ class SamplingSettings:
     def dry(self) -> bool:
         """DRY can penalise (llama.cpp: a multiplier above 0, a base of at least 1, a window that is not 0)."""
         return self.dry_multiplier > 0 and self.dry_penalty_last_n != 0
+
+    @property
+    def bans(self) -> bool:
+        """A no-repeat n-gram or a min_tokens ban may apply (each reads the row's context)."""
+        return self.no_repeat_ngram_size > 0 or self.min_tokens > 0
 
     @property
     def rule(self) -> str:

@@ -157,9 +157,10 @@ class StepRecord:
     # mirostat's mu after this step, in bits (what the next step's cut reads; a run continued from here starts
     # from it); None without mirostat, and then left out of to_dict
     mirostat_mu: float | None = None
-    # the tokens whose logit this step's bias, penalties and DRY moved, with how much (token id, adjusted - raw),
-    # the largest moves first (at most limits.MAX_ADJUSTED_SHOWN); empty when nothing moved, and then left out
-    adjusted: tuple[tuple[int, float], ...] = ()
+    # the tokens whose logit this step's bias, penalties, DRY and bans moved, with how much (token id, adjusted -
+    # raw; None for a banned token, whose logit became -inf), bans and then the largest moves first (at most
+    # limits.MAX_ADJUSTED_SHOWN); empty when nothing moved, and then left out
+    adjusted: tuple[tuple[int, float | None], ...] = ()
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)
@@ -182,7 +183,7 @@ class StepRecord:
         d["stages"] = tuple(Stage(**{**s, "probs": tuple(s["probs"])}) for s in d["stages"])
         d["draw"] = DrawInfo(**d["draw"])
         d["logits"] = tuple(d.get("logits", ()))
-        d["adjusted"] = tuple((int(t), float(v)) for t, v in d.get("adjusted", ()))
+        d["adjusted"] = tuple((int(t), None if v is None else float(v)) for t, v in d.get("adjusted", ()))
         return cls(**d)
 
 

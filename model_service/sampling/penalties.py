@@ -24,7 +24,8 @@ not matched.
 
 A row's context (RowContext) is its prompt's and its generated token ids as the row has them at this step, the
 chance its XTC drew for this step (sampling/draw.py:side_chance; 0 when none was drawn: XTC then always fires), its
-DRY breaker token ids and its mirostat mu (NaN: none given; the pipeline starts from 2 tau).
+DRY breaker token ids, its mirostat mu (NaN: none given; the pipeline starts from 2 tau) and the end token ids
+min_tokens holds back (sampling/bans.py).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class RowContext(NamedTuple):
     xtc_chance: float = 0.0
     breakers: frozenset = frozenset()  # DRY: the ids of the tokens that hold a sequence breaker
     mirostat_mu: float = math.nan  # mirostat's mu at this step (NaN: start from 2 tau)
+    stop_ids: frozenset = frozenset()  # min_tokens: the end tokens it holds back (the model's EOS ids)
 
 
 Context = RowContext | tuple  # a RowContext, or (prompt ids, generated ids[, xtc chance])

@@ -3,9 +3,10 @@
 Pipeline order, per `SamplingSettings.order` (records/settings.py ORDERS holds it; this is its picture):
 
   "hf" (Hugging Face generate(); the lesson's order):
-    raw -> logit_bias -> penalties -> temperature -> top_k -> top_p -> min_p -> typical_p -> epsilon_cutoff -> eta_cutoff -> final
+    raw -> logit_bias -> penalties -> no_repeat_ngram -> min_tokens -> temperature -> top_k -> top_p -> min_p
+        -> typical_p -> epsilon_cutoff -> eta_cutoff -> final
   "vllm" (vLLM v1):
-    raw -> logit_bias -> penalties -> temperature -> min_p -> top_k -> top_p -> final
+    raw -> logit_bias -> min_tokens -> penalties -> temperature -> min_p -> top_k -> top_p -> final
   "llama.cpp" (its default chain: cut at T = 1, then reshape; dynamic temperature in the temperature stage):
     raw -> logit_bias -> penalties -> dry -> top_n_sigma -> top_k -> typical_p -> top_p -> min_p -> xtc -> temperature
         -> mirostat -> final       (mirostat on: only logit_bias -> temperature -> mirostat act; settings refuse the rest)
@@ -13,7 +14,7 @@ Pipeline order, per `SamplingSettings.order` (records/settings.py ORDERS holds i
     raw -> logit_bias -> penalties -> dry -> the row's own `chain`, in its order -> final
 
 A knob an order's engine does not have is refused for that order (settings.NOT_IN_ORDER); each knob's math is in
-transforms.py and penalties.py.
+transforms.py, penalties.py and bans.py.
 
 Every stage's distribution is softmax of the logits that survive so far ("removed" = -inf), so each one
 is already renormalised. "final" is the distribution the token is drawn from: the last transform's
@@ -38,8 +39,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..records.settings import GREEDY_EPS, ORDERS, SamplingSettings, fresh_seed, stage_names
-from . import penalties, transforms
+from ..records.settings import ADJUSTERS, BANS, GREEDY_EPS, ORDERS, SamplingSettings, fresh_seed, stage_names
+from . import bans, penalties, transforms
 from . import window as ranking
 from .distribution import Distribution, Merged, one_hot
 from .draw import draw, make_generator
@@ -158,21 +159,24 @@ class _Read(dict):
         return len(self._dists)
 
 
-def _adjusted(x: torch.Tensor, settings, contexts, rule: str):
-    """The bias, penalties and DRY stages of one group: (adjusted logits, {stage: its logits or None when it
-    changed nothing})."""
+def _adjusted(x: torch.Tensor, settings, contexts, rule: str, chain: tuple[str, ...]):
+    """The bias, penalties, DRY and bans of one group, in its chain's order: (adjusted logits, {stage: its logits
+    or None when it changed nothing})."""
     z, changed = x, {}
-    changed["logit_bias"] = penalties.biased(z, settings)
-    if changed["logit_bias"] is not None:
-        z = changed["logit_bias"]
-    counted = penalties.counted(settings, contexts, rule, x.device)
-    if counted is not None:
-        z = penalties.penalise(z, settings, counted, rule)
-    changed["penalties"] = z if counted is not None else None
-    changed["dry"] = penalties.dry(z, settings, contexts)
-    if changed["dry"] is not None:
-        z = changed["dry"]
+    for name in (n for n in chain if n in ADJUSTERS):
+        if name == "logit_bias":
+            out = penalties.biased(z, settings)
+        elif name == "penalties":
+            counted = penalties.counted(settings, contexts, rule, x.device)
+            out = None if counted is None else penalties.penalise(z, settings, counted, rule)
+        else:  # dry, no_repeat_ngram, min_tokens
+            out = BANS_AND_DRY[name](z, settings, contexts)
+        changed[name] = out
+        z = z if out is None else out
     return z, changed
+
+
+BANS_AND_DRY = {"dry": penalties.dry, "no_repeat_ngram": bans.no_repeat_ngram, "min_tokens": bans.min_tokens}
 
 
 HEAD_CUTS = {"top_k", "top_p", "min_p"}  # a cut of the ranking's tail, made on the ranking window (window.cut)
@@ -242,17 +246,21 @@ def _run_order(x: torch.Tensor, settings, contexts, key: tuple[str, tuple[str, .
     rows = [penalties.RowContext(*c) for c in contexts] if contexts is not None else None
     chances = torch.tensor([r.xtc_chance for r in rows] if rows else [0.0] * len(settings), device=x.device)
     mus = _mus(settings, rows, x.device) if not params.off("mirostat") else None
-    y, changed = _adjusted(x, settings, rows, order)
+    y, changed = _adjusted(x, settings, rows, order, chain)
     adjusted = y is not x
     window = ranking.ranked_window(y, widths[0]) if adjusted or window is None else window
     raw_window = ranking.ranked_window(x, widths[0]) if adjusted else None
-    z, alive, current = y, None, window  # `current`: the survivors' ranking (made again after typical_p and XTC)
+    # a ban leaves -inf logits: from its stage on, the survivors are the finite ones
+    banned = any(changed.get(n) is not None for n in BANS)
+    alive = torch.isfinite(y) if banned else None
+    z, current = y, window  # `current`: the survivors' ranking (made again after typical_p and XTC)
     dist = Distribution(x, None, window if raw_window is None else raw_window, entropy=capture)
     dists, applied = {"raw": dist}, {}
     for name in chain:
         if name in changed:
             if changed[name] is not None:
-                dist = Distribution(changed[name], None, window, entropy=capture)
+                alive_here = torch.isfinite(changed[name]) if banned else None
+                dist = Distribution(changed[name], alive_here, window, entropy=capture)
         elif name == "temperature":
             divisor, applied["temperature"] = _temperature(z, params, dist)
             if divisor is not None:
@@ -309,7 +317,7 @@ def run_stages(
     if len(set(keys)) == 1:
         return _run_order(x, settings, contexts, keys[0], capture, widths)
     # the batch's ranking once, for the groups whose logits nothing adjusts (the others rank their own)
-    plain = not any(s.logit_bias or s.penalised or s.dry for s in settings)
+    plain = not any(s.logit_bias or s.penalised or s.dry or s.bans for s in settings)
     window = ranking.ranked_window(x, widths[0]) if plain else None
     groups = []
     for key in dict.fromkeys(keys):

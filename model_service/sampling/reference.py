@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ..records.settings import ORDERS, SamplingSettings
+from ..records.settings import ADJUSTERS, ORDERS, SamplingSettings
 
 
 def _penalised(z: torch.Tensor, s: SamplingSettings, prompt, generated) -> torch.Tensor:
@@ -32,20 +32,32 @@ def _penalised(z: torch.Tensor, s: SamplingSettings, prompt, generated) -> torch
     return out
 
 
-def reference_step(logits: torch.Tensor, s: SamplingSettings, u: float | None = None, context=((), ())):
+def _banned(s: SamplingSettings, prompt, generated, stop_ids) -> set[int]:
+    """The tokens the bans remove: those that would complete an n-gram already seen (no_repeat_ngram_size n), and
+    the end tokens while fewer than min_tokens are generated."""
+    whole, n, out = [*prompt, *generated], s.no_repeat_ngram_size, set()
+    if n and len(whole) >= n - 1:
+        out |= {whole[i + n - 1] for i in range(len(whole) - n + 1) if whole[i:i + n - 1] == whole[len(whole) - n + 1:]}
+    return out | (set(stop_ids) if len(generated) < s.min_tokens else set())
+
+
+def reference_step(logits: torch.Tensor, s: SamplingSettings, u: float | None = None, context=((), ()), stop_ids=()):
     """logits (V,) -> (the final distribution (V,), the token u ~ U[0, 1) picks, or None without u).
-    context: (prompt ids, generated ids), what the penalties count."""
+    context: (prompt ids, generated ids), what the penalties and bans read; stop_ids: the end tokens min_tokens
+    holds back."""
     z = logits.float().clone()
     for token, bias in s.logit_bias:  # logit_bias first, in every engine
         z[token] += bias
     if s.penalised:
         z = _penalised(z, s, *context)
+    for token in _banned(s, *context, stop_ids):  # -inf commutes with the bias and penalties: their order is moot
+        z[token] = float("-inf")
     ranking = torch.sort(z, descending=True, stable=True).indices  # most probable first, ties by lower id
     if s.greedy:  # temperature 0: the argmax of the adjusted logits, nothing drawn
         final = torch.zeros_like(z).scatter_(0, ranking[:1], 1.0)
         return final, int(ranking[0])
     for knob in ORDERS[s.order]:  # the order is the engine's: hf, vllm or llama.cpp
-        if knob in ("logit_bias", "penalties"):
+        if knob in ADJUSTERS:
             continue  # applied above: the ranking is made after them
         if knob == "temperature":
             z = z / s.effective_temperature  # T < 1 sharpens, T > 1 flattens; the ranking stays

@@ -34,19 +34,24 @@ def test_a_logit_bias_bans_and_forces_a_token(embedded):
     assert forced.token_id == 42
 
 
-def test_each_row_of_a_room_counts_its_own_context(embedded):
-    # a penalised row, its plain twin and a vLLM row with a frequency penalty, in one batch and each alone
-    rows = [SamplingSettings(temperature=0.8, repetition_penalty=1.3, seed=1),
-            SamplingSettings(temperature=0.8, seed=1),
-            SamplingSettings(temperature=0.8, frequency_penalty=0.8, order="vllm", seed=2)]
+def assert_each_row_runs_as_alone(service, rows, prompt=LOOP, tokens=8):
+    """Each row of one batch draws the tokens it draws alone (its own context, its own seed)."""
     together: dict[int, list[int]] = {}
-    for step in embedded.generate_batch([Request(LOOP, s, 8) for s in rows]):
+    for step in service.generate_batch([Request(prompt, s, tokens) for s in rows]):
         for i, record in enumerate(step.rows):
             if record is not None:
                 together.setdefault(i, []).append(record.token_id)
     for i, s in enumerate(rows):
-        alone = [r.token_id for r in text(embedded, s, tokens=8)]
+        alone = [r.token_id for r in text(service, s, prompt, tokens)]
         assert together[i][:len(alone)] == alone, i
+
+
+def test_each_row_of_a_room_counts_its_own_context(embedded):
+    # a penalised row, its plain twin and a vLLM row with a frequency penalty, in one batch and each alone
+    assert_each_row_runs_as_alone(embedded, [SamplingSettings(temperature=0.8, repetition_penalty=1.3, seed=1),
+                                             SamplingSettings(temperature=0.8, seed=1),
+                                             SamplingSettings(temperature=0.8, frequency_penalty=0.8, order="vllm",
+                                                              seed=2)])
 
 
 def test_a_bias_beyond_the_vocabulary_is_refused_naming_it(embedded):

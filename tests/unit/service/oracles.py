@@ -9,7 +9,9 @@ import torch
 from transformers.generation.logits_process import (
     EpsilonLogitsWarper,
     EtaLogitsWarper,
+    MinNewTokensLengthLogitsProcessor,
     MinPLogitsWarper,
+    NoRepeatNGramLogitsProcessor,
     RepetitionPenaltyLogitsProcessor,
     SequenceBiasLogitsProcessor,
     TemperatureLogitsWarper,
@@ -46,6 +48,12 @@ def hf_stages(x: torch.Tensor, s: SamplingSettings, context=((), ())) -> dict[st
     if s.repetition_penalty != 1 and ids.numel():
         scores = RepetitionPenaltyLogitsProcessor(s.repetition_penalty)(ids, scores)
     out["penalties"] = scores.softmax(-1)[0]
+    if s.no_repeat_ngram_size and ids.numel():
+        scores = NoRepeatNGramLogitsProcessor(s.no_repeat_ngram_size)(ids, scores)
+    out["no_repeat_ngram"] = scores.softmax(-1)[0]
+    if s.min_tokens and stop_ids_of(context):
+        scores = MinNewTokensLengthLogitsProcessor(len(context[0]), s.min_tokens, list(stop_ids_of(context)))(ids, scores)
+    out["min_tokens"] = scores.softmax(-1)[0]
     adjusted = scores[0].clone()
     for name, on, warper in HF_WARPERS:  # generate()'s order
         if on(s):
@@ -55,14 +63,25 @@ def hf_stages(x: torch.Tensor, s: SamplingSettings, context=((), ())) -> dict[st
     return out
 
 
+def stop_ids_of(context) -> tuple[int, ...]:
+    """The end tokens a context names (a RowContext's stop_ids; a plain (prompt, generated) pair names none)."""
+    return tuple(getattr(context, "stop_ids", ()))
+
+
 def plain_adjusters(x, s, context, out):
-    """vLLM's and llama.cpp's bias and penalties, written from their sources one token at a time (vllm
-    model_executor/layers/utils.py apply_penalties; llama.cpp src/llama-sampling.cpp llama_sampler_penalties_apply)."""
+    """vLLM's and llama.cpp's bias and penalties (and vLLM's min_tokens), written from their sources one token at a
+    time (vllm model_executor/layers/utils.py apply_penalties, v1/sample/logits_processor MinTokensLogitsProcessor;
+    llama.cpp src/llama-sampling.cpp llama_sampler_penalties_apply)."""
     z = x.clone()
     for t, b in s.logit_bias:
         z[t] += b
     out["logit_bias"] = z.softmax(-1)
     prompt, generated = list(context[0]), list(context[1])
+    if s.order == "vllm":
+        if len(generated) < s.min_tokens:
+            for t in stop_ids_of(context):
+                z[t] = NEG
+        out["min_tokens"] = z.softmax(-1)
     if s.order == "vllm":
         for t in set(prompt + generated):
             z[t] = z[t] * (1.0 / s.repetition_penalty if z[t] > 0 else s.repetition_penalty)

@@ -82,3 +82,14 @@ def test_flush_releases_a_held_back_stop_prefix_at_the_end():
 def test_bad_stop_strings_are_rejected(bad):
     with pytest.raises(ValueError, match="stop"):
         TextStream(byte_decode, stop=[bad])
+
+
+def test_a_token_pushed_unsearched_does_not_stop_but_a_stop_ending_later_does():
+    # vLLM before min_tokens: "\n" inside token 1 is not searched; a later stop string ending in new text is found
+    pieces = {1: "a\nb", 2: "c", 3: "\nd"}
+    s = TextStream(lambda ids: "".join(pieces[i] for i in ids), stop=["\n"])
+    s.push(1, search=False)
+    s.push(2)
+    assert not s.stopped and s.visible == "a\nbc"
+    s.push(3)
+    assert s.stopped and s.visible == "a\nbc"
