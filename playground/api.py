@@ -25,8 +25,8 @@ from .common.errors import user_error
 from .lab.request import KNOB_CONTROLS
 
 
-def register_api(service) -> None:
-    """Call inside a Blocks context."""
+def stream_records_of(service):
+    """The /stream_records endpoint of `service` (its knobs are the lab's, by name)."""
 
     def stream_records(
         prompt: str,
@@ -46,6 +46,7 @@ def register_api(service) -> None:
         frequency_penalty: Any = 0.0,
         presence_penalty: Any = 0.0,
         penalty_last_n: Any = limits.DEFAULT_PENALTY_LAST_N,
+        no_repeat_ngram_size: Any = 0, min_tokens: Any = 0,
         typical_p: Any = 1.0, epsilon_cutoff: Any = 0.0, eta_cutoff: Any = 0.0, top_n_sigma: Any = 0.0,
         xtc_probability: Any = 0.0, xtc_threshold: Any = limits.DEFAULT_XTC_THRESHOLD,
         dynatemp_range: Any = 0.0, dynatemp_exponent: Any = 1.0,
@@ -66,7 +67,8 @@ def register_api(service) -> None:
         "queue_length"}} each time this request's place in the queue changes (no token fields).
         logit_bias ({"token id": bias} or "13:-100, 42:5") and the penalties come first in every order; which
         tokens a penalty counts is the order's rule (docs/sampling.md); "hf" has no frequency or presence
-        penalty. The other samplers (docs/sampling.md): an order whose engine lacks one refuses it. order may be a
+        penalty. no_repeat_ngram_size ("hf") and min_tokens ("hf", "vllm") ban tokens. The other samplers
+        (docs/sampling.md): an order whose engine lacks one refuses it. order may be a
         list of stage names (or chain, with order "custom"): a custom chain, after the bias, penalties and DRY."""
         knobs = {name: value for name, value in locals().items() if name in KNOB_CONTROLS}
         try:
@@ -87,6 +89,13 @@ def register_api(service) -> None:
                 yield {"waiting": record.to_dict()} if isinstance(record, Waiting) else record.to_dict()
         finally:
             getattr(records, "close", lambda: None)()  # a dropped client frees its row at once
+
+    return stream_records
+
+
+def register_api(service) -> None:
+    """Call inside a Blocks context."""
+    stream_records = stream_records_of(service)
 
     def trace_record(prompt: str, chat: Any = False, block: Any = None, top_n: Any = 5) -> dict:
         """The forward-pass trace as JSON: shapes, embedding rows, residual norms and updates, one block's

@@ -27,7 +27,7 @@ PENALTY_COLUMNS = tuple(PENALTY_NAMES.values())
 PENALTY_DEFAULTS = tuple(int(getattr(SamplingSettings(), name)) for name in PENALTY_NAMES)  # 1, 0, 0: all off
 MORE_COLUMN = "more samplers"
 # the knobs the "more samplers" cell takes, as the API names them
-MORE_KNOBS = ("penalty_last_n", "logit_bias", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma",
+MORE_KNOBS = ("penalty_last_n", "logit_bias", "no_repeat_ngram_size", "min_tokens", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma",
               "xtc_probability", "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "dry_multiplier", "dry_base",
               "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "mirostat", "mirostat_tau",
               "mirostat_eta")

@@ -3,7 +3,7 @@ the engines' "never this token" (OpenAI's and vLLM's logit_bias take -100 for it
 
 The click is the browser's: BAN_JS hooks each stage chart Plotly draws (its bars carry their token ids as
 customdata: stage_panels.py) and writes the id into a small box, whose input event runs `ban` here. The next
-Generate runs without the token; the "Penalties and logit bias" box shows the ban, and deleting it there lifts it.
+Generate runs without the token; the "Penalties, bans and logit bias" box shows the ban, and deleting it there lifts it.
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ def chip_title(record: StepRecord, lang: str = "en", shown: Shown | None = None,
     """Hover text: "id 3575 · ' Paris' · p=0.77 (log p −0.26) · 0.95 after the pipeline (log p −0.05) · rank 1"
     (rank 1-based, raw logits): the log-probabilities are what an API's logprobs give, raw (vLLM's raw_logprobs) or
     final (after the sampler); a split character's piece says which bytes it holds: "'ủ' · bytes 1–2 of 3 of ủ:
-    \\xe1\\xbb". moved: how far the selected step's bias, penalties and DRY moved this token's logit."""
+    \\xe1\\xbb". moved: how far the selected step's bias, penalties and DRY moved this token's logit (-inf: a ban
+    removed it)."""
     shown = shown or show_token(record, bytes.fromhex(record.pending_hex), lang=lang)
     p, final = chosen_prob(record), chosen_prob(record, "final")
     parts = [tr(lang, "lab.chip.id", id=record.token_id), shown.hover]
@@ -69,7 +70,9 @@ def chip_title(record: StepRecord, lang: str = "en", shown: Shown | None = None,
     parts.append(tr(lang, "lab.chip.rank", rank=record.chosen_rank + 1))
     if record.stop_reason:
         parts.append(tr(lang, "lab.chip.stop", reason=record.stop_reason))
-    if moved is not None:
+    if moved == -math.inf:
+        parts.append(tr(lang, "lab.chip.banned"))
+    elif moved is not None:
         parts.append(tr(lang, "lab.chip.hit", delta=f"{moved:+.3g}"))
     return " · ".join(parts)
 
@@ -176,7 +179,8 @@ def token_chips_html(records: list[StepRecord], selected: int | None = None, lan
     if not records:
         return chips_prefix(lang, tag) + f'<span class="ntp-empty">{tr(lang, "lab.chips.empty")}</span>'
     at = len(records) - 1 if selected is None else selected
-    moved = dict(records[at].adjusted)  # what the selected step's bias, penalties and DRY moved, by token id
+    # what the selected step's bias, penalties and DRY moved, by token id (-inf: what a ban removed)
+    moved = {t: -math.inf if d is None else d for t, d in records[at].adjusted}
     shown = show_steps(records, lang=lang)
     body = "".join(_chip(r, i, selected, s, lang, moved if i < at else None) for i, (r, s) in enumerate(zip(records, shown)))
     hits = any(r.token_id in moved for r in records[:at])

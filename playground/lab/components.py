@@ -35,12 +35,14 @@ class LabComponents:
     seed: gr.Textbox
     max_new_tokens: gr.Slider
     stop: gr.Textbox
-    # bias and penalties (the "Penalties and logit bias" accordion)
+    # bias, penalties and bans (the "Penalties, bans and logit bias" accordion)
     logit_bias: gr.Textbox
     repetition_penalty: gr.Slider
     frequency_penalty: gr.Slider
     presence_penalty: gr.Slider
     penalty_last_n: gr.Number
+    no_repeat_ngram_size: gr.Slider  # the bans (transformers, vLLM)
+    min_tokens: gr.Slider
     # the other samplers (the "More samplers" accordion)
     typical_p: gr.Slider
     epsilon_cutoff: gr.Slider

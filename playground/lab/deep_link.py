@@ -46,6 +46,7 @@ FIELDS = {
     "frequency_penalty": _ranged("frequency_penalty"),
     "presence_penalty": _ranged("presence_penalty"),
     "penalty_last_n": _ranged("penalty_last_n", integer=True),
+    **{name: _ranged(name, integer=True) for name in ("no_repeat_ngram_size", "min_tokens")},
     **{name: _ranged(name) for name in ("typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability",
                                         "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "dry_multiplier",
                                         "dry_base")},

@@ -139,12 +139,13 @@ def _check(field: str, kind: str, value):
         _items(field, value)
         for i, p in enumerate(value):
             _number(f"{field}[{i}]", p, *((0, 1) if kind == "probs" else ()))
-    elif kind == "pairs":  # (token id, logit moved)
+    elif kind == "pairs":  # (token id, logit moved; null: banned)
         for i, pair in enumerate(_items(field, value)):
             if not (isinstance(pair, list) and len(pair) == 2):
-                raise _bad(f"{field}[{i}]", "a pair [token id, number]", pair)
+                raise _bad(f"{field}[{i}]", "a pair [token id, number or null]", pair)
             _check(f"{field}[{i}][0]", "int", pair[0])
-            _number(f"{field}[{i}][1]", pair[1])
+            if pair[1] is not None:
+                _number(f"{field}[{i}][1]", pair[1])
     elif kind in ("tokens", "stages"):
         for i, item in enumerate(_items(field, value)):
             _fields(f"{field}[{i}]", item, TOKEN if kind == "tokens" else STAGE)

@@ -22,13 +22,12 @@ from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import nbytes, pct, piece_hover, piece_label, show_token, show_tokens, unique_labels
-from .stage_panels import used
+from .stage_panels import FOLD_NAMES, used
 
 ALPHA = 0.001  # the test's level: a fair sampler is rejected once in a thousand tries
 STAGE_COLOURS = {"raw": INK, "temperature": SKY, "top_k": "#E69F00", "top_p": "#009E73", "min_p": "#CC79A7",
                  "final": VERMILLION, "logit_bias": "#999933", "penalties": "#882255"}
-STAGE_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p",  # as the lab's controls name them
-               "logit_bias": "logit bias", "penalties": "penalties"}
+STAGE_NAMES = {**FOLD_NAMES, "final": "final"}  # as the lab's controls name them
 TAIL_FLOOR = 1e-7  # where the tail zoom draws a token a stage removed (p = 0 has no place on a log axis)
 
 

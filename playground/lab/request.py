@@ -27,7 +27,7 @@ assert set(ORDER_LABELS) == set(ORDERS) == set(ORDER_NOTES)
 _OFF = SamplingSettings()  # every filter off: the defaults the controls start from
 # the controls after the lesson's ten, in parse_request's order: the bias and penalties, then the other samplers
 KNOB_CONTROLS = ("logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty", "penalty_last_n",
-                 "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability", "xtc_threshold",
+                 "no_repeat_ngram_size", "min_tokens", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability", "xtc_threshold",
                  "dynatemp_range", "dynatemp_exponent", "dry_multiplier", "dry_base", "dry_allowed_length",
                  "dry_penalty_last_n", "dry_sequence_breakers", "mirostat", "mirostat_tau", "mirostat_eta", "chain")
 TEXT_KNOBS = ("logit_bias", "dry_sequence_breakers", "chain")  # typed in a box: their control shows text
@@ -58,6 +58,8 @@ SLIDERS = {
     "frequency_penalty": (-limits.MAX_FREQUENCY_PENALTY, limits.MAX_FREQUENCY_PENALTY, 0.05),
     "presence_penalty": (-limits.MAX_FREQUENCY_PENALTY, limits.MAX_FREQUENCY_PENALTY, 0.05),
     "penalty_last_n": (-1, limits.MAX_NEW_TOKENS + limits.MAX_PROMPT_TOKENS, 1),
+    "no_repeat_ngram_size": (0, 8, 1),
+    "min_tokens": (0, 64, 1),
     "typical_p": (0.01, 1.0, 0.01),
     "epsilon_cutoff": (0.0, 0.05, 0.0005),
     "eta_cutoff": (0.0, 0.05, 0.0005),
@@ -76,7 +78,8 @@ SLIDERS = {
 CONTROL_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "order": "sampler order",  # as the page labels them
                  "logit_bias": "logit bias", "repetition_penalty": "repetition penalty",
                  "frequency_penalty": "frequency penalty", "presence_penalty": "presence penalty",
-                 "penalty_last_n": "penalty window", "typical_p": "typical-p", "epsilon_cutoff": "epsilon cutoff",
+                 "penalty_last_n": "penalty window", "no_repeat_ngram_size": "no-repeat n-gram",
+                 "min_tokens": "min tokens", "typical_p": "typical-p", "epsilon_cutoff": "epsilon cutoff",
                  "eta_cutoff": "eta cutoff", "top_n_sigma": "top-n-sigma", "xtc_probability": "XTC probability",
                  "xtc_threshold": "XTC threshold", "dynatemp_range": "dynamic temperature range",
                  "dynatemp_exponent": "dynamic temperature exponent", "dry_multiplier": "DRY multiplier",

@@ -16,7 +16,7 @@ from dataclasses import replace
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from model_service.records.settings import ADJUSTERS, LESSON_STAGES
+from model_service.records.settings import ADJUSTERS, BANS, LESSON_STAGES
 from model_service.records.step import Stage, StepRecord
 
 from ..common.colours import BLUE, GREY, INK, VERMILLION
@@ -27,7 +27,8 @@ from ..common.text import Shown, pct, piece_hover, piece_label, show_token
 # the filters' names, as the controls say them in every language (the stage panels' titles and the grey bars' hover)
 FILTER_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "typical_p": "typical-p",
                 "epsilon_cutoff": "epsilon", "eta_cutoff": "eta", "top_n_sigma": "top-n-σ", "xtc": "XTC",
-                "mirostat": "mirostat", "final": "argmax"}
+                "mirostat": "mirostat", "no_repeat_ngram": "no-repeat n-gram", "min_tokens": "min tokens",
+                "final": "argmax"}
 FOLD_NAMES = {**FILTER_NAMES, "temperature": "temperature", "logit_bias": "logit bias", "penalties": "penalties",
               "dry": "DRY"}
 
@@ -59,7 +60,7 @@ def _stage_title(stage: Stage, greedy: bool, lang: str) -> str:
         return tr(lang, "lab.stage.raw", count=count)
     if stage.name == "temperature" and stage.applied is not None:  # llama.cpp's dynamic temperature
         return tr(lang, "lab.stage.dynatemp", count=count, t=f"{stage.applied:.2f}")
-    if stage.name in ("temperature", *ADJUSTERS):
+    if stage.name == "temperature" or (stage.name in ADJUSTERS and stage.name not in BANS):  # a bans' title: a cut's
         return tr(lang, f"lab.stage.{stage.name}", count=count)
     if stage.name == "final":
         return tr(lang, "lab.stage.final_greedy" if greedy else "lab.stage.final_sampled", count=count)

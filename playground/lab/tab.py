@@ -89,8 +89,9 @@ def lay_out(service, language) -> LabComponents:
 
 
 def penalty_controls():
-    """The bias and penalties, in an accordion closed by default (the lesson's chain needs none of them): the three
-    penalties, llama.cpp's window of counted tokens and the logit bias box."""
+    """The bias, penalties and bans, in an accordion closed by default (the lesson's chain needs none of them): the
+    three penalties, llama.cpp's window of counted tokens, the no-repeat n-gram and min-tokens bans and the logit
+    bias box."""
     with gr.Accordion(T("lab.penalties"), open=False, elem_id="penalties"):
         gr.Markdown(T("lab.penalties.note"), elem_classes=["ntp-note"])
         sliders = [_slider(name, elem_id) for name, elem_id in (
@@ -99,9 +100,10 @@ def penalty_controls():
         last_n = gr.Number(DEFAULTS["penalty_last_n"], precision=0, minimum=SLIDERS["penalty_last_n"][0],
                            maximum=SLIDERS["penalty_last_n"][1], label=T("lab.penalty_last_n"),
                            info=T("lab.penalty_last_n.info"), elem_id="penalty-last-n")
+        bans = [_slider(name, name.replace("_", "-")) for name in ("no_repeat_ngram_size", "min_tokens")]
         bias = gr.Textbox(DEFAULTS["logit_bias"], label=T("lab.logit_bias"), placeholder="13:-100, 42:5",
                           info=T("lab.logit_bias.info"), elem_id="logit-bias")
-    return bias, (*sliders, last_n)
+    return bias, (*sliders, last_n, *bans)
 
 
 def sampler_controls() -> list[gr.Slider]:

@@ -11,7 +11,7 @@ tokens each order counts; the "hf" order has no frequency or presence penalty an
 The playground's own knobs come as extra body fields, as vLLM takes them: top_k (-1 or 0 = off), min_p,
 repetition_penalty, penalty_last_n (llama.cpp's window), typical_p, epsilon_cutoff, eta_cutoff, top_n_sigma,
 xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exponent, DRY's and mirostat's (llama.cpp's names; each in
-the orders whose engine has it), order ("hf", "vllm", "llama.cpp", or a list of stage names: a custom chain) and logprobs_mode ("raw": the model's distribution before sampling, the
+the orders whose engine has it), min_tokens (vLLM's), no_repeat_ngram_size (transformers'), order ("hf", "vllm", "llama.cpp", or a list of stage names: a custom chain) and logprobs_mode ("raw": the model's distribution before sampling, the
 default as vLLM's raw_logprobs; "final": after the sampler's whole pipeline).
 """
 
@@ -34,12 +34,13 @@ COMMON = ("model", "temperature", "top_p", "max_tokens", "stop", "seed", "n", "s
           "top_k", "min_p", "repetition_penalty", "penalty_last_n", "typical_p", "epsilon_cutoff", "eta_cutoff",
           "top_n_sigma", "xtc_probability", "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "order",
           "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers",
-          "mirostat", "mirostat_tau", "mirostat_eta", "chain", "logprobs_mode", "logprobs")
+          "mirostat", "mirostat_tau", "mirostat_eta", "chain", "no_repeat_ngram_size", "min_tokens", "logprobs_mode",
+          "logprobs")
 PASSED = ("top_p", "min_p", "order", "logit_bias", "frequency_penalty", "presence_penalty", "repetition_penalty",
           "penalty_last_n", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability",
           "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "dry_multiplier", "dry_base", "dry_allowed_length",
           "dry_penalty_last_n", "dry_sequence_breakers", "mirostat", "mirostat_tau", "mirostat_eta",
-          "chain")  # to settings_from as they come (null: default)
+          "chain", "no_repeat_ngram_size", "min_tokens")  # to settings_from as they come (null: default)
 CHAT = ("messages", "top_logprobs", "max_completion_tokens")
 COMPLETION = ("prompt", "echo", "suffix", "best_of")
 IGNORED = ("user", "store", "metadata", "service_tier", "parallel_tool_calls")  # no effect on a sampled text

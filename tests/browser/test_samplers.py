@@ -46,7 +46,7 @@ def test_a_repetition_penalty_from_its_accordion_breaks_greedys_loop(browser, ap
         generate(page)
         assert "mat" in page.locator("#chips").inner_text()
         expect(page.locator("#stage-plot")).not_to_contain_text("after penalties")
-        page.locator("#penalties").get_by_text("Penalties and logit bias").click()
+        page.locator("#penalties").get_by_text("Penalties, bans and logit bias").click()
         set_number(page, "repetition-penalty", "1.3")
         generate(page)
         expect(page.locator("#stage-plot")).to_contain_text("after penalties")
@@ -139,12 +139,41 @@ def test_a_custom_chain_the_chips_toggle_and_a_click_that_bans_a_token(browser, 
         # a click on the top candidate's bar bans it: the bias box says so and the next run goes without it
         top = page.locator("#stage-plot .bars path").first
         top.click(force=True)
-        page.locator("#penalties").get_by_text("Penalties and logit bias").click()
+        page.locator("#penalties").get_by_text("Penalties, bans and logit bias").click()
         expect(page.locator("#logit-bias textarea")).to_have_value(re.compile(r"^\d+:-100$"), timeout=15_000)
         banned = int(page.locator("#logit-bias textarea").input_value().split(":")[0])
         generate(page)
         chips = page.locator("#chips .ntp-chip")
         assert all(f"id {banned} " not in (chips.nth(i).get_attribute("title") or "") for i in range(chips.count()))
         page.screenshot(path=str(ARTIFACTS / "samplers_custom_chain.png"))
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("lang,words", [
+    ("en", ("after no-repeat n-gram", "this step banned it", "stopped", "Penalties, bans and logit bias")),
+    ("vi", ("sau no-repeat n-gram", "bước này đã cấm nó", "đã dừng", "Hình phạt lặp, lệnh cấm và logit bias")),
+])
+def test_a_no_repeat_ngram_from_its_accordion_bans_the_repeat_and_underlines_the_chip(browser, app_url, lang, words):
+    # the l13-no-repeat scene by hand: n = 3 bans " mat" at step 1; step 7 (" dog") bans " cat", which would
+    # repeat ". The cat": the first chip holds it, and its hover says so
+    context, page = opened(browser, f"{app_url}?lang={lang}")
+    try:
+        page.locator("#prompt textarea").fill(LOOP)
+        set_number(page, "temperature", "0")
+        set_number(page, "max-new", "12")
+        page.locator("#penalties").get_by_text(words[3]).click()
+        set_number(page, "no-repeat-ngram-size", "3")
+        generate(page, words[2])
+        chips = page.locator("#chips").inner_text()
+        assert "The cat sat on the mat" not in chips and "bed" in chips
+        set_number(page, "scrub", "7")
+        hit = page.locator("#chips .ntp-hit.ntp-chip")
+        expect(hit).to_have_count(1)
+        expect(hit).to_have_attribute("data-step", "0")
+        expect(hit).to_have_attribute("title", re.compile(words[1]))
+        set_number(page, "scrub", "1")
+        expect(page.locator("#stage-plot")).to_contain_text(words[0])
+        page.locator("#stage-plot").screenshot(path=str(ARTIFACTS / f"samplers_no_repeat_{lang}.png"))
     finally:
         context.close()

@@ -25,7 +25,8 @@ def test_the_lessons_scenes_load_in_the_issues_order(lessons):
     assert ids[:7] == ["l10-tokens", "l10-embedding", "l10-blocks", "l10-attention", "l10-logits", "l10-cost",
                        "l10-lens"]
     assert ids[7:] == ["l13-lm-head", "l13-softmax", "l13-shift", "l13-temperature-05", "l13-temperature-15",
-                       "l13-temperature-0", "l13-greedy-loop", "l13-repetition-penalty", "l13-xtc", "l13-dry", "l13-mirostat", "l13-top-k", "l13-top-p-confident", "l13-top-p-unsure",
+                       "l13-temperature-0", "l13-greedy-loop", "l13-repetition-penalty", "l13-xtc", "l13-dry", "l13-no-repeat", "l13-mirostat", "l13-top-k",
+                       "l13-top-p-confident", "l13-top-p-unsure",
                        "l13-min-p", "l13-order-hf", "l13-order-llamacpp", "l13-engine", "l13-stops", "l13-seed", "l13-busy-room",
                        "l13-compare-temperatures"]
 
@@ -170,6 +171,6 @@ def test_a_language_switch_relabels_the_scene_bar_in_the_browser_from_every_scen
     for code in LANGUAGES:
         assert texts[code]["choices"] == [list(c) for c in lessons.choices(code)]
         assert texts[code]["captions"] == {s.id: caption_markdown(s, lessons, code) for s in lessons.scenes}
-    assert texts["vi"]["captions"]["l10-embedding"].startswith("**Cảnh 2/29 · Bài 10 · Embedding**")
+    assert texts["vi"]["captions"]["l10-embedding"].startswith("**Cảnh 2/30 · Bài 10 · Embedding**")
     mine = relabel_js(SceneList(tuple(host)))
     assert "<" not in mine and "&lt;b&gt;Mine&lt;/b&gt;" in mine  # a host's markup: escaped text, in a JSON string
