@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from playground.common.tables import tail_cells
 from playground.compare.columns import COLUMNS, EXAMPLE_ROWS, first_divergence, headers, parse_comparison, table_rows
 
 
@@ -71,6 +72,16 @@ def test_the_more_samplers_cell_and_a_chain_in_the_order_cell_reach_each_columns
         parse_comparison("Hi", [[1, 0, 1, 0, "hf", 1, 0, 0, "beam=4"], [1, 0, 1, 0, "hf"]], "1", 4)
     with pytest.raises(ValueError, match="mirostat is not part of the hf order"):
         parse_comparison("Hi", [[1, 0, 1, 0, "hf", 1, 0, 0, "mirostat=2"], [1, 0, 1, 0, "hf"]], "1", 4)
+
+
+def test_the_bans_in_the_more_samplers_cell_reach_the_columns_and_read_back():
+    c = parse_comparison("Hi", [[0, 0, 1, 0, "hf", 1, 0, 0, "no_repeat_ngram_size=3 min_tokens=5"],
+                                [0, 0, 1, 0, "vllm", 1, 0, 0, "min_tokens=8"]], "1", 4)
+    first, second = (q.settings for q in c.requests)
+    assert (first.no_repeat_ngram_size, first.min_tokens, second.min_tokens) == (3, 5, 8)
+    assert tail_cells(first)[-1] == "no_repeat_ngram_size=3 min_tokens=5"  # what a shared link's table shows
+    with pytest.raises(ValueError, match="no_repeat_ngram_size is not part of the vllm order"):
+        parse_comparison("Hi", [[1, 0, 1, 0, "vllm", 1, 0, 0, "no_repeat_ngram_size=2"], [1, 0, 1, 0, "hf"]], "1", 4)
 
 
 def test_the_penalty_columns_reach_each_columns_settings():

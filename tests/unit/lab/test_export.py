@@ -147,3 +147,15 @@ def test_an_error_about_a_run_file_reads_in_vietnamese():
     with pytest.raises(InputError) as caught:
         parse_run(broken(lambda d: d["records"][0].pop("draw")))
     assert in_language(caught.value, "vi") == "Tệp lượt chạy thiếu trường records[0].draw"
+
+
+def test_a_run_with_the_bans_comes_back_with_them_and_a_banned_tokens_null():
+    request = parse_request("Hi", False, 0.0, 0, 1.0, 0.0, "3", 3, "", "hf", no_repeat_ngram_size=3, min_tokens=2)
+    stages = ("raw", "no_repeat_ngram", "min_tokens", "temperature", "top_k", "top_p", "min_p", "final")
+    records = [replace(r, adjusted=((5, None), (7, -1.5)), stages=tuple(replace(r.stages[0], name=n) for n in stages))
+               for r in a_run()]
+    text = run_json(records, request, "m")
+    assert '"adjusted":[[5,null],[7,-1.5]]' in text  # strict JSON: a ban is null, never -Infinity
+    saved = parse_run(text)
+    assert saved.request == request and list(saved.records) == records
+    assert (saved.controls["no_repeat_ngram_size"], saved.controls["min_tokens"]) == (3, 2)

@@ -50,6 +50,14 @@ def test_openais_bias_and_penalties_reach_the_sampler():
     assert zeros.settings[0].order == "hf" and not zeros.settings[0].penalised
 
 
+def test_the_bans_come_as_extra_fields_and_an_order_without_one_is_a_400_naming_it():
+    s = schema.parse({"messages": HI, "order": "vllm", "min_tokens": 16}, "chat").settings[0]
+    assert s.min_tokens == 16 and s.no_repeat_ngram_size == 0
+    assert schema.parse({"prompt": "x", "no_repeat_ngram_size": 3}, "completion").settings[0].no_repeat_ngram_size == 3
+    error = refused({"messages": HI, "order": "llama.cpp", "min_tokens": 4})
+    assert error.status == 400 and error.param == "min_tokens" and "llama.cpp has no min_tokens" in error.message
+
+
 def test_n_choices_get_consecutive_seeds_or_fresh_ones():
     assert [s.seed for s in schema.parse({"messages": HI, "n": 3, "seed": 7}, "chat").settings] == [7, 8, 9]
     fresh = schema.parse({"messages": HI, "n": 2}, "chat").settings
