@@ -29,6 +29,7 @@ from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
 from .lab.ban import BAN_JS
 from .lab.branch_panel import BranchPanel, build_branch_panel
+from .lab.chain_board import CHAIN_JS
 from .lab.components import LabComponents
 from .lab.deep_link import CONTROLS, check_controls, make_query
 from .lab.greedy_loop import build_greedy_loop
@@ -180,6 +181,7 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
     demo.load(None, None, None, js=KEYS_JS, api_visibility="private")
     demo.load(None, None, None, js=MENUS_JS, api_visibility="private")
     demo.load(None, None, None, js=BAN_JS, api_visibility="private")  # a click on a candidate's bar bans it
+    demo.load(None, None, None, js=CHAIN_JS, api_visibility="private")  # the custom chain's board moves its stages
     parts.link_button.click(bound(make_link), [*(lab.control(name) for name in CONTROLS), language], parts.link,
                             api_name="make_link", show_progress="hidden", preprocess=False)
 

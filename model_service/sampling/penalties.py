@@ -53,7 +53,18 @@ class RowContext(NamedTuple):
     stop_ids: frozenset = frozenset()  # min_tokens: the end tokens it holds back (the model's EOS ids)
 
 
-Context = RowContext | tuple  # a RowContext, or (prompt ids, generated ids[, xtc chance])
+Context = RowContext | tuple  # a RowContext, (prompt ids, generated ids[, xtc chance]), or a flat list of token ids
+
+
+def row_context(c) -> RowContext:
+    """A row's context as given: a RowContext, a (prompt ids, generated ids, ...) tuple, or a flat sequence of token
+    ids (the tokens so far, read as generated: every penalty counts them)."""
+    if isinstance(c, RowContext):
+        return c
+    c = tuple(c)
+    if c and all(isinstance(t, int) or getattr(t, "ndim", None) == 0 for t in c):
+        return RowContext((), tuple(int(t) for t in c))
+    return RowContext(*c)
 
 
 def biased(z: torch.Tensor, settings: Sequence[SamplingSettings]) -> torch.Tensor | None:
@@ -83,7 +94,7 @@ def counted(settings: Sequence[SamplingSettings], contexts: Sequence[Context] | 
     penalised."""
     if not any(s.penalised for s in settings):
         return None
-    contexts = [RowContext(*c) for c in contexts] if contexts is not None else [RowContext()] * len(settings)
+    contexts = [row_context(c) for c in contexts] if contexts is not None else [RowContext()] * len(settings)
     rows = []
     for s, (prompt, generated, *_) in zip(settings, contexts, strict=True):
         whole = [*prompt, *generated]
@@ -126,7 +137,7 @@ def dry(z: torch.Tensor, settings: Sequence[SamplingSettings], contexts: Sequenc
         return None
     entries = []
     for r, (s, c) in enumerate(zip(settings, contexts, strict=True)):
-        c = RowContext(*c)
+        c = row_context(c)
         if s.dry:
             found = dry_penalties([*c.prompt, *c.generated], c.breakers, s.dry_multiplier, s.dry_base,
                                   s.dry_allowed_length, s.dry_penalty_last_n)
@@ -170,4 +181,4 @@ def dry_penalties(tokens: Sequence[int], breakers, multiplier: float, base: floa
             for t, length in longest.items() if t not in breakers}
 
 
-__all__ = ["Context", "Counted", "RowContext", "biased", "counted", "dry", "dry_penalties", "penalise"]
+__all__ = ["Context", "Counted", "RowContext", "row_context", "biased", "counted", "dry", "dry_penalties", "penalise"]

@@ -243,7 +243,7 @@ def _run_order(x: torch.Tensor, settings, contexts, key: tuple[str, tuple[str, .
     batch's, when no row adjusts its logits)."""
     order, chain = key
     params = BatchParams.from_settings(settings, x.device)
-    rows = [penalties.RowContext(*c) for c in contexts] if contexts is not None else None
+    rows = [penalties.row_context(c) for c in contexts] if contexts is not None else None
     chances = torch.tensor([r.xtc_chance for r in rows] if rows else [0.0] * len(settings), device=x.device)
     mus = _mus(settings, rows, x.device) if not params.off("mirostat") else None
     y, changed = _adjusted(x, settings, rows, order, chain)
@@ -379,8 +379,10 @@ def _as_batch(logits: torch.Tensor, settings) -> tuple[torch.Tensor, list[Sampli
 def pipeline(logits: torch.Tensor, settings, context=None) -> list[tuple[str, torch.Tensor]]:
     """Every stage of the sampling pipeline, in order: [("raw", p), ..., ("final", p)].
 
-    logits: (V,) or (B, V); settings: one SamplingSettings or one per row; context: what the penalties count, one
-    (prompt ids, generated ids) for (V,) logits, one per row for (B, V) (None: nothing yet). Each probability
+    logits: (V,) or (B, V); settings: one SamplingSettings or one per row; context: what the penalties, DRY and
+    the bans read, one for (V,) logits, one per row for (B, V) (None: nothing yet): the token ids so far (read as
+    generated), (prompt ids, generated ids) where the engine's rule tells them apart (vLLM's frequency and presence
+    count generated tokens only), or a RowContext (penalties.py; min_tokens needs its stop_ids). Each probability
     tensor has the shape of `logits`, in vocabulary order. The input is never modified.
     """
     x, rows, single = _as_batch(logits, settings)

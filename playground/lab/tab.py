@@ -17,6 +17,7 @@ from ..common.handlers import bind
 from ..common.i18n import T
 from .ban import wire_ban
 from .batch_effect import build_batch_effect
+from .chain_board import build_chain_board
 from .chips import COUNT_JS, PROBS_JS, STOP_JS, token_chips_html
 from .components import LabComponents
 from .handlers import generate, page_has, rerender, scrub_to, step, stop_run
@@ -57,6 +58,7 @@ def lay_out(service, language) -> LabComponents:
                              label=T("lab.order"), elem_id="order")
             chain = gr.Textbox(DEFAULTS["chain"], label=T("lab.chain"), placeholder=CHAIN_EXAMPLE, info=T("lab.chain.info"),
                                visible=DEFAULTS["order"] == "custom", elem_id="chain")
+            build_chain_board(chain, order, language, DEFAULTS["order"] == "custom")  # drag or arrow to reorder
             order_note = gr.Markdown(order_note_text(DEFAULTS["order"]), elem_id="order-note")
             seed = gr.Textbox("", label=T("lab.seed"), placeholder=T("lab.seed.placeholder"), elem_id="seed")
             max_new = gr.Slider(1, limits.MAX_NEW_TOKENS, DEFAULTS["max_new_tokens"], step=1, label=T("lab.max_new"),

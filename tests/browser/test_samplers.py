@@ -177,3 +177,31 @@ def test_a_no_repeat_ngram_from_its_accordion_bans_the_repeat_and_underlines_the
         page.locator("#stage-plot").screenshot(path=str(ARTIFACTS / f"samplers_no_repeat_{lang}.png"))
     finally:
         context.close()
+
+
+def test_the_custom_chains_board_reorders_by_arrow_by_drag_and_by_click(browser, app_url):
+    link = "?order=custom&chain=top_k,min_p,temperature&top_k=30&min_p=0.05&temperature=0.7&seed=3&max_new_tokens=3"
+    context, page = opened(browser, app_url + link, 1440, 900)
+    board, box = page.locator("#chain-board"), page.locator("#chain textarea")
+    try:
+        expect(board).to_contain_text("1. top-k")
+        board.locator('button[data-op="right"][data-stage="top_k"]').click()  # an arrow: top-k one later
+        expect(box).to_have_value("min_p, top_k, temperature")
+        expect(board).to_contain_text("1. min-p")
+        # a drag: temperature dropped on the left half of min-p goes first
+        target = board.locator('.ntp-chain .ntp-stage[data-stage="min_p"]')
+        board.locator('.ntp-chain .ntp-stage[data-stage="temperature"]').drag_to(target, target_position={"x": 3, "y": 8})
+        expect(box).to_have_value("temperature, min_p, top_k")
+        board.locator('button[data-op="add"][data-stage="top_p"]').click()  # a click adds a stage at the end
+        expect(box).to_have_value("temperature, min_p, top_k, top_p")
+        board.locator('button[data-op="remove"][data-stage="top_p"]').click()
+        expect(box).to_have_value("temperature, min_p, top_k")
+        expect(board).to_contain_text("3. top-k")
+        generate(page)
+        text = page.locator("#stage-plot").inner_text()
+        assert text.index("after temperature") < text.index("after min-p") < text.index("after top-k")
+        board.screenshot(path=str(ARTIFACTS / "samplers_chain_board.png"))
+        page.locator("#order").get_by_text("Hugging Face").first.click()
+        expect(board).to_be_hidden()
+    finally:
+        context.close()

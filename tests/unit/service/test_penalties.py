@@ -137,3 +137,13 @@ def test_the_logit_bias_reads_every_form_a_caller_sends():
         assert settings_from({"logit_bias": value}).logit_bias == want
     assert settings_from({"logit_bias": SamplingSettings(logit_bias=want).to_dict()["logit_bias"]}).logit_bias == want
     assert SamplingSettings(logit_bias="").logit_bias == ()
+
+
+def test_a_flat_list_of_token_ids_is_the_context_read_as_generated():
+    x = with_negatives()
+    s = SamplingSettings(order="vllm", repetition_penalty=1.3, frequency_penalty=0.4)
+    flat = dict(pipeline(x, s, [*PROMPT, *GENERATED]))
+    split = dict(pipeline(x, s, ((), (*PROMPT, *GENERATED))))
+    torch.testing.assert_close(flat["penalties"], split["penalties"], atol=0, rtol=0)
+    assert not torch.equal(flat["penalties"], dict(pipeline(x, s, CONTEXT))["penalties"])  # the split counts less
+    assert torch.equal(dict(pipeline(x, s, torch.tensor([7, 3])))["final"], dict(pipeline(x, s, [7, 3]))["final"])
