@@ -18,16 +18,16 @@ from . import validation
 # every engine applies them first, so the cuts after them rank the adjusted logits. no_repeat_ngram and min_tokens
 # ban tokens (their logit becomes -inf): transformers' NoRepeatNGram and MinNewTokensLength processors, vLLM's
 # min_tokens; each order lists the ones its engine has, where its engine applies them.
-ADJUSTERS = ("logit_bias", "penalties", "dry", "no_repeat_ngram", "min_tokens")
 BANS = ("no_repeat_ngram", "min_tokens")  # the adjusters that remove tokens (-inf) rather than move them
+_MOVERS = ("logit_bias", "penalties", "dry")  # the adjusters that move logits (llama.cpp's, and a custom chain's)
+ADJUSTERS = (*_MOVERS, *BANS)
 ORDERS: dict[str, tuple[str, ...]] = {
     "hf": ("logit_bias", "penalties", "no_repeat_ngram", "min_tokens", "temperature", "top_k", "top_p", "min_p",
            "typical_p", "epsilon_cutoff", "eta_cutoff"),
     "vllm": ("logit_bias", "min_tokens", "penalties", "temperature", "min_p", "top_k", "top_p"),
     # mirostat, when on, replaces the chain between the bias and temperature (settings refuse those knobs then)
-    "llama.cpp": ("logit_bias", "penalties", "dry", "top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature",
-                  "mirostat"),
-    "custom": ("logit_bias", "penalties", "dry"),  # then the row's own `chain` (text-generation-webui's "sampler priority")
+    "llama.cpp": (*_MOVERS, "top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature", "mirostat"),
+    "custom": _MOVERS,  # then the row's own `chain` (text-generation-webui's "sampler priority")
 }
 # The stages a custom chain orders, and the knobs that need each one there (the adjusters always come first).
 CHAIN_STAGES = {"temperature": ("temperature", "dynatemp_range"), "top_k": ("top_k",), "top_p": ("top_p",),

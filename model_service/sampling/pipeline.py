@@ -250,17 +250,15 @@ def _run_order(x: torch.Tensor, settings, contexts, key: tuple[str, tuple[str, .
     adjusted = y is not x
     window = ranking.ranked_window(y, widths[0]) if adjusted or window is None else window
     raw_window = ranking.ranked_window(x, widths[0]) if adjusted else None
-    # a ban leaves -inf logits: from its stage on, the survivors are the finite ones
-    banned = any(changed.get(n) is not None for n in BANS)
-    alive = torch.isfinite(y) if banned else None
-    z, current = y, window  # `current`: the survivors' ranking (made again after typical_p and XTC)
+    z, alive, current = y, None, window  # `current`: the survivors' ranking (made again after typical_p and XTC)
     dist = Distribution(x, None, window if raw_window is None else raw_window, entropy=capture)
     dists, applied = {"raw": dist}, {}
     for name in chain:
         if name in changed:
             if changed[name] is not None:
-                alive_here = torch.isfinite(changed[name]) if banned else None
-                dist = Distribution(changed[name], alive_here, window, entropy=capture)
+                if name in BANS:  # a ban leaves -inf logits: from its stage on, the survivors are the finite ones
+                    alive = torch.isfinite(changed[name])
+                dist = Distribution(changed[name], alive, window, entropy=capture)
         elif name == "temperature":
             divisor, applied["temperature"] = _temperature(z, params, dist)
             if divisor is not None:

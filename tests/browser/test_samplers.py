@@ -32,6 +32,14 @@ def set_number(page, elem_id: str, value: str) -> None:
     box.press("Enter")
 
 
+def expect_hits(page, count: int, says: str) -> None:
+    """`count` chips underlined as hit by the shown step, the first one the run's first, its hover saying `says`."""
+    hit = page.locator("#chips .ntp-hit.ntp-chip")
+    expect(hit).to_have_count(count)
+    expect(hit.first).to_have_attribute("data-step", "0")
+    expect(hit.first).to_have_attribute("title", re.compile(says))
+
+
 def generate(page, done="stopped") -> None:
     page.locator("#generate").click()
     expect(page.locator("#run-status")).to_contain_text(done, timeout=120_000)
@@ -93,10 +101,7 @@ def test_dry_from_a_link_stops_the_loop_and_underlines_the_chips_it_hit(browser,
         assert "The cat sat on the mat" not in page.locator("#chips").inner_text()
         # step 1: DRY's panel shows " mat" cut down; the chips before the last step that its DRY hit are underlined
         expect(page.locator("#chips")).to_contain_text(words[1])
-        hit = page.locator("#chips .ntp-hit.ntp-chip")
-        expect(hit).to_have_count(2)
-        expect(hit.first).to_have_attribute("title", re.compile(words[2]))
-        expect(hit.first).to_have_attribute("data-step", "0")
+        expect_hits(page, 2, words[2])
         set_number(page, "scrub", "1")
         expect(page.locator("#stage-plot")).to_contain_text(words[0])
         page.locator("#stage-plot").screenshot(path=str(ARTIFACTS / f"samplers_dry_{lang}.png"))
@@ -168,10 +173,7 @@ def test_a_no_repeat_ngram_from_its_accordion_bans_the_repeat_and_underlines_the
         chips = page.locator("#chips").inner_text()
         assert "The cat sat on the mat" not in chips and "bed" in chips
         set_number(page, "scrub", "7")
-        hit = page.locator("#chips .ntp-hit.ntp-chip")
-        expect(hit).to_have_count(1)
-        expect(hit).to_have_attribute("data-step", "0")
-        expect(hit).to_have_attribute("title", re.compile(words[1]))
+        expect_hits(page, 1, words[1])
         set_number(page, "scrub", "1")
         expect(page.locator("#stage-plot")).to_contain_text(words[0])
         page.locator("#stage-plot").screenshot(path=str(ARTIFACTS / f"samplers_no_repeat_{lang}.png"))
