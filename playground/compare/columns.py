@@ -118,6 +118,13 @@ class CompareRun:
     stop_presses: int = 0
     stop_seen: tuple[str, int] | None = None
     stopped: bool = False
+    # the step the page shows (0-based; set when the comparison ends and by the scrubber): a language change redraws
+    # it from here, as the scrubber's value its event carries was read when the event was queued
+    shown: int | None = None
+
+    def progress(self) -> tuple:
+        """What a redraw of this comparison depends on besides the language: it changed if any of these did."""
+        return self.streaming, self.length, self.done, self.stopped, self.shown
 
     def tokens(self) -> list[list[int]]:
         return [[r.token_id for r in c] for c in self.columns]

@@ -21,7 +21,7 @@ from ..common.errors import unchanged, user_error
 from ..common.i18n import LESSON_PROMPTS, swapped_default, tr
 from ..lab.request import field_labels
 from ..lab.run import Pace, new_tag, parse_seen, wait_until
-from ..lab.scrubber import scrub_index, scrub_update
+from ..lab.scrubber import scrub_update
 from . import views
 from .columns import CompareRun, parse_comparison
 
@@ -112,8 +112,9 @@ def stream_columns(c: CompareComponents, current: CompareRun, steps, lang):
         yield out
 
 
-def finish(c: CompareComponents, current: CompareRun, lang, at: int | None = None) -> dict:
-    i = at if at is not None else (current.divergence if current.divergence is not None else current.length - 1)
+def finish(c: CompareComponents, current: CompareRun, lang) -> dict:
+    """The ended comparison's views at the step where its columns part (the last step if they never do)."""
+    i = current.shown = current.divergence if current.divergence is not None else current.length - 1
     return {c.texts: views.columns_html(current, lang, selected=i), c.status: views.status_markdown(current, lang),
             c.scrub: _scrub(current, i), c.step_table: views.step_table_html(current, i, lang),
             c.overlay: views.overlay_figure(current, i, lang), c.state: current}
@@ -150,19 +151,36 @@ def scrub_to(c: CompareComponents, index, current: CompareRun, lang):
         i = validation.number("scrub step", index, integer=True, low=1, high=current.length) - 1
     except ValueError as e:
         raise user_error(e, lang, field_labels(lang)) from None
+    current.shown = i
     return {c.texts: views.columns_html(current, lang, selected=i), c.step_table: views.step_table_html(current, i, lang),
             c.overlay: views.overlay_figure(current, i, lang)}
 
 
-def rerender(c: CompareComponents, lang, current: CompareRun, index, rows, current_prompt):
+def rerender(c: CompareComponents, lang, current: CompareRun, rows, current_prompt):
+    """The page's language changed: every view again from the comparison the page keeps, at the step it shows
+    (CompareRun.shown); one still streaming keeps its tag on the texts, which Stop reads. This event may run late
+    (a link's ?lang= queues it as the page loads): views drawn while the comparison moved on are drawn again, so
+    an older picture never lands after the stream's last one."""
     out = {c.table: gr.Dataframe(label=tr(lang, "compare.table"))}
     swapped = swapped_default(current_prompt, lang, LESSON_PROMPTS)
     if swapped is not None:
         out[c.prompt] = swapped
+    for _ in range(3):
+        moved = current.progress()
+        drawn = views_of(c, current, lang)
+        if current.progress() == moved:
+            break
+    return out | drawn
+
+
+def views_of(c: CompareComponents, current: CompareRun, lang: str) -> dict:
+    """The tab's views of the comparison the page keeps, at the step it shows, in `lang`."""
+    if current.streaming:
+        return {c.texts: views.columns_html(current, lang, tag=current.tag),
+                c.status: views.status_markdown(current.upto(current.page_steps), lang)}
     if current.comparison is None or (current.length == 0 and not current.stopped):
-        return out | {c.texts: views.columns_html(None, lang), c.status: views.status_markdown(None, lang),
-                      c.overlay: views.overlay_figure(None, 0, lang)}
-    i = scrub_index(index, range(current.length))
-    i = current.length - 1 if i is None else i
-    return out | {c.texts: views.columns_html(current, lang, selected=i), c.status: views.status_markdown(current, lang),
-                  c.step_table: views.step_table_html(current, i, lang), c.overlay: views.overlay_figure(current, i, lang)}
+        return {c.texts: views.columns_html(None, lang), c.status: views.status_markdown(None, lang),
+                c.overlay: views.overlay_figure(None, 0, lang)}
+    i = current.shown if current.shown is not None and 0 <= current.shown < current.length else current.length - 1
+    return {c.texts: views.columns_html(current, lang, selected=i), c.status: views.status_markdown(current, lang),
+            c.step_table: views.step_table_html(current, i, lang), c.overlay: views.overlay_figure(current, i, lang)}

@@ -70,6 +70,6 @@ def wire(c: CompareComponents, run_btn, stop_btn, seed, max_new, lang_in, langua
           [c.texts, c.step_table, c.overlay], api_name="compare_scrub", show_progress="hidden",
           trigger_mode="always_last")
     if language is not None:
-        language.change(bound(handlers.rerender), [language, c.state, c.scrub, c.table, c.prompt],
+        language.change(bound(handlers.rerender), [language, c.state, c.table, c.prompt],
                         [c.table, c.prompt, c.texts, c.status, c.step_table, c.overlay], api_visibility="private",
                         show_progress="hidden")

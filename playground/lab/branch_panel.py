@@ -122,7 +122,7 @@ def wire(panel: BranchPanel) -> None:
     panel.link_button.click(bound(make_link), [panel.tree_state, language], panel.link, api_name="branch_link",
                             show_progress="hidden")
     if isinstance(language, gr.Radio):
-        language.change(bound(rerender), [language, panel.tree_state, lab.scrub, lab.run_state],
+        language.change(bound(rerender), [language, panel.tree_state, lab.run_state],
                         [panel.tree_list, panel.note, panel.candidate], api_visibility="private", show_progress="hidden")
 
 
@@ -291,9 +291,14 @@ def make_link(panel: BranchPanel, tree: Tree, lang, request: gr.Request = None):
     return {panel.link: f"{page}?{query}&{urlencode({'branch': format_path(b.path)})}" if b.path else f"{page}?{query}"}
 
 
-def rerender(panel: BranchPanel, lang, tree: Tree, index, current: Run):
+def rerender(panel: BranchPanel, lang, tree: Tree, current: Run):
+    """The page's language changed: the list, the note and the candidates at the step the lab shows
+    (Run.shown_step: the scrubber's value this event carries may be older than the run)."""
     out = {panel.tree_list: gr.Radio(choices=tree_choices(tree, lang), value=tree.current if tree.branches else None)}
     b = tree.branches[tree.current] if tree.branches else None
     if b is not None and b.path:
         out[panel.note] = escape_html(forced_note(b.records[b.path[-1][0] - 1], lang))
-    return out | candidates_of(panel, index, current, lang)
+    if current is None or not current.records:
+        return out | candidates_of(panel, None, current, lang)
+    step = current.shown_step()
+    return out | candidates_of(panel, len(current.records) if step is None else step + 1, current, lang)

@@ -258,7 +258,7 @@ def scrub_to(lab: LabComponents, index, state: Run, lang, shown: View = View()):
         i = validation.number("scrub step", index, integer=True, low=1, high=len(state.records)) - 1
     except ValueError as e:
         raise bad(e, lang) from None
-    state.lang = lang
+    state.lang, state.scrubbed = lang, i
     return {
         lab.chips: token_chips_html(state.records, selected=i, lang=lang),
         lab.status: status_markdown(state, index=i, lang=lang), **step_views(lab, state, i, shown),
@@ -266,27 +266,42 @@ def scrub_to(lab: LabComponents, index, state: Run, lang, shown: View = View()):
     }
 
 
-def rerender(lab: LabComponents, lang, state: Run, index, order_key, current_prompt, shown: View = View(),
+def rerender(lab: LabComponents, lang, state: Run, order_key, current_prompt, shown: View = View(),
              request: gr.Request = None):
     """The page's language changed: every server-built view again, from the records the page keeps
-    (no model work), and the lesson prompt in the new language unless the learner or a link set it."""
+    (no model work), at the step it shows (Run.scrubbed), and the lesson prompt in the new language unless the
+    learner or a link set it.
+
+    This event may run late (a link's ?lang= queues it as the page loads, and a busy server takes it after a run
+    began): a Generate streaming its run redraws every view in `state.lang` from its next update, so this leaves
+    them to it; and views drawn while the run moved on (a branch streaming, a scrub) are drawn again, so an
+    older picture never lands after the newest one."""
     out = {lab.order_note: order_note_text(order_key, lang)}
     query = dict(request.query_params) if request else {}
     swapped = None if "prompt" in query else swapped_default(current_prompt, lang, LESSON_PROMPTS)
     if swapped is not None:
         out[lab.prompt] = swapped
     state.lang = lang  # a run still streaming uses it from its next step on
+    for _ in range(3):
+        if state.streaming == "run":
+            return out
+        moved = state.progress()
+        views = run_views(lab, state, lang, shown)
+        if state.progress() == moved:
+            break
+    return out | views
+
+
+def run_views(lab: LabComponents, state: Run, lang: str, shown: View) -> dict:
+    """The lab's views of the run the page keeps, at the step it shows, in `lang`."""
     if not state.records:
-        return out | dict(zip((lab.chips, lab.status, lab.stage_plot, lab.draw_plot, lab.run_plot),
-                              (token_chips_html([], lang=lang), status_markdown(state, lang=lang),
-                               *placeholder_figures(lang, shown))))
-    try:  # the step the scrubber shows, if the learner moved it back from the last one
-        i = int(index) - 1 if state.finished and 1 <= int(index) < len(state.records) else None
-    except (TypeError, ValueError):
-        i = None
-    # a run still streaming keeps its tag on the chips: Stop reads whose chips the page counts (run.shown_on_page)
+        return dict(zip((lab.chips, lab.status, lab.stage_plot, lab.draw_plot, lab.run_plot),
+                        (token_chips_html([], lang=lang, tag=state.tag if state.streaming else ""),
+                         status_markdown(state, lang=lang), *placeholder_figures(lang, shown))))
+    i = state.shown_step()
+    # a branch still streaming keeps its tag on the chips: Stop reads whose chips the page counts (run.shown_on_page)
     tag = state.tag if state.streaming else ""
-    return out | {
+    return {
         lab.chips: token_chips_html(state.records, selected=i, lang=lang, tag=tag),
         lab.status: status_markdown(state, index=i, rate=state.rate if i is None else None, lang=lang),
         **step_views(lab, state, i, shown), lab.run_plot: run_chart(state.records, i, shown, lang),

@@ -45,10 +45,22 @@ class Run:
     page_chips: int | None = None
     stop_presses: int = 0
     stop_seen: tuple[str, int] | None = None
+    # the step the learner scrubbed to (0-based; None: the last). A language change redraws that step from here:
+    # the scrubber's value its event carries was read when the event was queued, maybe before this run began
+    scrubbed: int | None = None
 
     @property
     def finished(self) -> bool:
         return bool(self.records) and (self.records[-1].stop_reason is not None or self.stop_requested)
+
+    def progress(self) -> tuple:
+        """What a redraw of this run depends on besides the language: it changed if any of these did."""
+        return self.streaming, len(self.records), self.finished, self.scrubbed
+
+    def shown_step(self) -> int | None:
+        """The step the page shows when it is not the last (0-based), else None."""
+        i = self.scrubbed
+        return i if self.finished and i is not None and 0 <= i < len(self.records) - 1 else None
 
     def shown_on_page(self, tag: str, count: int) -> int:
         """How many of `count` records the page showed when Stop was pressed: the chips it counted, if they

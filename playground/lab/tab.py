@@ -177,6 +177,6 @@ def wire(lab: LabComponents) -> None:
     lab.order.change(bound(order_shown), [lab.order, lab.language], [lab.order_note, lab.chain], api_visibility="private",
                      show_progress="hidden")
     if isinstance(lab.language, gr.Radio):
-        lab.language.change(bound(rerender), [lab.language, lab.run_state, lab.scrub, lab.order, lab.prompt, lab.view],
+        lab.language.change(bound(rerender), [lab.language, lab.run_state, lab.order, lab.prompt, lab.view],
                             [*views, lab.run_plot, lab.order_note, lab.prompt], api_visibility="private",
                             show_progress="hidden", preprocess=False)

@@ -187,6 +187,7 @@ def update(room: Room, snap: rooms.Snapshot, shown: dict, s: Seat, lang) -> dict
         got = VIEWS.step_views(snap.code, snap.run_version, snap.run, step, lang)
         run_plot = VIEWS.run_figure(snap.code, snap.run_version, snap.run, lang)
         scrub = step + 1 if not new_run else scrub_update(snap.run, step)
+        shown["run"].scrubbed = step  # what a change of this page's language redraws (lab.handlers.rerender)
     else:  # the host has no finished run: the follower's lab shows none either
         got, run_plot = VIEWS.empty(lang), VIEWS.empty(lang)["run"]
         scrub = 1 if not new_run else gr.update(value=1, visible=False)

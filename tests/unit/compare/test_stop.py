@@ -4,7 +4,9 @@ streaming texts carry the tag the page's js reads."""
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 
+from playground.compare import handlers, views
 from playground.compare.views import COUNT_JS, STOP_JS, columns_html, status_markdown
 
 from .test_views import two_columns
@@ -51,3 +53,18 @@ def test_the_streaming_texts_carry_the_tag_the_js_reads():
     assert html.count('<span class="ntp-ctok') == 4 and '<span class="ntp-ctok[ "]/g' in COUNT_JS
     assert '<div class="ntp-compare">' in columns_html(two_columns())  # untagged once it is not streaming
     assert "#compare-texts .ntp-compare" in STOP_JS and "ntp-ctok" in STOP_JS
+
+
+def test_a_language_change_redraws_the_step_the_comparison_says_the_page_shows():
+    # the change's event may have been queued before this comparison began (a link's ?lang= on a busy server): it
+    # reads the step from the comparison, never the scrubber value it carried
+    c = handlers.CompareComponents(**{f.name: f.name for f in fields(handlers.CompareComponents)})
+    run = two_columns()
+    out = handlers.finish(c, run, "en")
+    assert run.shown == 1 and out[c.scrub]["value"] == 2  # where the columns part
+    assert handlers.rerender(c, "vi", run, None, "")[c.step_table] == views.step_table_html(run, 1, "vi")
+    handlers.scrub_to(c, 1, run, "en")
+    assert handlers.rerender(c, "vi", run, None, "")[c.step_table] == views.step_table_html(run, 0, "vi")
+    run.streaming, run.tag = True, "ab12"  # one still streaming keeps its tag, which Stop reads
+    out = handlers.rerender(c, "vi", run, None, "")
+    assert 'data-run="ab12"' in out[c.texts] and c.step_table not in out

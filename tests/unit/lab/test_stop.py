@@ -205,12 +205,48 @@ def test_the_streaming_chips_carry_the_tag_the_js_reads():
     assert '#chips .ntp-chips[data-run="${tag}"] > .ntp-chip:nth-of-type(n+${count + 1})' in STOP_JS
 
 
-def test_a_language_change_mid_run_keeps_the_streams_tag_on_the_chips(lab):
-    # the page re-renders the chips in the new language while the run streams: Stop must still read them as this
-    # run's (untagged, they read as another run's and the run was cut to nothing)
+def test_a_language_change_mid_run_leaves_the_views_to_the_stream_which_keeps_its_tag(lab):
+    # the stream redraws the chips in the new language from its next update, tagged: Stop must still read them as
+    # this run's (untagged, they read as another run's and the run was cut to nothing). The change draws none of
+    # the run's views itself: drawn from a run that moved on, they could land after the stream's last update
     gen, run = start(lab)
     [next(gen) for _ in range(4)]
-    out = handlers.rerender(lab, "vi", run, 4, "hf", "Once upon a time", View())
-    assert f'data-run="{run.tag}"' in out[lab.chips] and chips_in(out[lab.chips]) == 4
-    stop_in_thread(lab, run, f"{run.tag}:4")
-    assert "4" in next(gen)[lab.status] and len(run.records) == 4
+    out = handlers.rerender(lab, "vi", run, "hf", "Once upon a time", View())
+    assert lab.chips not in out and lab.stage_plot not in out and lab.order_note in out
+    following = next(gen)[lab.chips]
+    assert f'data-run="{run.tag}"' in following and chips_in(following) == 5 and "hạng 1" in following
+    stop_in_thread(lab, run, f"{run.tag}:5")
+    assert "5" in next(gen)[lab.status] and len(run.records) == 5
+
+
+def test_a_language_change_redraws_the_step_the_run_says_the_page_shows(lab):
+    # a link's ?lang= queues the change on load; on a busy server it may run after the run ended. It reads the
+    # step from the run (the last one, or where the scrubber went), never the scrubber value its event carried
+    gen, run = start(lab)
+    list(gen)
+    out = handlers.rerender(lab, "vi", run, "hf", "Once upon a time", View())
+    assert run.finished and chips_in(out[lab.chips]) == 20 and "ntp-chip ntp-selected" not in out[lab.chips]
+    handlers.scrub_to(lab, 3, run, "en", View())
+    out = handlers.rerender(lab, "vi", run, "hf", "Once upon a time", View())
+    assert out[lab.chips].count("ntp-chip ntp-selected") == 1 and 'ntp-selected" data-step="2"' in out[lab.chips]
+    handlers.scrub_to(lab, 20, run, "en", View())  # back at the last step: drawn as a run's end is
+    assert "ntp-chip ntp-selected" not in handlers.rerender(lab, "vi", run, "hf", "", View())[lab.chips]
+    again, fresh = start(lab)
+    assert fresh.scrubbed is None and fresh is not run  # a new run starts at its last step
+    again.close()
+
+
+def test_views_drawn_while_the_run_moved_on_are_drawn_again(lab, monkeypatch):
+    gen, run = start(lab)
+    list(gen)
+    draw, calls = handlers.run_chart, []
+
+    def scrubbed_while_drawing(*args):  # the learner scrubs to step 2 while the first drawing is under way
+        calls.append(args)
+        if len(calls) == 1:
+            run.scrubbed = 1
+        return draw(*args)
+
+    monkeypatch.setattr(handlers, "run_chart", scrubbed_while_drawing)
+    out = handlers.rerender(lab, "vi", run, "hf", "", View())
+    assert len(calls) == 2 and 'ntp-selected" data-step="1"' in out[lab.chips]
