@@ -20,7 +20,7 @@ from model_service.records.step import BatchStep
 from ..common.errors import unchanged, user_error
 from ..common.i18n import LESSON_PROMPTS, swapped_default, tr
 from ..lab.request import field_labels
-from ..lab.run import Pace, new_tag, parse_seen, wait_until
+from ..lab.run import Pace, drawn_at_rest, new_tag, parse_seen, wait_until
 from ..lab.scrubber import scrub_update
 from . import views
 from .columns import CompareRun, parse_comparison
@@ -165,12 +165,7 @@ def rerender(c: CompareComponents, lang, current: CompareRun, rows, current_prom
     swapped = swapped_default(current_prompt, lang, LESSON_PROMPTS)
     if swapped is not None:
         out[c.prompt] = swapped
-    for _ in range(3):
-        moved = current.progress()
-        drawn = views_of(c, current, lang)
-        if current.progress() == moved:
-            break
-    return out | drawn
+    return out | drawn_at_rest(current.progress, lambda: views_of(c, current, lang))
 
 
 def views_of(c: CompareComponents, current: CompareRun, lang: str) -> dict:

@@ -29,6 +29,7 @@ from .request import RunRequest, continued, field_labels, parse_request
 from .run import (
     Pace,
     Run,
+    drawn_at_rest,
     new_tag,
     order_note_text,
     parse_seen,
@@ -282,14 +283,9 @@ def rerender(lab: LabComponents, lang, state: Run, order_key, current_prompt, sh
     if swapped is not None:
         out[lab.prompt] = swapped
     state.lang = lang  # a run still streaming uses it from its next step on
-    for _ in range(3):
-        if state.streaming == "run":
-            return out
-        moved = state.progress()
-        views = run_views(lab, state, lang, shown)
-        if state.progress() == moved:
-            break
-    return out | views
+    if state.streaming == "run":  # (Generate and Step start a new Run: this one never starts streaming one)
+        return out
+    return out | drawn_at_rest(state.progress, lambda: run_views(lab, state, lang, shown))
 
 
 def run_views(lab: LabComponents, state: Run, lang: str, shown: View) -> dict:

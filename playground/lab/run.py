@@ -122,6 +122,17 @@ def wait_until(done, timeout: float = STOP_WAIT_S) -> bool:
     return True
 
 
+def drawn_at_rest(progress, draw, tries: int = 3):
+    """draw() again while progress() changed under it (`tries` at most): a redraw that runs beside a stream (a
+    language change) must not send a picture older than the stream's last update."""
+    for _ in range(tries):
+        before = progress()
+        drawn = draw()
+        if progress() == before:
+            break
+    return drawn
+
+
 def knife_edge(draw, lang: str = "en") -> str:
     """The note on a draw that another batch's round-off could have turned ("" for the others)."""
     if draw.margin is not None and draw.margin < limits.KNIFE_EDGE_MARGIN:
