@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import httpx
 import pytest
@@ -17,6 +16,7 @@ from gradio_client import Client
 
 from tests.conftest import launched
 from tests.scale.factories import tiny
+from tests.waiting import wait_until
 
 openai = pytest.importorskip("openai")  # a dev dependency (requirements-dev.txt)
 
@@ -32,15 +32,6 @@ def room():
     service = LoadingService(service=tiny(step_delay_s=0.03, max_rows=1, queue_size=1))
     with launched(build_demo(service), api=service) as url:
         yield url.rstrip("/"), service
-
-
-def wait_until(check, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 class Holder:
@@ -75,13 +66,13 @@ def empty(service) -> bool:
 
 def test_a_full_room_refuses_with_429_naming_it_and_the_engine_tab_shows_it(room):
     url, service = room
-    assert wait_until(lambda: empty(service))
+    wait_until(lambda: empty(service), "an empty room", interval=0.05)
     client = openai.OpenAI(base_url=f"{url}/v1", api_key="not-needed-here", max_retries=0)
     with Holder(url):
         waiter = threading.Thread(target=lambda: httpx.post(f"{url}/v1/completions", json={**LONG, "stream": False},
                                                             timeout=60), daemon=True)
         waiter.start()
-        assert wait_until(lambda: service.room().waiting), "the second request never took the queue's one place"
+        wait_until(lambda: service.room().waiting, "the second request taking the queue's one place", interval=0.05)
         room_html = Client(url + "/", verbose=False).predict(api_name="/room")  # the Engine tab's live room
         assert "1 of 1 rows in use · 1 waiting" in str(room_html) and "of 200" in str(room_html), str(room_html)[:400]
         with pytest.raises(openai.RateLimitError) as refused:
@@ -90,14 +81,14 @@ def test_a_full_room_refuses_with_429_naming_it_and_the_engine_tab_shows_it(room
         message = refused.value.body["message"].lower()
         assert "full" in message or "wait" in message, message
     waiter.join(60)
-    assert wait_until(lambda: empty(service))
+    wait_until(lambda: empty(service), "an empty room", interval=0.05)
     again = client.completions.create(prompt="one more", max_tokens=4, model=service.info.name)
     assert again.choices[0].finish_reason in ("length", "stop")
 
 
 def test_a_waiting_stream_is_told_its_place(room):
     url, service = room
-    assert wait_until(lambda: empty(service))
+    wait_until(lambda: empty(service), "an empty room", interval=0.05)
     with Holder(url):
         lines = []
         with httpx.stream("POST", f"{url}/v1/completions", timeout=60,
@@ -108,19 +99,19 @@ def test_a_waiting_stream_is_told_its_place(room):
                 if line.startswith(": waiting"):
                     break
         assert lines and lines[-1] == ": waiting: 0 ahead of this request", lines[:5]
-    assert wait_until(lambda: empty(service))
+    wait_until(lambda: empty(service), "an empty room", interval=0.05)
 
 
 def test_stream_records_reports_waiting_when_asked(room):
     url, service = room
-    assert wait_until(lambda: empty(service))
+    wait_until(lambda: empty(service), "an empty room", interval=0.05)
     client = Client(url + "/", verbose=False, httpx_kwargs={"timeout": 60})
     with Holder(url):
         job = client.submit("next", 0.0, 0, 1.0, 0.0, 1, "hf", 3, None, False, 5, True, api_name="/stream_records")
-        assert wait_until(lambda: bool(job.outputs()) or job.done(), 30)
+        wait_until(lambda: bool(job.outputs()) or job.done(), "the job's first output", interval=0.05)
         first = job.outputs()[0]
     assert first == {"waiting": {"position": 1, "ahead": 0, "queue_length": 1}}, json.dumps(first)[:200]
     job.result()
     records = job.outputs()
     assert [r.get("step") for r in records if "waiting" not in r] == [0, 1, 2]
-    assert wait_until(lambda: empty(service))
+    wait_until(lambda: empty(service), "an empty room", interval=0.05)

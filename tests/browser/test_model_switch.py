@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from gradio_client import Client
 from playwright.sync_api import expect
@@ -32,13 +30,11 @@ def test_an_open_page_follows_the_hosts_switch(browser, picker_app):
     expect(page.locator("#fw-lesson-numbers")).to_contain_text("(32 blocks + 1)")  # the lessons' Llama
     assert page.locator("#fw-block input[type=range]").get_attribute("max") == str(layers)
 
-    started = time.monotonic()
     client.predict(other, HOST_KEY, api_name="/switch_model")
     expect(page.locator("#model-status")).to_contain_text(f"{other_layers} layers", timeout=30_000)
     expect(page.locator("#fw-status")).to_contain_text("The room's model is now", timeout=30_000)
     expect(page.locator("#fw-lesson-numbers")).to_contain_text(f"({other_layers} blocks + 1)")
     expect(page.locator("#fw-block input[type=range]")).to_have_attribute("max", str(other_layers))
-    assert time.monotonic() - started < 30
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "model_switch_forward.png"), full_page=False)
 

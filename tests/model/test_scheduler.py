@@ -8,7 +8,6 @@ from __future__ import annotations
 import gc
 import json
 import threading
-import time
 
 import pytest
 
@@ -16,6 +15,7 @@ from model_service import ModelService, Request, SamplingSettings, StepRecord
 from model_service.engine.step import RowState
 from model_service.records.step import Room, Waiting
 from tests.conftest import byte_tokenizer, tiny_llama
+from tests.waiting import wait_until
 
 GREEDY = SamplingSettings(temperature=0)
 
@@ -28,15 +28,8 @@ def take(stream, n):
     return [next(stream) for _ in range(n)]
 
 
-def wait_until(condition, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.002)
-
-
 def idle(service):
-    wait_until(lambda: not service.room().rows and not service.room().waiting)
+    wait_until(lambda: not service.room().rows and not service.room().waiting, "an empty room", interval=0.002)
 
 
 @pytest.fixture()
