@@ -1,4 +1,8 @@
-"""Headless Debian Chromium driven by Playwright; screenshots are kept in artifacts/ for a human eye."""
+"""Headless Debian Chromium driven by Playwright; screenshots are kept in artifacts/ for a human eye.
+
+Every browser context a test opens records a Playwright trace; when the test fails, each page still open leaves
+its screenshot and its trace (open it with `playwright show-trace`) in artifacts/failures/<test>/, beside the
+error and the app's log tail (tests/reporting.py), and the run prints where. A passing test's trace is dropped."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import shutil
 import pytest
 
 from ..conftest import ROOT
+from ..reporting import failure_folder
 
 ARTIFACTS = ROOT / "artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -26,8 +31,55 @@ def browser():
         pytest.fail("Debian chromium is not installed: run ./scripts/setup.sh --dev")
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        yield b
+        yield TracedBrowser(b)
         b.close()
+
+
+class TracedBrowser:
+    """The browser, whose new contexts record a trace (DOM snapshots, no screencast: cheap enough for every test).
+    Everything else is the browser's own."""
+
+    open_contexts: list = []  # the contexts not yet closed, which a failing test's report reads
+
+    def __init__(self, browser):
+        self._browser = browser
+
+    def __getattr__(self, name):
+        return getattr(self._browser, name)
+
+    def new_context(self, **options):
+        context = self._browser.new_context(**options)
+        context.tracing.start(snapshots=True, screenshots=False, sources=False)
+        TracedBrowser.open_contexts.append(context)
+        context.on("close", lambda c: TracedBrowser.open_contexts.remove(c) if c in TracedBrowser.open_contexts else None)
+        return context
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed browser test (in its setup or its body, while its pages are still open) leaves each open page's
+    screenshot and each context's trace."""
+    outcome = yield
+    report = outcome.get_result()
+    if not (report.failed and report.when in ("setup", "call") and TracedBrowser.open_contexts):
+        return
+    folder = failure_folder(item.nodeid)
+    kept = []
+    for i, context in enumerate(list(TracedBrowser.open_contexts)):
+        for j, page in enumerate(context.pages):
+            shot = folder / f"context{i}-page{j}.png"
+            try:
+                page.screenshot(path=str(shot), full_page=False, timeout=15_000)
+                kept.append(shot)
+            except Exception as e:  # a crashed page still leaves its trace
+                kept.append(f"(no screenshot of context {i} page {j}: {type(e).__name__}: {e})")
+        trace = folder / f"context{i}-trace.zip"
+        try:
+            context.tracing.stop(path=str(trace))
+            kept.append(trace)
+        except Exception as e:
+            kept.append(f"(no trace of context {i}: {type(e).__name__}: {e})")
+    report.sections.append(("browser artifacts", "\n".join(str(k) for k in kept)))
 
 
 @pytest.fixture()
