@@ -57,7 +57,9 @@ def main(argv: list[str]) -> int:
     pytest = subprocess.Popen([sys.executable, "-m", "pytest", *argv], cwd=ROOT)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is pytest's to handle (it prints its summary); wait for it
     code = pytest.wait()
-    lines = PROGRESS.read_text(encoding="utf-8").splitlines() if PROGRESS.exists() else []
+    # each line: seconds since the start, then what happened (tests/reporting.py)
+    lines = [line.split(maxsplit=1)[1] for line in PROGRESS.read_text(encoding="utf-8").splitlines()
+             if len(line.split(maxsplit=1)) == 2] if PROGRESS.exists() else []
     ended = any(line.startswith(FINISHED) for line in lines)
     if not ended and (lines or code < 0):  # no lines and a status: pytest said why itself
         print(explain(code, lines), file=sys.stderr, flush=True)

@@ -1,7 +1,7 @@
 """A failure explains itself: this pytest plugin keeps what a reader of a failed run needs under artifacts/.
 
-- artifacts/pytest-progress.log: one line as each test starts and one per failure, flushed at once, and a last
-  line when the session ends. If the process dies without pytest's summary (killed, out of memory, a crash in
+- artifacts/pytest-progress.log: one line as each test starts and one as each ends (seconds since the start
+  first), flushed at once, and a last line when the session ends. If the process dies without pytest's summary (killed, out of memory, a crash in
   native code, an os._exit), scripts/run_tests.py reads this file and says which test was running and what had
   failed before it.
 - artifacts/failures/<test>/output.txt for each failed test: the error, then everything the test and the app
@@ -18,6 +18,7 @@ import collections
 import logging
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ FAILURES = ARTIFACTS / "failures"
 FINISHED = "session finished"
 _written: dict[str, Path] = {}  # nodeid -> its failure folder, in order of failure
 _progress = None
+_started = time.monotonic()
 APP_LOGGERS = ("model_service", "playground", "app", "gradio", "uvicorn", "uvicorn.error", "ray.serve")
 
 
@@ -60,7 +62,7 @@ def failure_folder(nodeid: str) -> Path:
 
 def _note(line: str) -> None:
     if _progress is not None:
-        _progress.write(line + "\n")
+        _progress.write(f"{time.monotonic() - _started:9.1f} {line}\n")
         _progress.flush()
 
 

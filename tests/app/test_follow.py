@@ -12,6 +12,8 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
+from tests.waiting import wait_until
+
 from .lab_args import KNOBS_OFF
 
 LAB = ["The capital of France is", False, 0.0, 0, 1.0, 0.0, "", 4, "", "hf", *KNOBS_OFF]  # the lab's controls, in order
@@ -43,14 +45,10 @@ def code_of(bar_line: str) -> str:
     return re.search(r"\*\*(\w{5})\*\*", bar_line).group(1)
 
 
-def wait_for(job, check, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for out in reversed(job.outputs()):
-            if check(out):
-                return out
-        time.sleep(0.1)
-    raise AssertionError(f"no update passed the check in {timeout} s; last: {job.outputs()[-1:]!r}"[:2000])
+def wait_for(job, check):
+    """The latest update of `job` that passes `check`, waiting for one (a deadline that only fails a hang)."""
+    return wait_until(lambda: next((out for out in reversed(job.outputs()) if check(out)), None),
+                      f"an update passing the check (last: {job.outputs()[-1:]!r})"[:2000], interval=0.1)
 
 
 class Page:

@@ -4,12 +4,11 @@ errors in OpenAI's shape, the room's row freed when a client leaves, and the key
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 
 from model_service import limits
+from tests.waiting import wait_until
 
 from ..conftest import close_demo, free_port
 
@@ -44,14 +43,9 @@ def oa(api_url):
     return openai.OpenAI(base_url=f"{api_url}/v1", api_key="not-needed-here", max_retries=0)
 
 
-def wait_for_empty_room(service, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        room = service.room()
-        if not room.rows and not room.waiting:
-            return True
-        time.sleep(0.1)
-    return False
+def wait_for_empty_room(service) -> None:
+    wait_until(lambda: not service.room().rows and not service.room().waiting, f"an empty room ({service.room()})",
+               interval=0.1)
 
 
 def test_models_lists_the_served_model(oa, embedded):
@@ -243,10 +237,10 @@ def test_a_client_that_leaves_frees_its_row(oa, embedded, api_url):
         chunks = iter(stream)
         next(chunks), next(chunks), next(chunks)
         assert len(embedded.room().rows) == 1
-    assert wait_for_empty_room(embedded, timeout=8), embedded.room()
+    wait_for_empty_room(embedded)
     with pytest.raises(httpx.ReadTimeout):  # a whole answer: the client gives up waiting
         httpx.post(f"{api_url}/v1/completions", json=ask, timeout=httpx.Timeout(5, read=1.5))
-    assert wait_for_empty_room(embedded, timeout=8), embedded.room()
+    wait_for_empty_room(embedded)
 
 
 # ---- the key a room asks for (the routes alone, through the openai client) -------------------------------------------

@@ -52,7 +52,7 @@ def test_sample_many_logits_and_cost_views_follow_the_scrubber(page):
     box = page.locator("#scrub input[type=number]")
     box.fill("3")
     box.press("Enter")
-    expect(page.locator("#inspect-logits-text")).to_contain_text("Step 3:", timeout=20_000)
+    expect(page.locator("#inspect-logits-text")).to_contain_text("Step 3:", timeout=60_000)
     page.get_by_role("tab", name="Cost of a step").click()
     cost = page.locator("#inspect-cost-text")
     expect(cost).to_contain_text("Step 3")
@@ -78,7 +78,7 @@ def test_inspect_in_vietnamese_and_on_small_screens(page, app_url):
     expect(page.locator("#inspect-cost-text")).to_contain_text("Cả lượt, 3 bước")
     # English again: the server-built views redraw from the kept records, the draws included
     page.locator("#language").get_by_text("English").click()
-    expect(page.locator("#inspect-cost-text")).to_contain_text("Run, 3 steps", timeout=20_000)
+    expect(page.locator("#inspect-cost-text")).to_contain_text("Run, 3 steps", timeout=60_000)
     page.get_by_role("tab", name="Sample it many times").click()
     expect(page.locator("#inspect-many-text")).to_contain_text("1,000 draws")
     page.set_viewport_size({"width": 1280, "height": 720})

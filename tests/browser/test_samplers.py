@@ -145,7 +145,7 @@ def test_a_custom_chain_the_chips_toggle_and_a_click_that_bans_a_token(browser, 
         top = page.locator("#stage-plot .bars path").first
         top.click(force=True)
         page.locator("#penalties").get_by_text("Penalties, bans and logit bias").click()
-        expect(page.locator("#logit-bias textarea")).to_have_value(re.compile(r"^\d+:-100$"), timeout=15_000)
+        expect(page.locator("#logit-bias textarea")).to_have_value(re.compile(r"^\d+:-100$"), timeout=60_000)
         banned = int(page.locator("#logit-bias textarea").input_value().split(":")[0])
         generate(page)
         chips = page.locator("#chips .ntp-chip")

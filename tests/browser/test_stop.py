@@ -112,7 +112,7 @@ def test_stop_freezes_a_branch_on_the_chips_shown(browser, process_url):
     box = page.locator("#scrub input[type=number]")
     box.fill("3")
     box.press("Enter")
-    expect(page.locator("#run-status")).to_contain_text("Step 3 of", timeout=15_000)
+    expect(page.locator("#run-status")).to_contain_text("Step 3 of", timeout=60_000)
     page.locator("#branch-candidate input").click()
     page.get_by_role("option").nth(1).click()
     parent = page.locator("#chips .ntp-chips").get_attribute("data-run") or ""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 
 import pytest
 
@@ -21,6 +20,7 @@ from model_service.deploy.remote import RemoteService  # noqa: E402
 from model_service.records import validation
 from tests.conftest import ROOT, free_port, launched  # noqa: E402
 from tests.scale import factories  # noqa: E402
+from tests.waiting import wait_until
 
 TIMINGS = ("forward_ms", "sampling_ms", "capture_ms", "batch_size")
 
@@ -168,14 +168,6 @@ def test_the_ray_route_refuses_what_every_path_refuses_by_the_same_named_error(r
     assert answer.status_code == 400 and "must be a JSON object" in answer.json()["message"], answer.text
 
 
-def _wait(predicate, timeout=20.0, every=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    return None
 
 
 def test_a_stream_closed_by_the_ui_stops_the_replicas_row(remote):
@@ -184,7 +176,7 @@ def test_a_stream_closed_by_the_ui_stops_the_replicas_row(remote):
     assert len(remote.room().rows) == 1
     stream.close()  # what a Stop, a closed tab or a dropped gradio_client does to the UI's iterator
     closed_at = remote.room().step
-    assert _wait(lambda: not remote.room().rows, timeout=10), "the replica kept running a row nobody reads"
+    wait_until(lambda: not remote.room().rows, "the replica ending the row nobody reads", interval=0.05)
     ran = remote.room().step - closed_at
     assert ran < 50, f"{ran} steps ran after the close (a 200-token run)"  # HTTP hang-up + one step boundary
 
@@ -200,7 +192,8 @@ def test_a_killed_replica_gives_a_clear_error_and_the_next_request_succeeds(remo
             pass
     assert e.value.key in ("service_lost", "service_away"), e.value
     # Serve restarts the replica; meanwhile the page says it waits, and the next request then succeeds
-    assert _wait(lambda: (remote._refresh(force=True) or {}).get("started") not in (None, started), timeout=90)
+    wait_until(lambda: (remote._refresh(force=True) or {}).get("started") not in (None, started),
+               "the replica's restart", interval=0.05)
     records = list(remote.generate("After the restart", SamplingSettings(seed=1), 4))
     assert len(records) == 4 and records[-1].stop_reason == "max_tokens"
 
