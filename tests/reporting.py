@@ -60,6 +60,13 @@ def failure_folder(nodeid: str) -> Path:
     return folder
 
 
+def discard(nodeid: str) -> None:
+    """Forget a test's failure folder: what was kept for it while it ran, and it passed after all."""
+    folder = _written.pop(nodeid, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _note(line: str) -> None:
     if _progress is not None:
         _progress.write(f"{time.monotonic() - _started:9.1f} {line}\n")

@@ -6,12 +6,14 @@ error and the app's log tail (tests/reporting.py), and the run prints where. A p
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 
 import pytest
 
 from ..conftest import ROOT
-from ..reporting import failure_folder
+from ..reporting import discard, failure_folder
 
 ARTIFACTS = ROOT / "artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -24,16 +26,21 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
 
 @pytest.fixture(scope="session")
 def browser():
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import BrowserContext, expect, sync_playwright
 
     expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 
     if not shutil.which("chromium"):
         pytest.fail("Debian chromium is not installed: run ./scripts/setup.sh --dev")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        yield TracedBrowser(b)
-        b.close()
+    close = BrowserContext.close
+    BrowserContext.close = _closing_keeps_a_failure(close)
+    try:
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+            yield TracedBrowser(b)
+            b.close()
+    finally:
+        BrowserContext.close = close
 
 
 class TracedBrowser:
@@ -52,35 +59,64 @@ class TracedBrowser:
         context = self._browser.new_context(**options)
         context.tracing.start(snapshots=True, screenshots=False, sources=False)
         TracedBrowser.open_contexts.append(context)
-        context.on("close", lambda c: TracedBrowser.open_contexts.remove(c) if c in TracedBrowser.open_contexts else None)
         return context
+
+
+_kept: dict[str, list] = {}  # test -> the artifacts kept for it while it ran (the report says whether it failed)
+
+
+def _keep(context, nodeid: str) -> None:
+    """A context's pages as screenshots and its trace, into the test's failure folder."""
+    if context not in TracedBrowser.open_contexts:
+        return
+    TracedBrowser.open_contexts.remove(context)
+    folder, kept = failure_folder(nodeid), _kept.setdefault(nodeid, [])
+    n = sum(1 for k in kept if str(k).endswith("trace.zip"))
+    for j, page in enumerate(context.pages):
+        shot = folder / f"context{n}-page{j}.png"
+        try:
+            page.screenshot(path=str(shot), full_page=False, timeout=15_000)
+            kept.append(shot)
+        except Exception as e:  # a crashed page still leaves its trace
+            kept.append(f"(no screenshot of context {n} page {j}: {type(e).__name__}: {e})")
+    try:
+        context.tracing.stop(path=str(folder / f"context{n}-trace.zip"))
+        kept.append(folder / f"context{n}-trace.zip")
+    except Exception as e:
+        kept.append(f"(no trace of context {n}: {type(e).__name__}: {e})")
+
+
+def _closing_keeps_a_failure(close):
+    """BrowserContext.close, which first keeps the context's pages and trace when it runs while an exception is on
+    its way out of a test (a `finally: context.close()` in the test): after the close they would be gone."""
+
+    def closing(self, *args, **kwargs):
+        nodeid = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+        if nodeid and sys.exc_info()[0] is not None:
+            _keep(self, nodeid)
+        if self in TracedBrowser.open_contexts:
+            TracedBrowser.open_contexts.remove(self)
+        return close(self, *args, **kwargs)
+
+    return closing
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failed browser test (in its setup or its body, while its pages are still open) leaves each open page's
-    screenshot and each context's trace."""
+    """A failed browser test (in its setup or its body) leaves each open page's screenshot and each context's
+    trace, with those its own `finally` closed while failing; a test that passed after all keeps none."""
     outcome = yield
     report = outcome.get_result()
-    if not (report.failed and report.when in ("setup", "call") and TracedBrowser.open_contexts):
+    if report.when not in ("setup", "call"):
         return
-    folder = failure_folder(item.nodeid)
-    kept = []
-    for i, context in enumerate(list(TracedBrowser.open_contexts)):
-        for j, page in enumerate(context.pages):
-            shot = folder / f"context{i}-page{j}.png"
-            try:
-                page.screenshot(path=str(shot), full_page=False, timeout=15_000)
-                kept.append(shot)
-            except Exception as e:  # a crashed page still leaves its trace
-                kept.append(f"(no screenshot of context {i} page {j}: {type(e).__name__}: {e})")
-        trace = folder / f"context{i}-trace.zip"
-        try:
-            context.tracing.stop(path=str(trace))
-            kept.append(trace)
-        except Exception as e:
-            kept.append(f"(no trace of context {i}: {type(e).__name__}: {e})")
-    report.sections.append(("browser artifacts", "\n".join(str(k) for k in kept)))
+    if report.failed:
+        for context in list(TracedBrowser.open_contexts):
+            _keep(context, item.nodeid)
+    kept = _kept.pop(item.nodeid, [])
+    if report.failed and kept:
+        report.sections.append(("browser artifacts", "\n".join(str(k) for k in kept)))
+    elif kept:  # an exception was caught inside the test, which then passed
+        discard(item.nodeid)
 
 
 @pytest.fixture()
