@@ -191,6 +191,11 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
     loaded = demo.load(None, None, language, js=html_lang_script(page.default_language), api_visibility="private")
     loaded.then(None, None, None, js=placeholder_js(), api_visibility="private")  # after <html lang> is set
     applied = loaded.then(bound(apply_link), language, opened, api_visibility="private", show_progress="hidden")
+    # The buttons that run what a link sets start disabled and wake once the link is applied (or refused): a click
+    # before that ran the page's defaults while the controls then showed the link's (seen on a loaded machine).
+    runs = run_buttons(parts)
+    applied.then(lambda: {b: gr.Button(interactive=True) for b in runs}, None, runs, queue=False,
+                 api_visibility="private", show_progress="hidden")
     parts.bar.then(applied)
     resume_room(applied)  # a reloaded host page hosts its room again, after its own link (the room's is newer)
     parts.branch.wire_replay(applied)  # a link with branch=: the Branches panel runs it
@@ -200,6 +205,13 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
     language.change(bound(relabel), language, [parts.header["status"], parts.header["line"], parts.header["note"],
                                              *parts.tab_items.values()],
                     api_visibility="private", show_progress="hidden", preprocess=False)
+
+
+def run_buttons(parts: PageParts) -> list:
+    """The buttons that run the model on what a link or a scene sets: disabled until the page's link is applied."""
+    forward = parts.forward
+    return [parts.lab.generate_button, parts.lab.step_button, parts.compare["run"], parts.engine["run"],
+            forward["trace_button"], forward["sample_button"]]
 
 
 def follow_forward(page: Page, tab, *inputs):

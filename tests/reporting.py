@@ -117,6 +117,14 @@ def pytest_sessionfinish(session, exitstatus):
     _note(f"{FINISHED} {int(exitstatus)}")
 
 
+def pytest_unconfigure(config):
+    global _progress
+    if _progress is not None:
+        _progress.close()
+        _progress = None
+    logging.getLogger().removeHandler(_log_tail)
+
+
 def pytest_terminal_summary(terminalreporter):
     if _written:
         terminalreporter.section("artifacts of the failed tests")

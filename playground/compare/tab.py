@@ -37,7 +37,7 @@ def build_compare_tab(service, language: gr.Radio | None = None) -> dict:
                 max_new = gr.Slider(1, limits.MAX_NEW_TOKENS, DEFAULT_MAX_NEW_TOKENS, step=1, label=T("lab.max_new"),
                                     elem_id="compare-max-new")
             with gr.Row():
-                run_btn = gr.Button(T("compare.run"), variant="primary", elem_id="compare-run")
+                run_btn = gr.Button(T("compare.run"), variant="primary", elem_id="compare-run", interactive=False)
                 stop_btn = gr.Button(T("lab.stop_button"), variant="stop", elem_id="compare-stop")
             gr.Markdown(T("compare.crn_note"), elem_classes=["ntp-note"], elem_id="compare-crn-note")
         with gr.Column(scale=3):

@@ -83,7 +83,8 @@ def build_components() -> EngineComponents:
     )
     parsed_by_us(table)
     with gr.Row():
-        run_btn = gr.Button(T("engine.button.run"), variant="primary", elem_id="engine-run", scale=2)
+        run_btn = gr.Button(T("engine.button.run"), variant="primary", elem_id="engine-run", scale=2,
+                            interactive=False)
         stop_btn = gr.Button(T("engine.button.stop"), variant="stop", elem_id="engine-stop", scale=1)
         add_btn = gr.Button(T("engine.button.add"), elem_id="engine-add", scale=1)
         remove_btn = gr.Button(T("engine.button.remove"), elem_id="engine-remove", scale=1)

@@ -67,7 +67,7 @@ def build_components() -> ForwardComponents:
         prompt = gr.Textbox(limits.LESSON_PROMPT, label=T("forward.prompt"), lines=2, scale=4, elem_id="fw-prompt")
         with gr.Column(scale=1, min_width=220):
             chat = gr.Checkbox(False, label=T("forward.chat"), elem_id="fw-chat")
-            trace_btn = gr.Button(T("forward.trace"), variant="primary", elem_id="fw-trace")
+            trace_btn = gr.Button(T("forward.trace"), variant="primary", elem_id="fw-trace", interactive=False)
     status = gr.Markdown(tr(DEFAULT, "forward.status.ready"), elem_id="fw-status")
 
     gr.Markdown(T("forward.section.input"))
@@ -103,7 +103,7 @@ def build_components() -> ForwardComponents:
     lens_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.lens")), show_label=False, elem_id="fw-lens")
 
     gr.Markdown(T("forward.section.sample"))
-    sample_btn = gr.Button(T("forward.sample"), elem_id="fw-sample")
+    sample_btn = gr.Button(T("forward.sample"), elem_id="fw-sample", interactive=False)
     return ForwardComponents(
         state=state, prompt=prompt, chat=chat, trace_btn=trace_btn, status=status, tokens=tokens, input_md=input_md,
         shapes_md=shapes_md, lesson_md=lesson_md, numbers=numbers, embedding_md=embedding_md, stream_md=stream_md,

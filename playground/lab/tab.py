@@ -66,8 +66,8 @@ def lay_out(service, language) -> LabComponents:
             stop = gr.Textbox("", label=T("lab.stop"), placeholder=T("lab.stop.placeholder"), lines=1,
                               elem_id="stop-strings")
             with gr.Row(elem_id="lab-buttons"):
-                generate_btn = gr.Button(T("lab.generate"), variant="primary", elem_id="generate")
-                step_btn = gr.Button(T("lab.step"), elem_id="step")
+                generate_btn = gr.Button(T("lab.generate"), variant="primary", elem_id="generate", interactive=False)
+                step_btn = gr.Button(T("lab.step"), elem_id="step", interactive=False)
                 stop_btn = gr.Button(T("lab.stop_button"), variant="stop", elem_id="stop")
             gr.Markdown(T("lab.defaults_note"), elem_classes=["ntp-note"])
         with gr.Column(scale=3):

@@ -38,11 +38,14 @@ ACTION_JS = """(action) => {
       const under = bar && getComputedStyle(bar).position === "sticky" ? bar.offsetHeight + 8 : 0;
       window.scrollTo({top: el.getBoundingClientRect().top + window.scrollY - under});
     }
-    if (a.run) {
-      const b = document.getElementById(a.run);
+    // the run button wakes once the page's link is applied (page.run_buttons): a scene opened by a link waits
+    const press = (left) => {
+      const b = a.run && document.getElementById(a.run);
       const button = b && (b.tagName === "BUTTON" ? b : b.querySelector("button"));
+      if (button && button.disabled && left > 0) { setTimeout(() => press(left - 1), 100); return; }
       if (button) button.click();
-    }
+    };
+    press(600);
   };
   setTimeout(go, 200);
 }"""

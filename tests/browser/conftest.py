@@ -21,6 +21,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # and a flake hunt keeps one of them busy (docs/testing.md). A wait's deadline only fails a hang: a real failure
 # still fails, just later.
 EXPECT_TIMEOUT_MS = 60_000
+# NTP_TEST_TRACE=0 records no trace (a failure still leaves its screenshots): to measure what tracing costs.
+TRACE = os.environ.get("NTP_TEST_TRACE", "1") != "0"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"]
 
 
@@ -57,7 +59,8 @@ class TracedBrowser:
 
     def new_context(self, **options):
         context = self._browser.new_context(**options)
-        context.tracing.start(snapshots=True, screenshots=False, sources=False)
+        if TRACE:
+            context.tracing.start(snapshots=True, screenshots=False, sources=False)
         TracedBrowser.open_contexts.append(context)
         return context
 
@@ -79,6 +82,8 @@ def _keep(context, nodeid: str) -> None:
             kept.append(shot)
         except Exception as e:  # a crashed page still leaves its trace
             kept.append(f"(no screenshot of context {n} page {j}: {type(e).__name__}: {e})")
+    if not TRACE:
+        return
     try:
         context.tracing.stop(path=str(folder / f"context{n}-trace.zip"))
         kept.append(folder / f"context{n}-trace.zip")
