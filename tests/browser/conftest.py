@@ -38,26 +38,38 @@ def browser():
     BrowserContext.close = _closing_keeps_a_failure(close)
     try:
         with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-            yield TracedBrowser(b)
-            b.close()
+            traced = TracedBrowser(lambda: p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS))
+            yield traced
+            traced.close()
     finally:
         BrowserContext.close = close
 
 
 class TracedBrowser:
     """The browser, whose new contexts record a trace (DOM snapshots, no screencast: cheap enough for every test).
-    Everything else is the browser's own."""
+    If Chromium dies, the test it died under fails saying so, and the next test's context starts a new one
+    (rather than every later test failing on a dead browser). Everything else is the browser's own."""
 
     open_contexts: list = []  # the contexts not yet closed, which a failing test's report reads
+    died = False  # Chromium went away during the current test
 
-    def __init__(self, browser):
-        self._browser = browser
+    def __init__(self, launch):
+        self._launch = launch
+        self._browser = launch()
+        self._browser.on("disconnected", lambda _: setattr(TracedBrowser, "died", True))
 
     def __getattr__(self, name):
         return getattr(self._browser, name)
 
+    def close(self):
+        if self._browser.is_connected():
+            self._browser.close()
+
     def new_context(self, **options):
+        if not self._browser.is_connected():
+            TracedBrowser.open_contexts.clear()
+            self._browser = self._launch()
+            self._browser.on("disconnected", lambda _: setattr(TracedBrowser, "died", True))
         context = self._browser.new_context(**options)
         if TRACE:
             context.tracing.start(snapshots=True, screenshots=False, sources=False)
@@ -114,6 +126,10 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.when not in ("setup", "call"):
         return
+    if TracedBrowser.died and report.failed:
+        report.sections.append(("Chromium", "Chromium died during this test (a crash, or killed for memory); the "
+                                            "next test starts a new one"))
+    TracedBrowser.died = False
     if report.failed:
         for context in list(TracedBrowser.open_contexts):
             _keep(context, item.nodeid)
