@@ -31,7 +31,7 @@ FINISHED = "session finished"
 _written: dict[str, Path] = {}  # nodeid -> its failure folder, in order of failure
 _progress = None
 _started = time.monotonic()
-APP_LOGGERS = ("model_service", "playground", "app", "gradio", "uvicorn", "uvicorn.error", "ray.serve")
+APP_LOGGERS = ("model_service", "playground", "app", "gradio", "uvicorn", "ray")  # kept at INFO
 
 
 class LogTail(logging.Handler):
@@ -43,7 +43,7 @@ class LogTail(logging.Handler):
         self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
 
     def emit(self, record):
-        if record.levelno >= logging.WARNING or record.name.split(".")[0] in {n.split(".")[0] for n in APP_LOGGERS}:
+        if record.levelno >= logging.WARNING or record.name.split(".")[0] in APP_LOGGERS:
             self.records.append(self.format(record))
 
 
@@ -75,8 +75,6 @@ def _note(line: str) -> None:
 
 def pytest_configure(config):
     global _progress
-    if hasattr(config, "workerinput"):  # a worker of pytest-xdist, should one ever run: its parent keeps the log
-        return
     shutil.rmtree(FAILURES, ignore_errors=True)  # the last run's failures are not this run's
     ARTIFACTS.mkdir(exist_ok=True)
     _progress = PROGRESS.open("w", encoding="utf-8", buffering=1)
