@@ -1,13 +1,14 @@
 """The scheduler that owns the model: requests join and leave one running batch at step boundaries.
 
 Holding `service.model_lock` pauses the scheduler at its next forward pass, which is how these tests
-make a request join at a known point of another's run."""
+make a request join at a known point of another's run; `one_boundary` makes several join at the same one."""
 
 from __future__ import annotations
 
 import gc
 import json
 import threading
+from contextlib import contextmanager
 
 import pytest
 
@@ -26,6 +27,16 @@ def tokens(records):
 
 def take(stream, n):
     return [next(stream) for _ in range(n)]
+
+
+@contextmanager
+def one_boundary(service):
+    """Every request made inside joins the batch at the same step boundary. The model lock alone does not
+    promise that: the scheduler admits waiting requests before it takes the lock for its pass, so one that
+    came first could be admitted alone while the others were still being made (a CPU hog showed it). It
+    admits only while holding its condition, so holding that as well parks it before its next admission."""
+    with service.model_lock, service.scheduler._cond:
+        yield
 
 
 def idle(service):
@@ -126,7 +137,7 @@ def test_the_queue_is_bounded_and_a_waiting_caller_sees_its_place(small_room, mo
     first = small_room.generate("long", GREEDY, 200, ignore_eos=True)
     second = small_room.generate("long", GREEDY, 200, ignore_eos=True)
     take(first, 1), take(second, 1)  # both rows taken
-    with small_room.model_lock:  # both wait before the scheduler's next boundary (almost surely)
+    with one_boundary(small_room):  # both wait before the scheduler's next boundary
         third = small_room.generate("third", GREEDY, 3, report_waiting=True)
         fourth = small_room.generate("fourth", GREEDY, 3, report_waiting=True)
         with pytest.raises(RuntimeError, match="the room is full: 2 requests are waiting .* limit here is 2"):
@@ -194,7 +205,7 @@ def test_a_failing_prefill_fails_that_request_only(tiny_service, monkeypatch):
 
     monkeypatch.setattr(decoder.Decoder, "_forward", forward)
     idle(tiny_service)
-    with tiny_service.model_lock:  # the three arrive at the same boundary
+    with one_boundary(tiny_service):  # the three arrive at the same boundary
         before = tiny_service.generate("fine", SamplingSettings(seed=8), 10, ignore_eos=True)
         bad = tiny_service.generate("bad!!!", GREEDY, 10)
         after = tiny_service.generate("also fine", GREEDY, 10, ignore_eos=True)
@@ -233,7 +244,7 @@ def test_newcomers_of_very_different_lengths_are_read_in_one_pass_per_length(tin
     shapes = []
     hook = tiny_service.model.register_forward_pre_hook(lambda m, args, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
     try:
-        with tiny_service.model_lock:  # all six arrive at the same boundary
+        with one_boundary(tiny_service):  # all six arrive at the same boundary
             runs = [tiny_service.generate(q, SamplingSettings(seed=i), 3, ignore_eos=True) for i, q in enumerate(longs + shorts)]
         got = [list(run) for run in runs]
     finally:
@@ -359,7 +370,7 @@ def test_a_jobs_status_follows_it_through_the_room():
 
     small_room = ModelService(tiny_llama(), byte_tokenizer(), max_rows=2, queue_size=8)  # all three may wait
     idle(small_room)
-    with small_room.model_lock:  # the scheduler waits at its next forward pass: nothing has moved yet
+    with one_boundary(small_room):  # the scheduler waits at its next forward pass: nothing has moved yet
         first = small_room.generate("a", SamplingSettings(seed=1), 30, ignore_eos=True)
         second = small_room.generate("b", SamplingSettings(seed=2), 30, ignore_eos=True)
         third = small_room.generate("c", SamplingSettings(seed=3), 30, ignore_eos=True)  # 2 rows: it waits
