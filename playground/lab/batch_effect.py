@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import gradio as gr
 
-from ..common.errors import user_error
+from ..common.errors import unchanged, user_error
 from ..common.i18n import DEFAULT, T, tr
 from . import batch_effect_views as views
 from .inspect import _key, _step_index
@@ -54,7 +54,10 @@ def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider,
                 plot: views.batch_effect_figure(effect, lang), kept: {"key": _key(run, i), "record": effect}}
 
     def show_step(index, run, opened, stored, lang):
-        """A new step on screen: measure it if the accordion is open; else show what is kept for it, if anything."""
+        """A new step on screen: measure it if the accordion is open; else show what is kept for it, if anything.
+        Nothing while the run streams (its end, or Stop, shows it: Run.mid_stream)."""
+        if getattr(run, "mid_stream", False):
+            return unchanged(*outputs)
         i = _step_index(run, index)
         mine = stored is not None and i is not None and run.request is not None and stored["key"] == _key(run, i)
         if mine or not opened or i is None:

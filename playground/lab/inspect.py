@@ -16,7 +16,7 @@ import gradio as gr
 from model_service import limits
 from model_service.records import validation
 
-from ..common.errors import user_error
+from ..common.errors import unchanged, user_error
 from ..common.i18n import DEFAULT, T, tr
 from . import inspect_charts as views
 from .request import continued
@@ -66,7 +66,10 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
     many_state = gr.State(None)  # {"key": _key(...), "record": ManyDraws}: the last draws and their step
 
     def show(index, run, kept, lang):
-        """The step's views from the kept records; the last draws if they are this step's."""
+        """The step's views from the kept records; the last draws if they are this step's. Nothing while the
+        run streams (its end, or Stop, draws them: Run.mid_stream)."""
+        if getattr(run, "mid_stream", False):
+            return unchanged(*outputs)
         i = _step_index(run, index)
         record = None if i is None else run.records[i]
         records = [] if i is None else run.records

@@ -53,6 +53,12 @@ class Run:
     def finished(self) -> bool:
         return bool(self.records) and (self.records[-1].stop_reason is not None or self.stop_requested)
 
+    @property
+    def mid_stream(self) -> bool:
+        """Steps are still streaming in: the stage charts follow them at their pace, while the views of one
+        step under them (Look inside, the batch effect) wait for the run to end or stop, and then draw once."""
+        return bool(self.streaming) and not self.finished
+
     def progress(self) -> tuple:
         """What a redraw of this run depends on besides the language: it changed if any of these did."""
         return self.streaming, len(self.records), self.finished, self.scrubbed

@@ -145,7 +145,9 @@ KEYS_JS = """() => {
     const chips = document.getElementById("chips");
     if (chips && chips !== watched) {
       watched = chips;
-      new MutationObserver(later).observe(chips, {childList: true, subtree: true, characterData: true});
+      // the page's HTML updates morph the chips in place: a scrubbed step may change nothing but two classes
+      new MutationObserver(later).observe(chips, {childList: true, subtree: true, characterData: true, attributes: true,
+                                                  attributeFilter: ["class"]});
     }
     return hint() && !!chips;
   };
