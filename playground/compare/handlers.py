@@ -110,6 +110,7 @@ def stream_columns(c: CompareComponents, current: CompareRun, steps, lang):
             return
         pace.went(current.length)
         yield out
+    pace.last(lambda: current.stop_presses)  # the last update waits for the page too: a Stop meanwhile still cuts
 
 
 def finish(c: CompareComponents, current: CompareRun, lang) -> dict:

@@ -217,6 +217,8 @@ def stream_branch(panel: BranchPanel, current: Run, stream, i: int, records: lis
             if current.stop_presses > presses:
                 return
             records.append(record)
+            if record.stop_reason is not None and pace.last(lambda: current.stop_presses > presses):
+                return  # Stop, pressed while the page caught up with the branch
             if len(records) > i and (record.stop_reason is not None or not pace.behind()):
                 pace.went(len(records))
                 yield {lab.chips: token_chips_html(records, lang=lang, tag=current.tag)}

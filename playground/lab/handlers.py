@@ -157,6 +157,8 @@ def stream_views(lab: LabComponents, run: Run, stream):
         chips += more
         if record.stop_reason is None and pace.behind():  # the page has not got the last update yet
             continue
+        if record.stop_reason is not None and pace.last(lambda: run.stop_presses):  # Stop, while the page caught up
+            return
         # an ended run's chips: untagged, and the last step's moved logits underline the earlier chips they hit
         shown = token_chips_html(run.records, lang=run.lang) if record.stop_reason else prefix + chips
         out, now = {lab.chips: shown, lab.run_state: run}, time.monotonic()

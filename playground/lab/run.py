@@ -117,6 +117,13 @@ class Pace:
     def went(self, sent: int) -> None:
         self.sent, self.at = sent, time.monotonic()
 
+    def last(self, stopped) -> bool:
+        """Hold a stream's last update until the page has the one before it (PAGE_WAIT_S at most) or Stop is
+        pressed; True if it was. A model that ends ahead of its page would otherwise send every chip it still
+        held at once, and a Stop pressed while the page showed the first of them could cut nothing."""
+        wait_until(lambda: stopped() or not self.behind(), timeout=PAGE_WAIT_S)
+        return bool(stopped())
+
 
 def wait_until(done, timeout: float = STOP_WAIT_S) -> bool:
     """Poll done() every 20 ms until it holds (True) or `timeout` s pass (False)."""

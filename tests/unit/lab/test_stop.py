@@ -162,11 +162,27 @@ def test_a_page_that_counts_gets_the_tokens_that_came_in_one_update_when_it_has_
     first = next(gen)
     assert chips_in(first[lab.chips]) == 1
     handlers.page_has(lab, run, f"{run.tag}:0")  # the page has the empty box, not the first chip yet
-    # while it has not got the first chip the tokens wait; the run's last token always goes out, with all of them
+    # while it has not got the first chip the tokens wait; the last one waits for it too, then all go at once
+    threading.Timer(0.2, handlers.page_has, (lab, run, f"{run.tag}:1")).start()
     last = next(gen)
     assert chips_in(last[lab.chips]) == 20 and "stopped: reached max new tokens" in last[lab.status]
     handlers.page_has(lab, run, "ffff:3")  # another stream's chips: ignored
-    assert run.page_chips == 0
+    assert run.page_chips == 1
+
+
+def test_a_stop_pressed_while_the_page_catches_up_with_a_model_that_ended_still_cuts_the_run(lab):
+    gen, run = start(lab)
+    next(gen)  # the first chip goes out; the model has all 20 tokens before the page has drawn it
+    handlers.page_has(lab, run, f"{run.tag}:0")
+    answer = {}
+    press = threading.Timer(0.2, lambda: answer.update(out=handlers.stop_run(lab, run, "en", View(), f"{run.tag}:1")))
+    press.start()  # Stop, while the last update waits for the page: the page shows the first chip
+    last = next(gen)
+    assert chips_in(last[lab.chips]) == 1 and len(run.records) == 1 and "stopped by you at step 1" in last[lab.status]
+    with pytest.raises(StopIteration):
+        next(gen)
+    press.join(5)
+    assert answer["out"] == {lab.chips: gr.skip()}  # the generator sent the frozen views itself
 
 
 def test_the_charts_describe_the_chips_the_page_has(lab):
