@@ -18,6 +18,7 @@ from ..common.i18n import DEFAULT, T, tr
 from . import batch_effect_views as views
 from .inspect import _key, _step_index
 from .request import continued
+from .run import Run
 
 
 def _vocab(service) -> int | None:
@@ -53,28 +54,31 @@ def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider,
         return {text: views.batch_effect_markdown(effect, lang, _vocab(service)),
                 plot: views.batch_effect_figure(effect, lang), kept: {"key": _key(run, i), "record": effect}}
 
-    def show_step(index, run, opened, stored, lang):
+    def show_step(index, run, opened, stored, lang, drawn):
         """A new step on screen: measure it if the accordion is open; else show what is kept for it, if anything.
-        Nothing while the run streams (its end, or Stop, shows it: Run.mid_stream)."""
-        if getattr(run, "mid_stream", False):
+        Nothing while the run streams (its end, or Stop, shows it: Run.mid_stream), nor when it shows this step."""
+        key = run.drawn_as(index, lang, bool(opened)) if isinstance(run, Run) else None
+        if getattr(run, "mid_stream", False) or (key is not None and key == drawn):
             return unchanged(*outputs)
         i = _step_index(run, index)
         mine = stored is not None and i is not None and run.request is not None and stored["key"] == _key(run, i)
         if mine or not opened or i is None:
             effect = stored["record"] if mine else None
             return {text: views.batch_effect_markdown(effect, lang, _vocab(service)),
-                    plot: views.batch_effect_figure(effect, lang), kept: stored if mine else None}
-        return measure(index, run, lang)
+                    plot: views.batch_effect_figure(effect, lang), kept: stored if mine else None, drawn_state: key}
+        return measure(index, run, lang) | {drawn_state: key}
 
-    outputs = [text, plot, kept]
+    drawn_state = gr.State(None)  # Run.drawn_as of what the accordion shows
+    outputs = [text, plot, kept, drawn_state]
     run_btn.click(measure, [scrub, run_state, language], outputs, api_name="batch_effect", preprocess=False)
     box.expand(lambda: True, None, is_open, queue=False, api_visibility="private").then(
-        show_step, [scrub, run_state, is_open, kept, language], outputs, show_progress="minimal", preprocess=False,
-        api_visibility="private")
+        show_step, [scrub, run_state, is_open, kept, language, drawn_state], outputs, show_progress="minimal",
+        preprocess=False, api_visibility="private")
     box.collapse(lambda: False, None, is_open, queue=False, api_visibility="private")
-    gr.on([run_plot.change, scrub.release, scrub.input], show_step, [scrub, run_state, is_open, kept, language], outputs,
+    gr.on([run_plot.change, scrub.release, scrub.input], show_step,
+          [scrub, run_state, is_open, kept, language, drawn_state], outputs,
           show_progress="minimal", trigger_mode="always_last", preprocess=False, api_visibility="private")
     if isinstance(language, gr.Radio):
-        language.change(show_step, [scrub, run_state, gr.State(False), kept, language], outputs,
+        language.change(show_step, [scrub, run_state, gr.State(False), kept, language, drawn_state], outputs,
                         api_visibility="private", show_progress="hidden", preprocess=False)
     return {"box": box, "text": text, "plot": plot, "run": run_btn}

@@ -20,6 +20,7 @@ from ..common.errors import unchanged, user_error
 from ..common.i18n import DEFAULT, T, tr
 from . import inspect_charts as views
 from .request import continued
+from .run import Run
 from .scrubber import scrub_index
 
 
@@ -65,10 +66,11 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
                 cost_plot = gr.Plot(views.cost_figure([], lang=DEFAULT), show_label=False, elem_id="inspect-cost-plot")
     many_state = gr.State(None)  # {"key": _key(...), "record": ManyDraws}: the last draws and their step
 
-    def show(index, run, kept, lang):
+    def show(index, run, kept, lang, drawn):
         """The step's views from the kept records; the last draws if they are this step's. Nothing while the
-        run streams (its end, or Stop, draws them: Run.mid_stream)."""
-        if getattr(run, "mid_stream", False):
+        run streams (its end, or Stop, draws them: Run.mid_stream), nor when they show this step already."""
+        key = run.drawn_as(index, lang) if isinstance(run, Run) else None
+        if getattr(run, "mid_stream", False) or (key is not None and key == drawn):
             return unchanged(*outputs)
         i = _step_index(run, index)
         record = None if i is None else run.records[i]
@@ -80,7 +82,7 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
             cost_text: views.cost_markdown(records, _head_bytes(service), i, lang),
             cost_plot: views.cost_figure(records, i, lang),
             many_text: views.many_draws_markdown(many, lang), many_plot: views.many_draws_figure(many, lang),
-            many_state: kept if mine else None,
+            many_state: kept if mine else None, drawn_state: key,
         }
 
     def draw(count, index, run, lang):
@@ -102,8 +104,9 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
         return {many_text: views.many_draws_markdown(many, lang), many_plot: views.many_draws_figure(many, lang),
                 many_state: {"key": _key(run, i), "record": many}}
 
-    outputs = [logits_text, logits_plot, cost_text, cost_plot, many_text, many_plot, many_state]
-    inputs = [scrub, run_state, many_state, language]
+    drawn_state = gr.State(None)  # Run.drawn_as of what these views show
+    outputs = [logits_text, logits_plot, cost_text, cost_plot, many_text, many_plot, many_state, drawn_state]
+    inputs = [scrub, run_state, many_state, language, drawn_state]
     gr.on([run_plot.change, scrub.release, scrub.input], show, inputs, outputs, api_name="inspect_step",
           show_progress="hidden", trigger_mode="always_last", preprocess=False)
     draw_btn.click(draw, [n, scrub, run_state, language], [many_text, many_plot, many_state], api_name="sample_many",

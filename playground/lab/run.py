@@ -59,6 +59,13 @@ class Run:
         step under them (Look inside, the batch effect) wait for the run to end or stop, and then draw once."""
         return bool(self.streaming) and not self.finished
 
+    def drawn_as(self, index: int | None, *more) -> tuple:
+        """What a view of step `index` of this run is drawn from (this run, how far it got, the step, and `more`:
+        the language, an open panel): a view handler that last drew the same can skip the redraw. A Plot fires
+        its change event on every new value, even an equal one, so a view that redrew on its trigger regardless
+        could set off another round of itself (after a branch was stopped: ~6 redraws a second, for ever)."""
+        return id(self), len(self.records), self.finished, self.scrubbed, index, *more
+
     def progress(self) -> tuple:
         """What a redraw of this run depends on besides the language: it changed if any of these did."""
         return self.streaming, len(self.records), self.finished, self.scrubbed

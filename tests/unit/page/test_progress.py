@@ -46,15 +46,30 @@ def test_a_run_is_mid_stream_until_its_last_step_or_stop():
     assert not Run().mid_stream
 
 
-@pytest.mark.parametrize("api_name, args", [("inspect_step", (2, None, "en")), ("batch_effect", None)])
-def test_the_views_of_one_step_wait_for_a_streaming_run(demo, api_name, args):
-    if api_name == "batch_effect":  # the batch effect's step follower has no API name: it is the private show_step
-        fn = next(f for f in demo.fns.values() if f.name == "show_step" and str(f.show_progress) == "minimal")
-        call = lambda run: fn.fn(2, run, False, None, "en")
-    else:
-        fn = next(f for f in demo.fns.values() if f.api_name == api_name)
-        call = lambda run: fn.fn(args[0], run, *args[1:])
+def step_view(demo, name: str):
+    """Look inside's or the batch effect's handler of the step on screen, called as its run_plot.change calls it."""
+    if name == "inspect":
+        fn = next(f for f in demo.fns.values() if f.api_name == "inspect_step")
+        return fn, lambda run, drawn=None: fn.fn(2, run, None, "en", drawn)
+    fn = next(f for f in demo.fns.values() if f.name == "show_step" and str(f.show_progress) == "minimal")
+    return fn, lambda run, drawn=None: fn.fn(2, run, False, None, "en", drawn)
+
+
+def skipped(out: dict) -> bool:
+    return all(isinstance(v, type(gr.skip())) for v in out.values())
+
+
+@pytest.mark.parametrize("name", ["inspect", "batch effect"])
+def test_the_views_of_one_step_wait_for_a_streaming_run_and_draw_a_step_once(demo, name):
+    fn, call = step_view(demo, name)
     out = call(streamed(None, None))
-    assert set(out) == set(fn.outputs) and all(isinstance(v, type(gr.skip())) for v in out.values())
-    out = call(streamed(None, "max_new_tokens"))  # the run ended: the views draw its step
-    assert not any(isinstance(v, type(gr.skip())) for v in out.values())
+    assert set(out) == set(fn.outputs) and skipped(out)
+    run = streamed(None, "max_new_tokens")
+    out = call(run)  # the run ended: the views draw its step, and remember what they drew
+    drawn = out[fn.outputs[-1]]
+    assert not any(isinstance(v, type(gr.skip())) for v in out.values()) and drawn == run.drawn_as(2, "en", *(
+        [] if name == "inspect" else [False]))
+    # the plots' new values fire run_plot's change again (Gradio's Plot does on every value): nothing to redraw
+    assert skipped(call(run, drawn))
+    run.scrubbed = 0  # the learner scrubbed: draw again
+    assert not skipped(call(run, drawn))
