@@ -7,6 +7,8 @@ from ONE run (service runs interleaved before/after each browser run, same promp
   (2) steadiness over the run: rendered rate of the last 50 tokens / first 50; goal >= 90%
   (3) bytes sent to the browser per step (CDP Network.dataReceived on the run's SSE stream), with a
       rough breakdown (chips HTML vs Plotly figures) and where the server's time goes per step
+  (4) the page's long tasks while the run streams (PerformanceObserver): how many, the longest (goal <= 200 ms:
+      a click waits that long) and the most chips one update added (goal <= 2: a stream, not bursts)
 Saves artifacts/bench_render.png (full page at the end).
 
     .venv/bin/python bench/bench_render.py [--tokens 300] [--rounds 2] [--seed 0]   # ~8 min on 2 cores
@@ -56,6 +58,12 @@ OBSERVER_JS = """() => {
   new MutationObserver(() => { const stopped = st.innerText.includes('stopped');  // this run's end, not the last one's
     if (!stopped) window.__running = true; else if (window.__running && !window.__done) window.__done = performance.now();
   }).observe(st, {childList: true, subtree: true, characterData: true});
+  window.__long = [];  // the main thread's long tasks (> 50 ms) from the click on: a click waits that long
+  if (!window.__longObserver) {
+    window.__longObserver = new PerformanceObserver((list) => list.getEntries().forEach(
+      (e) => window.__long.push([e.startTime, e.duration])));
+    window.__longObserver.observe({type: 'longtask'});
+  }
   window.__t0 = performance.now(); document.querySelector('#generate').click();
 }"""
 
@@ -137,7 +145,8 @@ def browser_run(page, cdp, net, tokens) -> dict:
     prof = {k: list(v) for k, v in PROF.items()}  # before the .then(finish) event adds the run chart
     perf1 = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
     page.wait_for_timeout(1500)  # the .then(finish) event: scrub slider + run chart
-    t0, points = page.evaluate("() => [window.__t0, window.__chips]")
+    t0, points, done, long = page.evaluate("() => [window.__t0, window.__chips, window.__done, window.__long]")
+    streaming = [d for start, d in long if t0 <= start <= done]  # from the click to the run's last status
     first_seen, k = [], 1  # first time the page showed >= k chips (robust to skipped counts)
     for t, n in points:
         while k <= n:
@@ -148,7 +157,8 @@ def browser_run(page, cdp, net, tokens) -> dict:
         "rates": rates(first_seen) if len(first_seen) > 1 else None, "status": page.inner_text("#run-status"),
         "stream_bytes": [net["bytes"][rid] for rid in streams],
         "browser_cpu": {m: perf1.get(m, 0) - perf0.get(m, 0) for m in ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")},
-        "prof": prof,
+        "prof": prof, "long_tasks": streaming, "stream_s": (done - t0) / 1000,
+        "most_chips": max((b - a for (_, a), (_, b) in zip([(0, 0), *points], points)), default=0),
     }
 
 
@@ -245,6 +255,11 @@ def report(N, service_rates, browser) -> None:
         cpu = run["browser_cpu"]
         print(f"    browser main thread: busy {cpu['TaskDuration']:.1f} s of {wall:.0f} s ({cpu['TaskDuration'] / wall:.0%});"
               f" {cpu['TaskDuration'] / n * 1000:.0f} ms/step: " + ", ".join(f"{k[:-8]} {v:.1f} s" for k, v in cpu.items() if k != "TaskDuration"))
+        long, secs = run["long_tasks"], run["stream_s"]
+        blocked = sum(d - 50 for d in long) / max(secs, 1e-9)  # ms past 50 in each task: how long a click waits
+        print(f"(4) main-thread long tasks while streaming: {len(long)}, longest {max(long, default=0):.0f} ms"
+              f" [goal <= 200 ms]; blocked {blocked:.0f} ms per second; most chips added in one update:"
+              f" {run['most_chips']} [goal <= 2]")
         print("    server, per step:")
         for key, (calls, secs, _) in sorted(prof.items(), key=lambda kv: -kv[1][1]):
             print(f"      {key:55s} {calls:5d} calls {secs:7.2f} s {secs / n * 1000:7.1f} ms/step")
