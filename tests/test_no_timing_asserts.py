@@ -92,8 +92,9 @@ CASES = TESTS / "timing_assert_cases.txt"
 
 
 def cases(kind: str) -> list[str]:
-    """The example modules of one kind from CASES (a line '=== <kind>' opens each)."""
-    text = "\n".join(line for line in CASES.read_text().splitlines() if not line.startswith("#"))
+    """The example modules of one kind from CASES (a line '=== <kind>' opens each; CHECK stands for assert)."""
+    lines = (line.replace("CHECK ", "assert ", 1) for line in CASES.read_text().splitlines() if not line.startswith("#"))
+    text = "\n".join(lines)
     return [body.split("\n", 1)[1] for body in text.split("=== ")[1:] if body.startswith(kind + "\n")]
 
 
