@@ -274,7 +274,7 @@ def track_no_progress(demo: gr.Blocks) -> None:
     each, a search of the page's component tree and a deep copy of the component's props, and a Plot given
     its props back re-fires its change event. With the lab, the header's watcher and a link's outputs that is
     ~165 components per message: 40 % of the browser's main thread during a run (a 24-token run: 7.0 s busy
-    -> 4.2 s with this). Hidden progress draws nothing on those components, so an empty list of progress
+    -> ~4.3 s with this). Hidden progress draws nothing on those components, so an empty list of progress
     targets shows the same page; events that show progress keep theirs."""
     for fn in demo.fns.values():
         if fn.show_progress == "hidden" and fn.show_progress_on is None:

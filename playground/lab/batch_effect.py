@@ -18,7 +18,6 @@ from ..common.i18n import DEFAULT, T, tr
 from . import batch_effect_views as views
 from .inspect import _key, _step_index
 from .request import continued
-from .run import Run
 
 
 def _vocab(service) -> int | None:
@@ -56,9 +55,9 @@ def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider,
 
     def show_step(index, run, opened, stored, lang, drawn):
         """A new step on screen: measure it if the accordion is open; else show what is kept for it, if anything.
-        Nothing while the run streams (its end, or Stop, shows it: Run.mid_stream), nor when it shows this step."""
-        key = run.drawn_as(index, lang, bool(opened)) if isinstance(run, Run) else None
-        if getattr(run, "mid_stream", False) or (key is not None and key == drawn):
+        Nothing while the run streams (its end, or Stop, shows it), nor when it shows this step (Run.redraw)."""
+        key = run.redraw(drawn, index, lang, bool(opened))
+        if key is None:
             return unchanged(*outputs)
         i = _step_index(run, index)
         mine = stored is not None and i is not None and run.request is not None and stored["key"] == _key(run, i)

@@ -20,7 +20,6 @@ from ..common.errors import unchanged, user_error
 from ..common.i18n import DEFAULT, T, tr
 from . import inspect_charts as views
 from .request import continued
-from .run import Run
 from .scrubber import scrub_index
 
 
@@ -68,9 +67,9 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
 
     def show(index, run, kept, lang, drawn):
         """The step's views from the kept records; the last draws if they are this step's. Nothing while the
-        run streams (its end, or Stop, draws them: Run.mid_stream), nor when they show this step already."""
-        key = run.drawn_as(index, lang) if isinstance(run, Run) else None
-        if getattr(run, "mid_stream", False) or (key is not None and key == drawn):
+        run streams (its end, or Stop, draws them), nor when they show this step already (Run.redraw)."""
+        key = run.redraw(drawn, index, lang)
+        if key is None:
             return unchanged(*outputs)
         i = _step_index(run, index)
         record = None if i is None else run.records[i]

@@ -66,6 +66,12 @@ class Run:
         could set off another round of itself (after a branch was stopped: ~6 redraws a second, for ever)."""
         return id(self), len(self.records), self.finished, self.scrubbed, index, *more
 
+    def redraw(self, drawn, index: int | None, *more) -> tuple | None:
+        """The key (drawn_as) to draw step `index`'s views under now, or None when they need no redraw: steps
+        still stream in (the run's end, or Stop, draws them), or the views show that key (`drawn`) already."""
+        key = self.drawn_as(index, *more)
+        return None if self.mid_stream or key == drawn else key
+
     def progress(self) -> tuple:
         """What a redraw of this run depends on besides the language: it changed if any of these did."""
         return self.streaming, len(self.records), self.finished, self.scrubbed
