@@ -21,8 +21,13 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # and a flake hunt keeps one of them busy (docs/testing.md). A wait's deadline only fails a hang: a real failure
 # still fails, just later.
 EXPECT_TIMEOUT_MS = 60_000
-# NTP_TEST_TRACE=0 records no trace (a failure still leaves its screenshots): to measure what tracing costs.
-TRACE = os.environ.get("NTP_TEST_TRACE", "1") != "0"
+# What each context's trace records. "actions" (the default): every action and wait, with its timing and its log;
+# no DOM snapshots. "full" adds a DOM snapshot per action, to replay a flake step by step: on this page's DOM that
+# costs ~18 % of a browser test's time (the scenes test: 165 s -> 135 s without them), so only on request.
+# "0" records none. A failure leaves each open page's screenshot whichever is chosen.
+TRACE = os.environ.get("NTP_TEST_TRACE", "actions")
+if TRACE not in ("actions", "full", "0"):
+    raise ValueError(f"NTP_TEST_TRACE must be actions, full or 0, not {TRACE!r}")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"]
 
 
@@ -46,7 +51,7 @@ def browser():
 
 
 class TracedBrowser:
-    """The browser, whose new contexts record a trace (DOM snapshots, no screencast: cheap enough for every test).
+    """The browser, whose new contexts record a trace (NTP_TEST_TRACE: actions and their logs by default).
     If Chromium dies, the test it died under fails saying so, and the next test's context starts a new one
     (rather than every later test failing on a dead browser). Everything else is the browser's own."""
 
@@ -71,8 +76,8 @@ class TracedBrowser:
             self._browser = self._launch()
             self._browser.on("disconnected", lambda _: setattr(TracedBrowser, "died", True))
         context = self._browser.new_context(**options)
-        if TRACE:
-            context.tracing.start(snapshots=True, screenshots=False, sources=False)
+        if TRACE != "0":
+            context.tracing.start(snapshots=TRACE == "full", screenshots=False, sources=False)
         TracedBrowser.open_contexts.append(context)
         return context
 
@@ -94,7 +99,7 @@ def _keep(context, nodeid: str) -> None:
             kept.append(shot)
         except Exception as e:  # a crashed page still leaves its trace
             kept.append(f"(no screenshot of context {n} page {j}: {type(e).__name__}: {e})")
-    if not TRACE:
+    if TRACE == "0":
         return
     try:
         context.tracing.stop(path=str(folder / f"context{n}-trace.zip"))
