@@ -1,7 +1,7 @@
 """The header's menus: a button (or the model line) that opens a panel over the page, and takes no space closed.
 
-Model, Share and Room open this way. Opening and closing is the browser's alone (MENUS_JS, no server round
-trip): a click on a menu's opener puts `ntp-open-<name>` on <body> (assets/style.css shows the panel under the
+Model, Share and Room open this way. Opening and closing is the browser's alone (MENUS_HEAD, in the page's
+<head>; no server round trip): a click on a menu's opener puts `ntp-open-<name>` on <body> (assets/style.css shows the panel under the
 header), a second click, Esc or a click outside every panel closes it. Opening one menu closes the others.
 """
 
@@ -15,7 +15,9 @@ import gradio as gr
 # opener's element id -> menu name; each panel is the column with id "<name>-panel"
 OPENERS = {"model-status": "model", "share-button": "share", "room-button": "room"}
 
-MENUS_JS = """() => {
+# In the page's <head>: the listeners sit on the document, so a menu opens from the first paint, before the page's
+# load events have run (on a busy machine a click on Room right after the page showed was lost while they waited).
+MENUS_HEAD = """<script>(() => {
   if (window.ntpMenus) return;
   window.ntpMenus = true;
   const OPENERS = __OPENERS__;
@@ -30,23 +32,37 @@ MENUS_JS = """() => {
   };
   const current = () => names.find((n) => document.body.classList.contains("ntp-open-" + n)) || null;
   window.ntpOpenMenu = mark;
-  document.addEventListener("click", (e) => {
+  const openerOf = (target) => {
     for (const [id, name] of Object.entries(OPENERS)) {
       const opener = document.getElementById(id);
-      if (opener && opener.contains(e.target)) { mark(current() === name ? null : name); return; }
+      if (opener && opener.contains(target)) return [opener, name];
     }
+    return [null, null];
+  };
+  document.addEventListener("click", (e) => {
+    const [opener, name] = openerOf(e.target);
+    if (opener) { mark(current() === name ? null : name); return; }
     if (current() && !e.target.closest(".ntp-menu")) mark(null);
   });
-  document.addEventListener("keydown", (e) => { if (e.key === "Escape" && current()) mark(null); });
-  for (const id of Object.keys(OPENERS)) {  // the model line is a Markdown box: make it a keyboard control too
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && current()) { mark(null); return; }
+    const [opener] = openerOf(e.target);  // the model line is a Markdown box: Enter and Space open it too
+    if (opener && opener === e.target && opener.tagName !== "BUTTON" && (e.key === "Enter" || e.key === " ")) {
+      e.preventDefault();
+      opener.click();
+    }
+  });
+})();</script>""".replace("__OPENERS__", json.dumps(OPENERS))
+# On load: the model line (a Markdown box) becomes a keyboard control.
+MENUS_JS = """() => {
+  for (const id of __IDS__) {
     const opener = document.getElementById(id);
     if (opener && opener.tagName !== "BUTTON") {
       opener.setAttribute("role", "button");
       opener.setAttribute("tabindex", "0");
-      opener.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); opener.click(); } });
     }
   }
-}""".replace("__OPENERS__", json.dumps(OPENERS))
+}""".replace("__IDS__", json.dumps(list(OPENERS)))
 
 
 def opener(label, name: str) -> gr.Button:
@@ -62,4 +78,4 @@ def panel(name: str):
         yield column
 
 
-__all__ = ["MENUS_JS", "OPENERS", "opener", "panel"]
+__all__ = ["MENUS_HEAD", "MENUS_JS", "OPENERS", "opener", "panel"]

@@ -36,7 +36,7 @@ from .lab.greedy_loop import build_greedy_loop
 from .lab.handlers import watcher as lab_watcher
 from .lab.run_files import build_run_files
 from .lab.tab import build_lab
-from .menus import MENUS_JS, opener, panel
+from .menus import MENUS_HEAD, MENUS_JS, opener, panel
 from .softmax.tab import build_softmax_tab
 from .workshop.follow.bar import FollowBar, build_follow_bar, build_room_menu, wire_follow
 from .workshop.hosting import SwitchPolicy
@@ -282,10 +282,11 @@ def track_no_progress(demo: gr.Blocks) -> None:
 
 
 def launch_options() -> dict:
-    """What Gradio 6 takes in launch() rather than Blocks(): theme, CSS, and enough worker threads
-    for a room (each streaming learner's handler waits on the model's scheduler in a thread)."""
+    """What Gradio 6 takes in launch() rather than Blocks(): theme, CSS, the menus' listeners (added to <head>
+    before the page's components are drawn), and enough worker threads for a room (each streaming learner's
+    handler waits on the model's scheduler in a thread)."""
     css = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in STYLE_SHEETS)
-    return {"theme": gr.themes.Soft(), "css": css,
+    return {"theme": gr.themes.Soft(), "css": css, "head": MENUS_HEAD,
             "max_threads": limits.GRADIO_THREADS, "max_file_size": MAX_UPLOAD, "i18n": translations()}
 
 

@@ -90,6 +90,24 @@ def test_menus_open_over_the_page_and_close(browser, app_url):
     page.context.close()
 
 
+def test_the_menus_answer_a_click_before_the_pages_load_events_have_run(browser, app_url):
+    # on a busy machine a click on Room right after the page showed was lost: the menus' listener came with the
+    # page's load events. It comes with the page's <head> now: installed before the Room button is on the page.
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.add_init_script("""new MutationObserver((_, watcher) => {
+      if (!document.getElementById("room-button")) return;
+      window.menusBeforeRoom = window.ntpMenus === true;
+      watcher.disconnect();
+    }).observe(document, {childList: true, subtree: true});""")
+    page.goto(app_url, wait_until="domcontentloaded")
+    page.wait_for_function("() => window.menusBeforeRoom !== undefined")
+    assert page.evaluate("() => window.menusBeforeRoom")
+    page.locator("#room-button").click()
+    expect(page.locator("#room-panel")).to_be_visible()
+    context.close()
+
+
 def test_the_model_line_opens_its_menu_from_the_keyboard(browser, app_url):
     page = open_page(browser, app_url, 1280, 720)
     page.locator("#model-status").focus()
