@@ -11,6 +11,7 @@ names it, its value and what is allowed (`job.result()` raises it as gradio_clie
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Generator
 from typing import Any
 
@@ -18,44 +19,33 @@ import gradio as gr
 
 from model_service import limits
 from model_service.records import validation
+from model_service.records.knobs import BY_NAME, KNOBS, LAB_KNOBS, TEXT_KNOBS
 from model_service.records.settings import parse_settings
 from model_service.records.step import Waiting
 
 from .common.errors import user_error
-from .lab.request import KNOB_CONTROLS
+
+
+def _parameter(name: str, default, annotation=Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=annotation)
+
+
+# /stream_records' parameters, in the order a positional caller sends them: the prompt, the lesson's knobs, the run's
+# own, then every other knob in the rows' order (records/knobs.py; a text knob's default is null: its own default).
+STREAM_PARAMETERS = inspect.Signature([
+    _parameter("prompt", inspect.Parameter.empty, str),
+    *(_parameter(k.name, k.default) for k in KNOBS if k.group == "lesson"),
+    _parameter("seed", None), _parameter("order", "hf", str),
+    _parameter("max_new_tokens", limits.DEFAULT_MAX_NEW_TOKENS), _parameter("stop", None), _parameter("chat", False),
+    _parameter("top_n", limits.DEFAULT_TOP_N), _parameter("report_waiting", False),
+    *(_parameter(name, None if name in TEXT_KNOBS else BY_NAME[name].default) for name in LAB_KNOBS),
+], return_annotation=Generator[dict, None, None])  # gr.api needs Generator (not Iterator) to stream
 
 
 def stream_records_of(service):
-    """The /stream_records endpoint of `service` (its knobs are the lab's, by name)."""
+    """The /stream_records endpoint of `service` (its knobs are the lab's, by name: STREAM_PARAMETERS)."""
 
-    def stream_records(
-        prompt: str,
-        temperature: Any = 1.0,
-        top_k: Any = 0,
-        top_p: Any = 1.0,
-        min_p: Any = 0.0,
-        seed: Any = None,
-        order: str = "hf",
-        max_new_tokens: Any = limits.DEFAULT_MAX_NEW_TOKENS,
-        stop: Any = None,
-        chat: Any = False,
-        top_n: Any = limits.DEFAULT_TOP_N,
-        report_waiting: Any = False,
-        logit_bias: Any = None,
-        repetition_penalty: Any = 1.0,
-        frequency_penalty: Any = 0.0,
-        presence_penalty: Any = 0.0,
-        penalty_last_n: Any = limits.DEFAULT_PENALTY_LAST_N,
-        no_repeat_ngram_size: Any = 0, min_tokens: Any = 0,
-        typical_p: Any = 1.0, epsilon_cutoff: Any = 0.0, eta_cutoff: Any = 0.0, top_n_sigma: Any = 0.0,
-        xtc_probability: Any = 0.0, xtc_threshold: Any = limits.DEFAULT_XTC_THRESHOLD,
-        dynatemp_range: Any = 0.0, dynatemp_exponent: Any = 1.0,
-        dry_multiplier: Any = 0.0, dry_base: Any = limits.DEFAULT_DRY_BASE,
-        dry_allowed_length: Any = limits.DEFAULT_DRY_ALLOWED_LENGTH, dry_penalty_last_n: Any = -1,
-        dry_sequence_breakers: Any = None,
-        mirostat: Any = 0, mirostat_tau: Any = limits.DEFAULT_MIROSTAT_TAU, mirostat_eta: Any = limits.DEFAULT_MIROSTAT_ETA,
-        chain: Any = None,
-    ) -> Generator[dict, None, None]:  # gr.api needs Generator (not Iterator) to stream
+    def stream_records(*args, **kwargs):
         """Stream one JSON step record per generated token: the token, the text so far, every stage's
         top-N probabilities, kept counts and masses, entropies, the random draw and timings. The last
         record carries stop_reason ("eos", "max_tokens" or "stop_string"). stop: a list of strings,
@@ -70,17 +60,23 @@ def stream_records_of(service):
         penalty. no_repeat_ngram_size ("hf") and min_tokens ("hf", "vllm") ban tokens. The other samplers
         (docs/sampling.md): an order whose engine lacks one refuses it. order may be a
         list of stage names (or chain, with order "custom"): a custom chain, after the bias, penalties and DRY."""
-        knobs = {name: value for name, value in locals().items() if name in KNOB_CONTROLS}
+        try:
+            given = STREAM_PARAMETERS.bind(*args, **kwargs)
+        except TypeError as e:  # too many values, or a name it does not take
+            raise user_error(ValueError(f"stream_records: {e}")) from None
+        given.apply_defaults()
+        a = given.arguments
         try:
             records = service.generate(
-                validation.text("prompt", prompt),
-                parse_settings(temperature, top_k, top_p, min_p, seed, order, **knobs),
-                max_new_tokens=validation.number("max_new_tokens", max_new_tokens, integer=True, low=1,
+                validation.text("prompt", a["prompt"]),
+                parse_settings(a["temperature"], a["top_k"], a["top_p"], a["min_p"], a["seed"], a["order"],
+                               **{name: a[name] for name in LAB_KNOBS}),
+                max_new_tokens=validation.number("max_new_tokens", a["max_new_tokens"], integer=True, low=1,
                                                  high=limits.MAX_NEW_TOKENS),
-                stop=validation.stop_strings("stop", stop),
-                chat=validation.boolean("chat", chat),
-                top_n=validation.number("top_n", top_n, integer=True, low=1, high=limits.MAX_TOP_N),
-                report_waiting=validation.boolean("report_waiting", report_waiting),
+                stop=validation.stop_strings("stop", a["stop"]),
+                chat=validation.boolean("chat", a["chat"]),
+                top_n=validation.number("top_n", a["top_n"], integer=True, low=1, high=limits.MAX_TOP_N),
+                report_waiting=validation.boolean("report_waiting", a["report_waiting"]),
             )
         except (ValueError, RuntimeError) as e:
             raise user_error(e) from None
@@ -90,6 +86,10 @@ def stream_records_of(service):
         finally:
             getattr(records, "close", lambda: None)()  # a dropped client frees its row at once
 
+    # what Gradio reads to list the endpoint's parameters (gr.api: the signature and its type hints)
+    stream_records.__signature__ = STREAM_PARAMETERS
+    stream_records.__annotations__ = {**{p.name: p.annotation for p in STREAM_PARAMETERS.parameters.values()},
+                                      "return": STREAM_PARAMETERS.return_annotation}
     return stream_records
 
 

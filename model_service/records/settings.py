@@ -5,91 +5,36 @@ The order of the transforms for each `order` is documented once, in model_servic
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, make_dataclass
 
 from .. import limits
 from . import validation
+from .knobs import (  # noqa: F401  (the orders and the stages, as every module imports them from here)
+    ADJUSTERS,
+    BANS,
+    BY_NAME,
+    CHAIN_STAGES,
+    KNOBS,
+    LESSON_STAGES,
+    MIROSTAT_REPLACES,
+    NOT_IN_ORDER,
+    NUMERIC,
+    ORDERS,
+)
 
-# The stages that change logits anywhere in the vocabulary (they can reorder the ranking) and read the context:
-# every engine applies them first, so the cuts after them rank the adjusted logits. no_repeat_ngram and min_tokens
-# ban tokens (their logit becomes -inf): transformers' NoRepeatNGram and MinNewTokensLength processors, vLLM's
-# min_tokens; each order lists the ones its engine has, where its engine applies them.
-BANS = ("no_repeat_ngram", "min_tokens")  # the adjusters that remove tokens (-inf) rather than move them
-_MOVERS = ("logit_bias", "penalties", "dry")  # the adjusters that move logits (llama.cpp's, and a custom chain's)
-ADJUSTERS = (*_MOVERS, *BANS)
-ORDERS: dict[str, tuple[str, ...]] = {
-    "hf": ("logit_bias", "penalties", "no_repeat_ngram", "min_tokens", "temperature", "top_k", "top_p", "min_p",
-           "typical_p", "epsilon_cutoff", "eta_cutoff"),
-    "vllm": ("logit_bias", "min_tokens", "penalties", "temperature", "min_p", "top_k", "top_p"),
-    # mirostat, when on, replaces the chain between the bias and temperature (settings refuse those knobs then)
-    "llama.cpp": (*_MOVERS, "top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature", "mirostat"),
-    "custom": _MOVERS,  # then the row's own `chain` (text-generation-webui's "sampler priority")
-}
-# The stages a custom chain orders, and the knobs that need each one there (the adjusters always come first).
-CHAIN_STAGES = {"temperature": ("temperature", "dynatemp_range"), "top_k": ("top_k",), "top_p": ("top_p",),
-                "min_p": ("min_p",), "typical_p": ("typical_p",), "epsilon_cutoff": ("epsilon_cutoff",),
-                "eta_cutoff": ("eta_cutoff",), "top_n_sigma": ("top_n_sigma",), "xtc": ("xtc_probability",)}
-LESSON_STAGES = ("raw", "temperature", "top_k", "top_p", "min_p", "final")  # the lesson's chain: always drawn
 # vLLM treats T below this as greedy and clamps (this, 0.01) up to 0.01. Every order treats T below it
 # as greedy: dividing float32 logits by T <= ~1e-37 overflows to inf and the softmax to NaN, and above
 # 1e-5 but tiny the tempered distribution is already one-hot on the argmax (docs/sampling.md).
 GREEDY_EPS = 1e-5
 VLLM_MIN_TEMPERATURE = 0.01
 MAX_SEED = limits.MAX_SEED
-
-
-# What each numeric knob accepts (the API's range; the lab's sliders show the useful part of it).
-RANGES = {
-    "temperature": dict(low=0, high=limits.MAX_TEMPERATURE),
-    "top_k": dict(integer=True, low=0, high=limits.MAX_TOP_K),
-    "top_p": dict(low=0, high=1, low_open=True),
-    "min_p": dict(low=0, high=1),
-    "repetition_penalty": dict(low=0, high=limits.MAX_REPETITION_PENALTY, low_open=True),
-    "frequency_penalty": dict(low=-limits.MAX_FREQUENCY_PENALTY, high=limits.MAX_FREQUENCY_PENALTY),
-    "presence_penalty": dict(low=-limits.MAX_FREQUENCY_PENALTY, high=limits.MAX_FREQUENCY_PENALTY),
-    "penalty_last_n": dict(integer=True, low=-1, high=limits.MAX_PENALTY_LAST_N),
-    "typical_p": dict(low=0, high=1, low_open=True),
-    "epsilon_cutoff": dict(low=0, high=limits.MAX_EPSILON_CUTOFF),
-    "eta_cutoff": dict(low=0, high=limits.MAX_EPSILON_CUTOFF),
-    "top_n_sigma": dict(low=0, high=limits.MAX_TOP_N_SIGMA),
-    "xtc_probability": dict(low=0, high=1),
-    "xtc_threshold": dict(low=0, high=1),
-    "dynatemp_range": dict(low=0, high=limits.MAX_TEMPERATURE),
-    "dynatemp_exponent": dict(low=0, high=limits.MAX_DYNATEMP_EXPONENT, low_open=True),
-    "dry_multiplier": dict(low=0, high=limits.MAX_DRY_MULTIPLIER),
-    "dry_base": dict(low=1, high=limits.MAX_DRY_BASE),
-    "dry_allowed_length": dict(integer=True, low=1, high=limits.MAX_DRY_ALLOWED_LENGTH),
-    "dry_penalty_last_n": dict(integer=True, low=-1, high=limits.MAX_PENALTY_LAST_N),
-    "mirostat": dict(integer=True, low=0, high=2),
-    "mirostat_tau": dict(low=0, high=limits.MAX_MIROSTAT_TAU),
-    "mirostat_eta": dict(low=0, high=1),
-    "no_repeat_ngram_size": dict(integer=True, low=0, high=limits.MAX_NO_REPEAT_NGRAM),
-    "min_tokens": dict(integer=True, low=0, high=limits.MAX_NEW_TOKENS),
-}
-# What an order's engine does not have (docs/sampling.md): a knob set away from its default there is refused,
-# naming the knob and the engine, rather than applied where the engine would not apply it.
-_HF_ONLY = {"epsilon_cutoff": "only transformers has an epsilon cutoff", "eta_cutoff": "only transformers has an eta cutoff"}
-_NOT_LLAMA = {"no_repeat_ngram_size": "only transformers has a no-repeat n-gram ban",
-              "min_tokens": "llama.cpp has no min_tokens: a logit_bias of -100 on the end token holds it back"}
-_LLAMA_ONLY = {"top_n_sigma": "only llama.cpp has top-n-sigma", "xtc_probability": "only llama.cpp has XTC",
-               "dynatemp_range": "only llama.cpp has a dynamic temperature", "dry_multiplier": "only llama.cpp has DRY",
-               "mirostat": "only llama.cpp has mirostat"}
-NOT_IN_ORDER = {
-    "hf": {"frequency_penalty": "transformers has no frequency penalty",
-           "presence_penalty": "transformers has no presence penalty", **_LLAMA_ONLY},
-    "vllm": {**_HF_ONLY, **_LLAMA_ONLY, "typical_p": "vLLM has no typical sampling",
-             "no_repeat_ngram_size": _NOT_LLAMA["no_repeat_ngram_size"]},
-    "llama.cpp": {**_HF_ONLY, **_NOT_LLAMA},
-    "custom": {"mirostat": "mirostat replaces the whole chain: choose the llama.cpp order",
-               **{f: why + "; a custom chain follows llama.cpp" for f, why in _NOT_LLAMA.items()}},
-}
-# What mirostat replaces in llama.cpp's chain: these knobs are refused while it is on, as llama.cpp ignores them.
-MIROSTAT_REPLACES = ("repetition_penalty", "frequency_penalty", "presence_penalty", "dry_multiplier", "top_n_sigma",
-                     "top_k", "typical_p", "top_p", "min_p", "xtc_probability", "dynatemp_range")
+# What each numeric knob accepts (the API's range; the lab's sliders show the useful part of it): from the rows.
+RANGES = {name: BY_NAME[name].range for name in NUMERIC}
 
 
 def fresh_seed() -> int:
@@ -159,45 +104,15 @@ def _refusal(values: Mapping, order: str, chain: tuple[str, ...], name) -> valid
     return None
 
 
-@dataclass(frozen=True)
-class SamplingSettings:
-    """One request's sampling knobs. Defaults switch every filter off (unlike HF generate(), whose
-    silent default is top_k=50): temperature 1, top_k 0, top_p 1, min_p 0, no bias, no penalty.
+class _Knobs:
+    """One request's sampling knobs: SamplingSettings' behaviour (its fields come from the rows, knobs.py). Defaults
+    switch every filter off (unlike HF generate(), whose silent default is top_k=50): temperature 1, top_k 0,
+    top_p 1, min_p 0, no bias, no penalty.
 
     The penalties read the row's context (sampling/penalties.py): which tokens count is each engine's rule, by
     `order`; penalty_last_n is llama.cpp's window and only its order reads it."""
 
-    temperature: float = 1.0  # 0 = greedy
-    top_k: int = 0  # 0 = off
-    top_p: float = 1.0  # 1 = off
-    min_p: float = 0.0  # 0 = off
-    seed: int | None = None  # None = fresh randomness
-    order: str = "hf"
-    logit_bias: tuple[tuple[int, float], ...] = ()  # (token id, bias) pairs, added to those logits first
-    repetition_penalty: float = 1.0  # 1 = off: a counted token's positive logit / r, negative x r
-    frequency_penalty: float = 0.0  # 0 = off: minus f x the token's count
-    presence_penalty: float = 0.0  # 0 = off: minus p once a token is counted at all
-    penalty_last_n: int = limits.DEFAULT_PENALTY_LAST_N  # llama.cpp: count the last n tokens (-1 all, 0 none)
-    typical_p: float = 1.0  # 1 = off: keep the tokens whose surprise is nearest the entropy, up to this mass
-    epsilon_cutoff: float = 0.0  # 0 = off: remove tokens below this probability (the top one stays)
-    eta_cutoff: float = 0.0  # 0 = off: remove tokens below min(eta, sqrt(eta) exp(-entropy))
-    top_n_sigma: float = 0.0  # 0 = off: keep logits within n standard deviations of the largest
-    xtc_probability: float = 0.0  # 0 = off: how often XTC removes the top choices
-    xtc_threshold: float = limits.DEFAULT_XTC_THRESHOLD  # the tokens at least this probable, all but the last, go
-    dynatemp_range: float = 0.0  # 0 = off: the temperature moves within T +- this, with the entropy
-    dynatemp_exponent: float = 1.0
-    dry_multiplier: float = 0.0  # 0 = off: a token that would extend a repeat loses multiplier x base^(length - allowed)
-    dry_base: float = limits.DEFAULT_DRY_BASE
-    dry_allowed_length: int = limits.DEFAULT_DRY_ALLOWED_LENGTH
-    dry_penalty_last_n: int = -1  # the last n tokens DRY searches (-1 all, 0 none)
-    dry_sequence_breakers: tuple[str, ...] = limits.DEFAULT_DRY_BREAKERS  # a repeat does not run across a token holding one
-    mirostat: int = 0  # 0 = off; 1, 2: mirostat v1, v2 (llama.cpp), in place of the chain's cuts
-    mirostat_tau: float = limits.DEFAULT_MIROSTAT_TAU  # the target surprise, in bits
-    mirostat_eta: float = limits.DEFAULT_MIROSTAT_ETA  # how fast mu follows the observed surprise
-    mirostat_mu: float | None = None  # the mu a continued run starts from (its last record's); None: 2 tau
-    chain: tuple[str, ...] = ()  # order "custom": the stages after the bias and penalties, in order
-    no_repeat_ngram_size: int = 0  # 0 = off: ban a token that would complete an n-gram already in the context (hf)
-    min_tokens: int = 0  # 0 = off: the end tokens are banned until this many tokens are generated (vllm, hf)
+    __slots__ = ()
 
     def __post_init__(self):
         for name in RANGES:
@@ -284,6 +199,25 @@ class SamplingSettings:
         out["logit_bias"] = {str(token): bias for token, bias in self.logit_bias}  # JSON's keys are text
         out["dry_sequence_breakers"], out["chain"] = list(self.dry_sequence_breakers), list(self.chain)
         return out
+
+
+def _field_type(knob) -> type:
+    if knob.control == "text":
+        return tuple
+    return int if knob.integer else float
+
+
+# The lesson's knobs, the seed and the order, then every other row of knobs.py in its order; then mirostat's mu, the
+# state a continued run starts from (its last record's; None: 2 tau), which no control sets.
+SamplingSettings = make_dataclass(
+    "SamplingSettings",
+    [*((k.name, _field_type(k), dataclasses.field(default=k.default)) for k in KNOBS if k.group == "lesson"),
+     ("seed", int | None, dataclasses.field(default=None)),  # None = fresh randomness
+     ("order", str, dataclasses.field(default="hf")),
+     *((k.name, _field_type(k), dataclasses.field(default=k.default)) for k in KNOBS if k.group != "lesson"),
+     ("mirostat_mu", float | None, dataclasses.field(default=None))],
+    bases=(_Knobs,), frozen=True, namespace={"__module__": __name__, "__doc__": _Knobs.__doc__},
+)
 
 
 @dataclass(frozen=True)

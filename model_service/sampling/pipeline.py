@@ -1,20 +1,9 @@
 """The sampling pipeline: one row of logits in, every intermediate distribution out, one token drawn.
 
-Pipeline order, per `SamplingSettings.order` (records/settings.py ORDERS holds it; this is its picture):
+The order of the stages, per `SamplingSettings.order`, is written once, with its picture, in records/knobs.py.
 
-  "hf" (Hugging Face generate(); the lesson's order):
-    raw -> logit_bias -> penalties -> no_repeat_ngram -> min_tokens -> temperature -> top_k -> top_p -> min_p
-        -> typical_p -> epsilon_cutoff -> eta_cutoff -> final
-  "vllm" (vLLM v1):
-    raw -> logit_bias -> min_tokens -> penalties -> temperature -> min_p -> top_k -> top_p -> final
-  "llama.cpp" (its default chain: cut at T = 1, then reshape; dynamic temperature in the temperature stage):
-    raw -> logit_bias -> penalties -> dry -> top_n_sigma -> top_k -> typical_p -> top_p -> min_p -> xtc -> temperature
-        -> mirostat -> final       (mirostat on: only logit_bias -> temperature -> mirostat act; settings refuse the rest)
-  "custom" (text-generation-webui's sampler priority; llama.cpp's arithmetic for every stage):
-    raw -> logit_bias -> penalties -> dry -> the row's own `chain`, in its order -> final
-
-A knob an order's engine does not have is refused for that order (settings.NOT_IN_ORDER); each knob's math is in
-transforms.py, penalties.py and bans.py.
+A knob an order's engine does not have is refused for that order (its row's `refused`, records/knobs.py); each
+knob's math is in transforms.py, penalties.py and bans.py.
 
 Every stage's distribution is softmax of the logits that survive so far ("removed" = -inf), so each one
 is already renormalised. "final" is the distribution the token is drawn from: the last transform's
@@ -39,6 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..records.knobs import KNOBS as ROWS
 from ..records.settings import ADJUSTERS, BANS, GREEDY_EPS, ORDERS, SamplingSettings, fresh_seed, stage_names
 from . import bans, penalties, transforms
 from . import window as ranking
@@ -48,13 +38,9 @@ from .penalties import Context
 
 __all__ = ["ORDERS", "SamplingSettings", "stage_names", "pipeline", "run_stages", "draw", "sample"]
 
-# The knobs a chain reads per row, their dtype and the value that means off ("temperature" is the effective divisor).
-KNOBS = {"temperature": (torch.float32, 1.0), "top_k": (torch.int64, 0), "top_p": (torch.float32, 1.0),
-         "min_p": (torch.float32, 0.0), "typical_p": (torch.float32, 1.0), "epsilon_cutoff": (torch.float32, 0.0),
-         "eta_cutoff": (torch.float32, 0.0), "top_n_sigma": (torch.float32, 0.0),
-         "xtc_probability": (torch.float32, 0.0), "xtc_threshold": (torch.float32, 1.0),
-         "dynatemp_range": (torch.float32, 0.0), "dynatemp_exponent": (torch.float32, 1.0),
-         "mirostat": (torch.int64, 0)}
+# The knobs a chain reads per row (the rows of knobs.py marked tensor), their dtype and the value that means off
+# ("temperature" is the effective divisor).
+KNOBS = {k.name: (torch.int64 if k.integer else torch.float32, k.default) for k in ROWS if k.tensor}
 
 
 @dataclass(frozen=True)
@@ -197,7 +183,7 @@ def _cut(name: str, z, params: BatchParams, window, y, widths, dist, order: str,
         return None
     if name == "typical_p":
         return transforms.typical_p(z, params.typical_p, "hf" if order == "hf" else "llama.cpp")
-    return getattr(transforms, name)(z, params.knobs[name])  # top_n_sigma, epsilon_cutoff, eta_cutoff
+    return getattr(transforms, name)(z, params.knobs[name])  # any other cut: the function named as its stage
 
 
 def _xtc_ranking(z, threshold, window, dist) -> torch.Tensor:

@@ -14,23 +14,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from model_service.records import validation
+from model_service.records.knobs import BY_NAME, KNOBS
 from model_service.records.settings import SamplingSettings
 from model_service.records.validation import is_blank
 
 if TYPE_CHECKING:  # the pure readers below need no Gradio
     import gradio as gr
 
-# The penalty columns: field -> English header (the knobs' names, as learners meet them, in every language)
-PENALTY_NAMES = {"repetition_penalty": "repetition penalty", "frequency_penalty": "frequency penalty",
-                 "presence_penalty": "presence penalty"}
+# The penalty columns: the three penalty sliders, field -> English header (the knobs' names, as learners meet them,
+# in every language)
+PENALTY_NAMES = {k.name: k.text for k in KNOBS if k.stage == "penalties" and k.control == "slider"}
 PENALTY_COLUMNS = tuple(PENALTY_NAMES.values())
-PENALTY_DEFAULTS = tuple(int(getattr(SamplingSettings(), name)) for name in PENALTY_NAMES)  # 1, 0, 0: all off
+PENALTY_DEFAULTS = tuple(int(BY_NAME[name].default) for name in PENALTY_NAMES)  # 1, 0, 0: all off
 MORE_COLUMN = "more samplers"
-# the knobs the "more samplers" cell takes, as the API names them
-MORE_KNOBS = ("penalty_last_n", "logit_bias", "no_repeat_ngram_size", "min_tokens", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma",
-              "xtc_probability", "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "dry_multiplier", "dry_base",
-              "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "mirostat", "mirostat_tau",
-              "mirostat_eta")
+# the knobs the "more samplers" cell takes, as the API names them: every knob beyond the lesson's but the penalty
+# columns and the custom chain (which goes in the order cell), in the rows' order (records/knobs.py)
+MORE_KNOBS = tuple(k.name for k in KNOBS if k.group not in ("lesson", "order") and k.name not in PENALTY_NAMES)
 TAIL_COLUMNS = (*PENALTY_COLUMNS, MORE_COLUMN)  # what a settings table has after the lesson's columns
 TAIL_DEFAULTS = (*PENALTY_DEFAULTS, "")
 

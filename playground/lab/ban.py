@@ -58,10 +58,10 @@ def ban(lab: LabComponents, token, bias_text, lang: str = "en") -> dict:
     except ValueError as e:
         raise user_error(e, lang) from None
     gr.Info(tr(lang, "lab.ban.done", token=int(token)))
-    return {lab.logit_bias: text}
+    return {lab.control("logit_bias"): text}
 
 
 def wire_ban(lab: LabComponents, box: gr.Textbox) -> None:
     """The clicked id's box -> ban (the page loads BAN_JS once: page.py). change, not input: the script sets the value."""
-    box.change(bind(ban, lab), [box, lab.logit_bias, lab.language], [lab.logit_bias], api_visibility="private",
+    box.change(bind(ban, lab), [box, lab.control("logit_bias"), lab.language], [lab.control("logit_bias")], api_visibility="private",
               show_progress="hidden", queue=False)

@@ -14,15 +14,12 @@ import re
 
 import gradio as gr
 
-from model_service.records.settings import CHAIN_STAGES
+from model_service.records.knobs import CHAIN_STAGES, STAGES
 
 from ..common.i18n import tr
 
 # the stages as the lab's controls name them, in every language
-STAGE_LABELS = {"temperature": "temperature", "top_k": "top-k", "top_p": "top-p", "min_p": "min-p",
-                "typical_p": "typical-p", "epsilon_cutoff": "epsilon", "eta_cutoff": "eta", "top_n_sigma": "top-n-σ",
-                "xtc": "XTC"}
-assert set(STAGE_LABELS) == set(CHAIN_STAGES)
+STAGE_LABELS = {name: STAGES[name][0] for name in CHAIN_STAGES}
 
 STYLE = """<style>
 #chain-board .ntp-board{display:flex;flex-wrap:wrap;gap:4px;align-items:center;margin:2px 0}

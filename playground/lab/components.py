@@ -16,7 +16,7 @@ CONTROL_NAMES = ("prompt", "chat", "temperature", "top_k", "top_p", "min_p", "se
                  *KNOB_CONTROLS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq=False: compared and hashed as itself (it holds a dict)
 class LabComponents:
     """The lab tab's components, and the two things its handlers read besides: the service they ask for
     tokens, and the page's language (its picker, or a State holding "en")."""
@@ -35,33 +35,8 @@ class LabComponents:
     seed: gr.Textbox
     max_new_tokens: gr.Slider
     stop: gr.Textbox
-    # bias, penalties and bans (the "Penalties, bans and logit bias" accordion)
-    logit_bias: gr.Textbox
-    repetition_penalty: gr.Slider
-    frequency_penalty: gr.Slider
-    presence_penalty: gr.Slider
-    penalty_last_n: gr.Number
-    no_repeat_ngram_size: gr.Slider  # the bans (transformers, vLLM)
-    min_tokens: gr.Slider
-    # the other samplers (the "More samplers" accordion)
-    typical_p: gr.Slider
-    epsilon_cutoff: gr.Slider
-    eta_cutoff: gr.Slider
-    top_n_sigma: gr.Slider
-    xtc_probability: gr.Slider
-    xtc_threshold: gr.Slider
-    dynatemp_range: gr.Slider
-    dynatemp_exponent: gr.Slider
-    # DRY and mirostat (llama.cpp), and a custom chain
-    dry_multiplier: gr.Slider
-    dry_base: gr.Slider
-    dry_allowed_length: gr.Slider
-    dry_penalty_last_n: gr.Number
-    dry_sequence_breakers: gr.Textbox
-    mirostat: gr.Radio
-    mirostat_tau: gr.Slider
-    mirostat_eta: gr.Slider
-    chain: gr.Textbox
+    # every other knob, by name (records/knobs.py: the accordions' controls, the custom chain's box)
+    knobs: dict[str, gr.components.Component]
     generate_button: gr.Button
     step_button: gr.Button
     stop_button: gr.Button
@@ -86,7 +61,7 @@ class LabComponents:
         """A setting's component by its name in links and run files (one of CONTROL_NAMES)."""
         if name not in CONTROL_NAMES:
             raise KeyError(name)
-        return getattr(self, name)
+        return self.knobs[name] if name in self.knobs else getattr(self, name)
 
     @property
     def live(self) -> list:

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 from model_service import limits
 from model_service.records import validation
+from model_service.records.knobs import KNOBS
 from model_service.records.settings import ORDERS, parse_chain
 
 from ..common.errors import in_language
@@ -29,6 +30,24 @@ def _ranged(name: str, integer: bool = False):
     return lambda v: validation.number(name, v, integer=integer, low=low, high=high)
 
 
+# the text knobs' readers: a link's text -> the control's text
+TEXT_FIELDS = {
+    "logit_bias": lambda v: validation.format_logit_bias(validation.logit_bias("logit_bias", v)),
+    "dry_sequence_breakers": lambda v: validation.format_stop_text(validation.strings(
+        "dry_sequence_breakers", v, limit=limits.MAX_DRY_BREAKERS, chars=limits.MAX_DRY_BREAKER_CHARS)),
+    "chain": lambda v: ", ".join(parse_chain("chain", v)),
+}
+
+
+def _knob_field(knob):
+    """A knob's reader: within its slider where it has one, else within the API's range; the text knobs' own."""
+    if knob.control == "text":
+        return TEXT_FIELDS[knob.name]
+    if knob.slider is not None:
+        return _ranged(knob.name, integer=knob.integer)
+    return lambda v: validation.number(knob.name, v, **knob.range)
+
+
 # query name = the control's key -> parser of the raw text (raises ValueError naming the parameter)
 FIELDS = {
     "prompt": lambda v: validation.text("prompt", v),
@@ -41,21 +60,7 @@ FIELDS = {
     "max_new_tokens": _ranged("max_new_tokens", integer=True),
     "stop": lambda v: validation.format_stop_text(validation.parse_stop_text("stop", v)),
     "order": lambda v: validation.choice("order", v, ORDERS),
-    "logit_bias": lambda v: validation.format_logit_bias(validation.logit_bias("logit_bias", v)),
-    "repetition_penalty": _ranged("repetition_penalty"),
-    "frequency_penalty": _ranged("frequency_penalty"),
-    "presence_penalty": _ranged("presence_penalty"),
-    "penalty_last_n": _ranged("penalty_last_n", integer=True),
-    **{name: _ranged(name, integer=True) for name in ("no_repeat_ngram_size", "min_tokens")},
-    **{name: _ranged(name) for name in ("typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability",
-                                        "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "dry_multiplier",
-                                        "dry_base")},
-    **{name: _ranged(name, integer=True) for name in ("dry_allowed_length", "dry_penalty_last_n")},
-    "dry_sequence_breakers": lambda v: validation.format_stop_text(validation.strings(
-        "dry_sequence_breakers", v, limit=limits.MAX_DRY_BREAKERS, chars=limits.MAX_DRY_BREAKER_CHARS)),
-    "mirostat": lambda v: validation.number("mirostat", v, integer=True, low=0, high=2),
-    **{name: _ranged(name) for name in ("mirostat_tau", "mirostat_eta")},
-    "chain": lambda v: ", ".join(parse_chain("chain", v)),
+    **{knob.name: _knob_field(knob) for knob in KNOBS if knob.group != "lesson"},
     "branch": lambda v: format_path(parse_path(v)),  # forced tokens, step:token_id pairs (lab/branches.py)
 }
 # the lab's controls a link sets, by name (a link's branch= is no control: the Branches panel runs it)

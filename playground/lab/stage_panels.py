@@ -16,6 +16,7 @@ from dataclasses import replace
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from model_service.records.knobs import MOVERS, STAGES
 from model_service.records.settings import ADJUSTERS, BANS, LESSON_STAGES
 from model_service.records.step import Stage, StepRecord
 
@@ -25,12 +26,10 @@ from ..common.i18n import tr
 from ..common.text import Shown, pct, piece_hover, piece_label, show_token
 
 # the filters' names, as the controls say them in every language (the stage panels' titles and the grey bars' hover)
-FILTER_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "typical_p": "typical-p",
-                "epsilon_cutoff": "epsilon", "eta_cutoff": "eta", "top_n_sigma": "top-n-σ", "xtc": "XTC",
-                "mirostat": "mirostat", "no_repeat_ngram": "no-repeat n-gram", "min_tokens": "min tokens",
+# (records/knobs.py STAGES: every stage but those that move logits rather than remove them; the final's, greedy's)
+FILTER_NAMES = {**{name: label for name, (label, _) in STAGES.items() if name not in (*MOVERS, "temperature")},
                 "final": "argmax"}
-FOLD_NAMES = {**FILTER_NAMES, "temperature": "temperature", "logit_bias": "logit bias", "penalties": "penalties",
-              "dry": "DRY"}
+FOLD_NAMES = {**FILTER_NAMES, **{name: label for name, (label, _) in STAGES.items()}}
 
 PRESENT_ROWS = 10  # candidate rows in the presenter view: the step fits a screen with the chips and the draw
 PRESENT_TEXT = 14  # px, every text of the presenter view's figure (playground/common/figures.py BIG_TEXT)

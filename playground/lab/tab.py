@@ -12,6 +12,7 @@ from __future__ import annotations
 import gradio as gr
 
 from model_service import limits
+from model_service.records.knobs import BY_NAME, KNOBS, Knob
 
 from ..common.handlers import bind
 from ..common.i18n import T
@@ -22,7 +23,7 @@ from .chips import COUNT_JS, PROBS_JS, STOP_JS, token_chips_html
 from .components import LabComponents
 from .handlers import generate, page_has, rerender, scrub_to, step, stop_run
 from .inspect import build_inspect
-from .request import CHAIN_EXAMPLE, DEFAULTS, ORDER_LABELS, SLIDERS
+from .request import CHAIN_EXAMPLE, DEFAULTS, KNOB_CONTROLS, ORDER_LABELS, SLIDERS
 from .run import Run, order_note_text, placeholder_figures, status_markdown
 from .view import View
 
@@ -44,20 +45,15 @@ def lay_out(service, language) -> LabComponents:
         with gr.Column(scale=1, min_width=320, elem_id="lab-controls"):
             prompt = gr.Textbox(limits.LESSON_PROMPT, label=T("lab.prompt"), lines=3, elem_id="prompt")
             chat = gr.Checkbox(False, label=T("lab.chat"))
-            temperature = gr.Slider(0, 2, DEFAULTS["temperature"], step=0.05, label=T("lab.temperature"),
-                                    info=T("lab.temperature.info"), elem_id="temperature")
+            temperature = _slider("temperature", T("lab.temperature"))
             # the filters' names are the same in both languages
-            top_k = gr.Slider(0, 200, DEFAULTS["top_k"], step=1, label="Top-k", info=T("lab.top_k.info"), elem_id="top-k")
-            top_p = gr.Slider(0.01, 1, DEFAULTS["top_p"], step=0.01, label="Top-p", info=T("lab.top_p.info"),
-                              elem_id="top-p")
-            min_p = gr.Slider(0, 1, DEFAULTS["min_p"], step=0.01, label="Min-p", info=T("lab.min_p.info"), elem_id="min-p")
-            logit_bias, penalties = penalty_controls()
-            samplers = sampler_controls()
-            dry_mirostat = dry_mirostat_controls()
+            top_k, top_p, min_p = (_slider(name, label) for name, label in (("top_k", "Top-k"), ("top_p", "Top-p"),
+                                                                              ("min_p", "Min-p")))
+            knobs = knob_accordions()
             order = gr.Radio([(label, key) for key, label in ORDER_LABELS.items()], value=DEFAULTS["order"],
                              label=T("lab.order"), elem_id="order")
-            chain = gr.Textbox(DEFAULTS["chain"], label=T("lab.chain"), placeholder=CHAIN_EXAMPLE, info=T("lab.chain.info"),
-                               visible=DEFAULTS["order"] == "custom", elem_id="chain")
+            knobs["chain"] = chain = knob_control(BY_NAME["chain"], placeholder=CHAIN_EXAMPLE,
+                                                  visible=DEFAULTS["order"] == "custom")
             build_chain_board(chain, order, language, DEFAULTS["order"] == "custom")  # drag or arrow to reorder
             order_note = gr.Markdown(order_note_text(DEFAULTS["order"]), elem_id="order-note")
             seed = gr.Textbox("", label=T("lab.seed"), placeholder=T("lab.seed.placeholder"), elem_id="seed")
@@ -85,65 +81,55 @@ def lay_out(service, language) -> LabComponents:
             build_batch_effect(service, language, run_state, scrub, run_plot)  # a seed in a busy room (issue 24)
     return LabComponents(
         service, language, prompt, chat, temperature, top_k, top_p, min_p, order, order_note, seed, max_new, stop,
-        logit_bias, *penalties, *samplers, *dry_mirostat, chain, generate_btn, step_btn, stop_btn, chips, chip_probs,
+        {name: knobs[name] for name in KNOB_CONTROLS}, generate_btn, step_btn, stop_btn, chips, chip_probs,
         ban_box, status, stage_plot, draw_plot, scrub, run_plot, run_state, view,
     )
 
 
-def penalty_controls():
-    """The bias, penalties and bans, in an accordion closed by default (the lesson's chain needs none of them): the
-    three penalties, llama.cpp's window of counted tokens, the no-repeat n-gram and min-tokens bans and the logit
-    bias box."""
-    with gr.Accordion(T("lab.penalties"), open=False, elem_id="penalties"):
-        gr.Markdown(T("lab.penalties.note"), elem_classes=["ntp-note"])
-        sliders = [_slider(name, elem_id) for name, elem_id in (
-            ("repetition_penalty", "repetition-penalty"), ("frequency_penalty", "frequency-penalty"),
-            ("presence_penalty", "presence-penalty"))]
-        last_n = gr.Number(DEFAULTS["penalty_last_n"], precision=0, minimum=SLIDERS["penalty_last_n"][0],
-                           maximum=SLIDERS["penalty_last_n"][1], label=T("lab.penalty_last_n"),
-                           info=T("lab.penalty_last_n.info"), elem_id="penalty-last-n")
-        bans = [_slider(name, name.replace("_", "-")) for name in ("no_repeat_ngram_size", "min_tokens")]
-        bias = gr.Textbox(DEFAULTS["logit_bias"], label=T("lab.logit_bias"), placeholder="13:-100, 42:5",
-                          info=T("lab.logit_bias.info"), elem_id="logit-bias")
-    return bias, (*sliders, last_n, *bans)
+ACCORDIONS = {"penalties": "penalties", "samplers": "samplers", "dry_mirostat": "dry-mirostat"}  # group -> elem_id
+PLACEHOLDERS = {"logit_bias": "13:-100, 42:5"}
 
 
-def sampler_controls() -> list[gr.Slider]:
-    """The samplers beyond the lesson's, in an accordion closed by default; each says which engines have it (an
-    order whose engine lacks one refuses it, naming it)."""
-    with gr.Accordion(T("lab.samplers"), open=False, elem_id="samplers"):
-        gr.Markdown(T("lab.samplers.note"), elem_classes=["ntp-note"])
-        return [_slider(name, name.replace("_", "-")) for name in (
-            "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability", "xtc_threshold",
-            "dynatemp_range", "dynatemp_exponent")]
+def knob_accordions() -> dict:
+    """The knobs beyond the lesson's, each in its row's accordion (records/knobs.py), closed by default (the
+    lesson's chain needs none of them): the bias, penalties and bans; the other samplers, each saying which engines
+    have it (an order whose engine lacks one refuses it, naming it); llama.cpp's DRY and mirostat."""
+    controls = {}
+    for group, elem_id in ACCORDIONS.items():
+        with gr.Accordion(T(f"lab.{group}"), open=False, elem_id=elem_id):
+            gr.Markdown(T(f"lab.{group}.note"), elem_classes=["ntp-note"])
+            for knob in KNOBS:
+                if knob.group == group:
+                    controls[knob.name] = knob_control(knob, placeholder=PLACEHOLDERS.get(knob.name))
+    return controls
 
 
-def dry_mirostat_controls() -> list:
-    """llama.cpp's DRY and mirostat, in an accordion closed by default: DRY's five knobs, then mirostat's version
-    (it replaces the chain's cuts), target and learning rate."""
-    with gr.Accordion(T("lab.dry_mirostat"), open=False, elem_id="dry-mirostat"):
-        gr.Markdown(T("lab.dry_mirostat.note"), elem_classes=["ntp-note"])
-        dry = [_slider(name, name.replace("_", "-")) for name in ("dry_multiplier", "dry_base", "dry_allowed_length")]
-        window = gr.Number(DEFAULTS["dry_penalty_last_n"], precision=0, minimum=SLIDERS["dry_penalty_last_n"][0],
-                           maximum=SLIDERS["dry_penalty_last_n"][1], label=T("lab.dry_penalty_last_n"),
-                           info=T("lab.dry_penalty_last_n.info"), elem_id="dry-penalty-last-n")
-        breakers = gr.Textbox(DEFAULTS["dry_sequence_breakers"], label=T("lab.dry_sequence_breakers"),
-                              info=T("lab.dry_sequence_breakers.info"), elem_id="dry-sequence-breakers")
-        mirostat = gr.Radio([(T("lab.mirostat.off"), 0), ("v1", 1), ("v2", 2)], value=DEFAULTS["mirostat"],
-                            label=T("lab.mirostat"), info=T("lab.mirostat.info"), elem_id="mirostat")
-        rest = [_slider(name, name.replace("_", "-")) for name in ("mirostat_tau", "mirostat_eta")]
-    return [*dry, window, breakers, mirostat, *rest]
+def knob_control(knob: Knob, **options):
+    """A knob's control, as its row says: a slider, a whole-number box, a text box or a radio (off, v1, v2, ...),
+    labelled and explained in the page's language (lab.<name>, lab.<name>.info), elem_id its name with dashes."""
+    name, elem_id = knob.name, knob.name.replace("_", "-")
+    label, info = T(f"lab.{name}"), T(f"lab.{name}.info")
+    if knob.control == "slider":
+        return _slider(name, label)
+    if knob.control == "number":
+        return gr.Number(DEFAULTS[name], precision=0, minimum=SLIDERS[name][0], maximum=SLIDERS[name][1], label=label,
+                         info=info, elem_id=elem_id)
+    if knob.control == "radio":
+        versions = [(f"v{i}", i) for i in range(1, int(knob.high) + 1)]
+        return gr.Radio([(T(f"lab.{name}.off"), knob.default), *versions], value=DEFAULTS[name], label=label, info=info,
+                        elem_id=elem_id)
+    return gr.Textbox(DEFAULTS[name], label=label, info=info, elem_id=elem_id, **options)
 
 
-def _slider(name: str, elem_id: str) -> gr.Slider:
+def _slider(name: str, label) -> gr.Slider:
     low, high, step = SLIDERS[name]
-    return gr.Slider(low, high, DEFAULTS[name], step=step, label=T(f"lab.{name}"), info=T(f"lab.{name}.info"),
-                     elem_id=elem_id)
+    return gr.Slider(low, high, DEFAULTS[name], step=step, label=label, info=T(f"lab.{name}.info"),
+                     elem_id=name.replace("_", "-"))
 
 
 def order_shown(lab: LabComponents, order: str, lang: str = "en") -> dict:
     """The order's note, and the chain box shown for the custom order only."""
-    return {lab.order_note: order_note_text(order, lang), lab.chain: gr.update(visible=order == "custom")}
+    return {lab.order_note: order_note_text(order, lang), lab.control("chain"): gr.update(visible=order == "custom")}
 
 
 def wire(lab: LabComponents) -> None:
@@ -174,7 +160,7 @@ def wire(lab: LabComponents) -> None:
           preprocess=False)
     lab.chip_probs.change(None, lab.chip_probs, None, js=PROBS_JS, api_visibility="private", show_progress="hidden")
     wire_ban(lab, lab.ban_box)
-    lab.order.change(bound(order_shown), [lab.order, lab.language], [lab.order_note, lab.chain], api_visibility="private",
+    lab.order.change(bound(order_shown), [lab.order, lab.language], [lab.order_note, lab.control("chain")], api_visibility="private",
                      show_progress="hidden")
     if isinstance(lab.language, gr.Radio):
         lab.language.change(bound(rerender), [lab.language, lab.run_state, lab.order, lab.prompt, lab.view],

@@ -8,11 +8,11 @@ n 1-4, top_logprobs 0-20) live in model_service/limits.py under the API's headin
 
 OpenAI's logit_bias, frequency_penalty and presence_penalty are the sampler's own (docs/sampling.md says which
 tokens each order counts; the "hf" order has no frequency or presence penalty and refuses them, naming them).
-The playground's own knobs come as extra body fields, as vLLM takes them: top_k (-1 or 0 = off), min_p,
-repetition_penalty, penalty_last_n (llama.cpp's window), typical_p, epsilon_cutoff, eta_cutoff, top_n_sigma,
-xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exponent, DRY's and mirostat's (llama.cpp's names; each in
-the orders whose engine has it), min_tokens (vLLM's), no_repeat_ngram_size (transformers'), order ("hf", "vllm", "llama.cpp", or a list of stage names: a custom chain) and logprobs_mode ("raw": the model's distribution before sampling, the
-default as vLLM's raw_logprobs; "final": after the sampler's whole pipeline).
+The playground's own knobs come as extra body fields, as vLLM takes them, each by its name in records/knobs.py:
+top_k (-1 or 0 = off), min_p, repetition_penalty, and every other sampler of the three engines (each in the orders
+whose engine has it), order ("hf", "vllm", "llama.cpp", or a list of stage names: a custom chain) and
+logprobs_mode ("raw": the model's distribution before sampling, the default as vLLM's raw_logprobs; "final": after
+the sampler's whole pipeline).
 """
 
 from __future__ import annotations
@@ -23,24 +23,21 @@ from dataclasses import dataclass
 
 from model_service import limits
 from model_service.records import validation
+from model_service.records.knobs import KNOBS
 from model_service.records.settings import Request, SamplingSettings, fresh_seed, settings_from
 
 from .errors import bad
 
 LOGPROBS_MODES = ("raw", "final")
+# OpenAI's own fields of both endpoints
+OPENAI_FIELDS = ("model", "temperature", "top_p", "max_tokens", "stop", "seed", "n", "stream", "stream_options",
+                 "logit_bias", "frequency_penalty", "presence_penalty")
+# to settings_from as they come (null: default): the order and every knob whose row says the API takes it as it is
+# (records/knobs.py; temperature and top_k are read here first: OpenAI's range, vLLM's -1)
+PASSED = ("order", *(knob.name for knob in KNOBS if knob.openai))
 # fields of both endpoints (OpenAI's, then the playground's extras)
-COMMON = ("model", "temperature", "top_p", "max_tokens", "stop", "seed", "n", "stream", "stream_options",
-          "logit_bias", "frequency_penalty", "presence_penalty",
-          "top_k", "min_p", "repetition_penalty", "penalty_last_n", "typical_p", "epsilon_cutoff", "eta_cutoff",
-          "top_n_sigma", "xtc_probability", "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "order",
-          "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers",
-          "mirostat", "mirostat_tau", "mirostat_eta", "chain", "no_repeat_ngram_size", "min_tokens", "logprobs_mode",
+COMMON = (*OPENAI_FIELDS, "top_k", *(name for name in PASSED if name not in OPENAI_FIELDS), "logprobs_mode",
           "logprobs")
-PASSED = ("top_p", "min_p", "order", "logit_bias", "frequency_penalty", "presence_penalty", "repetition_penalty",
-          "penalty_last_n", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability",
-          "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "dry_multiplier", "dry_base", "dry_allowed_length",
-          "dry_penalty_last_n", "dry_sequence_breakers", "mirostat", "mirostat_tau", "mirostat_eta",
-          "chain", "no_repeat_ngram_size", "min_tokens")  # to settings_from as they come (null: default)
 CHAT = ("messages", "top_logprobs", "max_completion_tokens")
 COMPLETION = ("prompt", "echo", "suffix", "best_of")
 IGNORED = ("user", "store", "metadata", "service_tier", "parallel_tool_calls")  # no effect on a sampled text

@@ -12,6 +12,7 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
+from model_service.records import knobs as knob_rows
 from model_service.sampling import pipeline as sampling
 from model_service.sampling import window as ranking
 from model_service.sampling.pipeline import (
@@ -356,7 +357,7 @@ def test_settings_are_frozen_and_picklable():
 
 
 def test_the_order_is_written_once_in_the_module_docstring():
-    doc = " ".join(sampling.__doc__.split())
+    doc = " ".join(knob_rows.__doc__.split())  # ORDERS' picture, beside ORDERS
     for order, transforms in sampling.ORDERS.items():
         chain = ("raw", *transforms) if order == "custom" else ("raw", *transforms, "final")  # then its own chain
         assert " -> ".join(chain) in doc, order
