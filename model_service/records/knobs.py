@@ -15,8 +15,8 @@ its engine applies it, its label and info in assets/i18n/ (both languages), and 
 The orders (ORDERS below; sampling/pipeline.py runs them), as pictures:
 
   "hf" (Hugging Face generate(); the lesson's order):
-    raw -> logit_bias -> penalties -> no_repeat_ngram -> min_tokens -> temperature -> top_k -> top_p -> min_p
-        -> typical_p -> epsilon_cutoff -> eta_cutoff -> final
+    raw -> logit_bias -> penalties -> no_repeat_ngram -> min_tokens -> temperature -> top_h -> top_k -> top_p
+        -> min_p -> typical_p -> epsilon_cutoff -> eta_cutoff -> final
   "vllm" (vLLM v1):
     raw -> logit_bias -> min_tokens -> penalties -> temperature -> min_p -> top_k -> top_p -> final
   "llama.cpp" (its default chain: cut at T = 1, then reshape; dynamic temperature in the temperature stage):
@@ -43,8 +43,8 @@ MOVERS = ("logit_bias", "penalties", "dry")  # the adjusters that move logits (l
 ADJUSTERS = (*MOVERS, *BANS)
 ORDERS: dict[str, tuple[str, ...]] = {
     # transformers' generate(): its processors, then its warpers in _get_logits_processor's order
-    "hf": ("logit_bias", "penalties", "no_repeat_ngram", "min_tokens", "temperature", "top_k", "top_p", "min_p",
-           "typical_p", "epsilon_cutoff", "eta_cutoff"),
+    "hf": ("logit_bias", "penalties", "no_repeat_ngram", "min_tokens", "temperature", "top_h", "top_k", "top_p",
+           "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff"),
     "vllm": ("logit_bias", "min_tokens", "penalties", "temperature", "min_p", "top_k", "top_p"),
     # mirostat, when on, replaces the chain between the bias and temperature (settings refuse those knobs then)
     "llama.cpp": (*MOVERS, "top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature", "mirostat"),
@@ -58,7 +58,7 @@ STAGES: dict[str, tuple[str, bool]] = {
     "temperature": ("temperature", True), "top_k": ("top-k", True), "top_p": ("top-p", True),
     "min_p": ("min-p", True), "typical_p": ("typical-p", True), "epsilon_cutoff": ("epsilon", True),
     "eta_cutoff": ("eta", True), "top_n_sigma": ("top-n-σ", True), "xtc": ("XTC", True),
-    "mirostat": ("mirostat", False),
+    "mirostat": ("mirostat", False), "top_h": ("top-H", True),
 }
 LESSON_STAGES = ("raw", "temperature", "top_k", "top_p", "min_p", "final")  # the lesson's chain: always drawn
 
@@ -189,6 +189,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob("mirostat_eta", limits.DEFAULT_MIROSTAT_ETA, "mirostat", "dry_mirostat", 0, 1, slider=(0.0, 1.0, 0.01),
          label="mirostat eta"),  # how fast mu follows the observed surprise
     Knob("chain", (), "custom", "order", control="text", label="custom chain"),  # order "custom": its stages, in order
+    # added after the first links and run files (a shorter run file takes their defaults)
+    Knob("top_h", 0.0, "top_h", "samplers", 0, 1, slider=(0.0, 1.0, 0.01), switch=True,
+         refused=_only(_HF_ONLY, "top-H"), label="top-H",
+         tensor=True),  # 0 = off: keep the head whose entropy stays within top_h x the entropy of the top 100
 )
 BY_NAME = {knob.name: knob for knob in KNOBS}
 NUMERIC = tuple(knob.name for knob in KNOBS if knob.numeric)

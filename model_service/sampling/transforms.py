@@ -11,6 +11,8 @@ wider ranking than `window` (sampling/window.py), or None where the transform ne
     top_n_sigma  keep logits >= max - n x their standard deviation (llama.cpp)
     epsilon      remove tokens below probability e, the top one always stays (transformers)
     eta          remove tokens below min(eta, sqrt(eta) exp(-entropy)), the top one stays (transformers)
+    top_h        keep the head of the 100 most probable tokens whose cumulative entropy stays within h x theirs
+                 (transformers' Top-H)
     typical_p    keep the tokens whose surprise -log p is nearest the entropy, up to mass p (transformers' and
                  llama.cpp's rules: they differ at the edge); it may remove the most probable token
     xtc          with some chance, remove every token at least `threshold` probable but the least of them
@@ -159,6 +161,26 @@ def _typical_cut(shifted, probs, mass, rule: str, width: int) -> torch.Tensor:
     return remove
 
 
+TOP_H_CANDIDATES = 100  # transformers' TopHLogitsWarper.top_n: Top-H reads the 100 most probable tokens only
+
+
+def top_h(z: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """transformers' TopHLogitsWarper (Top-H decoding, NeurIPS 2025): take the 100 most probable tokens and
+    renormalise them; walking down their ranking, keep each token while the running sum of -p log p stays within
+    h x their entropy. The top token always stays; every token past the 100 goes. h (B,) in (0, 1]; 0 = off: the
+    row removes nothing. Written as transformers writes it (a Categorical's entropy, the same cumulative sum), so a
+    row's survivors are transformers' own."""
+    n = min(TOP_H_CANDIDATES, z.shape[-1])
+    top, ids = z.topk(n, dim=-1, largest=True, sorted=True)
+    logits = top - top.logsumexp(dim=-1, keepdim=True)  # torch.distributions.Categorical(logits=top)
+    probs = logits.softmax(dim=-1)
+    entropy = -(logits.clamp(min=torch.finfo(logits.dtype).min) * probs).sum(dim=-1)
+    head = (-probs * probs.log()).cumsum(dim=-1) <= (entropy * h).unsqueeze(1)
+    head[:, 0] = True
+    kept = torch.zeros_like(z, dtype=torch.bool).scatter(1, ids, head)
+    return ~kept & (h > 0).unsqueeze(1)
+
+
 def _ascending(scores: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The `width` smallest scores per row and their ids, ascending, ties by lower id."""
     if width >= scores.shape[-1]:
@@ -214,5 +236,5 @@ def mirostat(z: torch.Tensor, version: torch.Tensor, mu: torch.Tensor, m: int = 
     return removed
 
 
-__all__ = ["REMOVERS", "mirostat", "epsilon_cutoff", "eta_cutoff", "min_p", "temperature", "top_k", "top_n_sigma", "top_p",
-           "typical_p", "xtc"]
+__all__ = ["REMOVERS", "mirostat", "epsilon_cutoff", "eta_cutoff", "min_p", "temperature", "top_h", "top_k", "top_n_sigma",
+           "top_p", "typical_p", "xtc"]

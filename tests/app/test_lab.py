@@ -67,6 +67,19 @@ def test_the_penalties_reach_the_lab_and_the_api_and_a_bad_one_is_named(client):
         client.predict(loop, *{**penalised, "frequency_penalty": 0.5}.values(), api_name="/generate")
 
 
+def test_top_h_reaches_the_lab_and_both_apis_and_another_order_refuses_it(client):
+    # the lab's /generate takes it last (a knob added after the others); /stream_records by name
+    stage = client.predict(LESSON, *{**UI_ARGS, "max_new": 2, "top_h": 0.3}.values(), api_name="/generate")[2]
+    titles = [a["text"] for a in json.loads(stage["plot"])["layout"]["annotations"]]
+    assert any(t.startswith("after top-H") for t in titles)
+    records = list(client.submit(LESSON, 0.8, 0, 1.0, 0.0, 1, "hf", 2, top_h=0.3, api_name="/stream_records"))
+    names = [s["name"] for s in records[0]["stages"]]
+    assert names == ["raw", "temperature", "top_h", "top_k", "top_p", "min_p", "final"]
+    assert 1 <= records[0]["stages"][2]["kept_count"] <= 100  # Top-H reads the 100 most probable tokens only
+    with pytest.raises(AppError, match="top-H is not part of the vllm order"):
+        client.predict(LESSON, *{**UI_ARGS, "order": "vllm", "top_h": 0.3}.values(), api_name="/generate")
+
+
 def test_the_lab_streams_text_and_ends_with_the_stop_reason(client):
     job = client.submit(LESSON, *UI_ARGS.values(), api_name="/generate")
     outputs = list(job)

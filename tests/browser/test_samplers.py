@@ -207,3 +207,21 @@ def test_the_custom_chains_board_reorders_by_arrow_by_drag_and_by_click(browser,
         expect(board).to_be_hidden()
     finally:
         context.close()
+
+
+def test_top_h_from_its_accordion_and_from_a_link_draws_its_panel(browser, app_url):
+    context, page = opened(browser, app_url + "?top_h=0.4&temperature=0.8&seed=2&max_new_tokens=4")
+    try:
+        page.locator("#samplers").get_by_text("More samplers", exact=False).first.click()
+        expect(page.locator("#top-h input[type=number]")).to_have_value("0.4")  # the link set it
+        generate(page)
+        expect(page.locator("#stage-plot")).to_contain_text("after top-H")
+        set_number(page, "top-h", "0")  # off: its panel goes with it
+        generate(page)
+        expect(page.locator("#stage-plot")).not_to_contain_text("after top-H")
+        set_number(page, "top-h", "0.2")
+        page.locator("#order label").filter(has_text="vLLM").click()
+        page.locator("#generate").click()
+        expect(page.get_by_text("top-H is not part of the vllm order", exact=False).first).to_be_visible(timeout=30_000)
+    finally:
+        context.close()

@@ -111,3 +111,10 @@ def test_a_bad_penalty_is_named_with_its_column_and_the_hf_order_refuses_frequen
 def test_a_vietnamese_page_names_a_penalty_by_its_header():
     with pytest.raises(ValueError, match="^cột B: frequency penalty không có trong thứ tự hf"):
         parse_comparison("Hi", [[1, 0, 1, 0, "hf"], [1, 0, 1, 0, "hf", 1, 0.5, 0]], "1", 4, lang="vi")
+
+
+def test_top_h_in_the_more_samplers_cell_reaches_its_column_and_another_order_refuses_it():
+    c = parse_comparison("Hi", [[0.8, 0, 1, 0, "hf", 1, 0, 0, "top_h=0.4"], [0.8, 0, 1, 0, "hf"]], "1", 4)
+    assert c.requests[0].settings.top_h == 0.4 and c.requests[1].settings.top_h == 0.0
+    with pytest.raises(ValueError, match="top_h is not part of the vllm order"):
+        parse_comparison("Hi", [[1, 0, 1, 0, "vllm", 1, 0, 0, "top_h=0.4"], [1, 0, 1, 0, "hf"]], "1", 4)

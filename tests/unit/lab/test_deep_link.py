@@ -73,3 +73,12 @@ def test_a_link_carries_dry_mirostat_and_a_custom_chain():
                                          "dry_sequence_breakers": "\\n|:", "mirostat": 2, "mirostat_tau": 3.0}
     _, problems = parse_query({"chain": "top_k > beam"})
     assert problems and "chain: 'beam' is not a stage a chain can order" in problems[0]
+
+
+def test_a_link_carries_top_h_and_checks_it_within_its_slider():
+    from playground.lab.deep_link import parse_query
+
+    values, problems = parse_query({"top_h": "0.4", "temperature": "0.7"})
+    assert problems == [] and values == {"top_h": 0.4, "temperature": 0.7}
+    values, problems = parse_query({"top_h": "1.5"})
+    assert values == {} and "top_h must be a number between 0 and 1" in problems[0]

@@ -159,3 +159,12 @@ def test_a_run_with_the_bans_comes_back_with_them_and_a_banned_tokens_null():
     saved = parse_run(text)
     assert saved.request == request and list(saved.records) == records
     assert (saved.controls["no_repeat_ngram_size"], saved.controls["min_tokens"]) == (3, 2)
+
+
+def test_a_top_h_run_comes_back_with_it_and_an_older_file_takes_it_off():
+    request = parse_request("Hi", False, 0.7, 0, 1.0, 0.0, "3", 3, "", "hf", top_h=0.4)
+    saved = parse_run(run_json(a_run(), request, "m"))
+    assert saved.request == request and saved.request.settings.top_h == 0.4 and saved.controls["top_h"] == 0.4
+    older = json.loads(run_json(a_run(), REQUEST, "m"))
+    del older["settings"]["top_h"]  # a file saved before Top-H
+    assert parse_run(json.dumps(older)).request.settings.top_h == 0.0

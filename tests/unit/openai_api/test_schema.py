@@ -40,6 +40,12 @@ def test_openai_and_playground_knobs_become_the_services_settings():
     assert nulls.settings[0].temperature == 1.0 and nulls.n == 1 and nulls.stop == ()
 
 
+def test_top_h_comes_as_an_extra_field_and_an_order_without_it_is_a_400_naming_it():
+    assert schema.parse({"prompt": "x", "top_h": 0.4}, "completion").settings[0].top_h == 0.4
+    error = refused({"prompt": "x", "top_h": 0.4, "order": "llama.cpp"}, "completion")
+    assert error.status == 400 and error.param == "top_h" and "only transformers has top-H" in error.message
+
+
 def test_openais_bias_and_penalties_reach_the_sampler():
     body = {"messages": HI, "order": "vllm", "logit_bias": {"13": -100, "42": 5}, "frequency_penalty": 0.5,
             "presence_penalty": -0.25, "repetition_penalty": 1.2, "penalty_last_n": None}

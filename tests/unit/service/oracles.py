@@ -15,6 +15,7 @@ from transformers.generation.logits_process import (
     RepetitionPenaltyLogitsProcessor,
     SequenceBiasLogitsProcessor,
     TemperatureLogitsWarper,
+    TopHLogitsWarper,
     TopKLogitsWarper,
     TopPLogitsWarper,
     TypicalLogitsWarper,
@@ -28,6 +29,7 @@ NEG = float("-inf")
 
 HF_WARPERS = [  # (stage, is it on, the warper): transformers applies only the knobs that are on
     ("temperature", lambda s: s.temperature > 0 and s.temperature != 1, lambda s: TemperatureLogitsWarper(s.temperature)),
+    ("top_h", lambda s: s.top_h > 0, lambda s: TopHLogitsWarper(s.top_h)),  # top_h=None in transformers: off
     ("top_k", lambda s: s.top_k > 0, lambda s: TopKLogitsWarper(s.top_k)),
     ("top_p", lambda s: s.top_p < 1, lambda s: TopPLogitsWarper(s.top_p)),
     ("min_p", lambda s: s.min_p > 0, lambda s: MinPLogitsWarper(s.min_p)),

@@ -140,3 +140,46 @@ def test_every_knob_is_range_checked_naming_it():
         with pytest.raises(InputError, match=f"^{knob} must be a number"):
             settings_from({"order": "llama.cpp" if knob != "epsilon_cutoff" else "hf", knob: bad})
     assert math.isclose(settings_from({"order": "llama.cpp", "xtc_threshold": "0.2"}).xtc_threshold, 0.2)
+
+
+# --- Top-H (transformers' TopHLogitsWarper): its own oracle, in the hf order and in a custom chain ---
+
+TOP_H_GRID = [dict(top_h=h, temperature=t, top_k=k, top_p=p)
+              for h, t, k, p in itertools.product((0.0, 0.05, 0.4, 0.8, 1.0), (0.0, 0.6, 1.0, 1.4), (0, 5, 150),
+                                                  (1.0, 0.9))]
+
+
+@pytest.mark.parametrize("vocab, scale", [(60, 2.0), (500, 3.0), (3000, 1.0)])
+def test_top_h_matches_transformers_warper_in_the_hf_order(vocab, scale):
+    # vocab 60: fewer tokens than Top-H's 100 candidates; a top_k of 150 after it finds fewer survivors than k
+    x = random_logits(vocab, seed=vocab + 7, scale=scale)
+    for knobs in TOP_H_GRID:
+        assert_stages_match(x, SamplingSettings(**knobs), ORACLES["hf"])
+
+
+def test_top_h_keeps_a_head_that_grows_with_h_and_never_more_than_100_tokens():
+    x = random_logits(2000, seed=11, scale=1.0)  # flat: 100 candidates hold little of the mass
+    kept = [int((dict(pipeline(x, SamplingSettings(top_h=h)))["top_h"] > 0).sum()) for h in (0.05, 0.3, 0.7, 1.0)]
+    assert kept == sorted(kept) and kept[0] >= 1 and kept[-1] <= transforms.TOP_H_CANDIDATES
+    ranked = x.argsort(descending=True)
+    head = dict(pipeline(x, SamplingSettings(top_h=0.3)))["top_h"][ranked] > 0
+    assert head[:kept[1]].all() and not head[kept[1]:].any()  # a head of the ranking, nothing after it
+
+
+def test_top_h_in_a_custom_chain_is_transformers_cut_where_the_chain_puts_it():
+    x = random_logits(800, seed=12, scale=2.5)
+    tempered = x / 0.7  # temperature then top_h, as transformers applies them
+    want = x.masked_fill(transforms.top_h(tempered.unsqueeze(0), torch.tensor([0.5]))[0], float("-inf"))
+    custom = settings_from({"order": "temperature > top_h", "temperature": 0.7, "top_h": 0.5})
+    got = dict(pipeline(x, custom))["top_h"] > 0
+    assert torch.equal(got, torch.isfinite(want))
+    with pytest.raises(InputError, match="^top_h is 0.5 but the chain has no top_h stage"):
+        settings_from({"order": ["temperature"], "top_h": 0.5})
+
+
+@pytest.mark.parametrize("order", ["vllm", "llama.cpp"])
+def test_top_h_is_refused_where_the_engine_lacks_it_and_range_checked(order):
+    with pytest.raises(InputError, match=f"top_h is not part of the {order} order \\(only transformers has top-H\\)"):
+        settings_from({"order": order, "top_h": 0.4})
+    with pytest.raises(InputError, match="^top_h must be a number"):
+        settings_from({"top_h": 1.5})

@@ -135,7 +135,7 @@ def test_llamacpp_cuts_before_temperature():
 def test_a_transform_that_is_off_still_appears_unchanged():
     out = pipeline(torch.tensor([1.0, 2.0, 0.5, -1.0]), SamplingSettings())
     names = [n for n, _ in out]
-    assert names == ["raw", "logit_bias", "penalties", "no_repeat_ngram", "min_tokens", "temperature", "top_k",
+    assert names == ["raw", "logit_bias", "penalties", "no_repeat_ngram", "min_tokens", "temperature", "top_h", "top_k",
                      "top_p", "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "final"]
     for _, p in out:
         assert torch.equal(p, out[0][1])
