@@ -150,7 +150,7 @@ class ZeroGpuService(ModelClient):
                     taken.append(record.token_id)
                     last = record
                     if settings.seed is None:  # the next slice follows this run's own seed
-                        settings = dataclasses.replace(settings, seed=record.seed)
+                        settings = settings.with_seed(record.seed)
                 yield record
             if last is None or last.stop_reason is not None or len(taken) >= checked.max_new_tokens:
                 return

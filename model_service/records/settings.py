@@ -104,6 +104,44 @@ def _refusal(values: Mapping, order: str, chain: tuple[str, ...], name) -> valid
     return None
 
 
+def _mu(name: str, value) -> float | None:
+    return validation.number(name, value, low=-limits.MAX_MIROSTAT_MU, high=limits.MAX_MIROSTAT_MU, blank=None)
+
+
+def _checked(values: Mapping, name, blank_is_default: bool = False) -> dict:
+    """Every field of SamplingSettings from raw values (numbers or their text; every field given), each checked once,
+    an error naming it as name(field) does: the one check of a request's sampling settings, whichever way it came
+    (SamplingSettings(...) itself, parse_settings' labelled fields). blank_is_default: an empty cell is the default."""
+    numbers = {f: validation.number(name(f), values[f], **RANGES[f], **({"blank": _DEFAULTS[f]} if blank_is_default else {}))
+               for f in RANGES}
+    order, chain, chain_name = values["order"], values["chain"], name("chain")
+    if isinstance(order, (list, tuple)) or _chain_text(order):
+        order, chain, chain_name = "custom", order, name("order")  # a list of stages is a custom chain
+    elif blank_is_default and isinstance(order, str) and order.strip():
+        order = order.strip().lower()  # a typed cell: " VLLM " means vllm
+    elif blank_is_default and validation.is_blank(order):
+        order = _DEFAULTS["order"]
+    order = validation.choice(name("order"), order, ORDERS)
+    chain = parse_chain(chain_name, chain)
+    refused = _refusal(numbers, order, chain, name)
+    if refused is not None:
+        raise refused
+    breakers = values["dry_sequence_breakers"]
+    return {**numbers, "seed": validation.seed(name("seed"), values["seed"]), "order": order,
+            "logit_bias": validation.logit_bias(name("logit_bias"), values["logit_bias"]),
+            "dry_sequence_breakers": _DEFAULTS["dry_sequence_breakers"] if breakers is None else validation.strings(
+                name("dry_sequence_breakers"), breakers, limit=limits.MAX_DRY_BREAKERS, chars=limits.MAX_DRY_BREAKER_CHARS),
+            "chain": chain, "mirostat_mu": _mu(name("mirostat_mu"), values["mirostat_mu"])}
+
+
+def _trusted(values: dict) -> SamplingSettings:
+    """SamplingSettings of values _checked has checked already: not checked again."""
+    settings = object.__new__(SamplingSettings)
+    for name, value in values.items():
+        object.__setattr__(settings, name, value)
+    return settings
+
+
 class _Knobs:
     """One request's sampling knobs: SamplingSettings' behaviour (its fields come from the rows, knobs.py). Defaults
     switch every filter off (unlike HF generate(), whose silent default is top_k=50): temperature 1, top_k 0,
@@ -115,23 +153,19 @@ class _Knobs:
     __slots__ = ()
 
     def __post_init__(self):
-        for name in RANGES:
-            object.__setattr__(self, name, validation.number(name, getattr(self, name), **RANGES[name]))
-        object.__setattr__(self, "seed", validation.seed("seed", self.seed))
-        object.__setattr__(self, "logit_bias", validation.logit_bias("logit_bias", self.logit_bias))
-        object.__setattr__(self, "dry_sequence_breakers", validation.strings(
-            "dry_sequence_breakers", self.dry_sequence_breakers, limit=limits.MAX_DRY_BREAKERS,
-            chars=limits.MAX_DRY_BREAKER_CHARS))
-        object.__setattr__(self, "mirostat_mu", validation.number(
-            "mirostat_mu", self.mirostat_mu, low=-limits.MAX_MIROSTAT_MU, high=limits.MAX_MIROSTAT_MU, blank=None))
-        if isinstance(self.order, (list, tuple)) or _chain_text(self.order):  # a list of stages: a custom chain
-            object.__setattr__(self, "chain", parse_chain("order", self.order))
-            object.__setattr__(self, "order", "custom")
-        object.__setattr__(self, "chain", parse_chain("chain", self.chain))
-        validation.choice("order", self.order, ORDERS)
-        refused = _refusal({f: getattr(self, f) for f in RANGES}, self.order, self.chain, lambda f: f)
-        if refused is not None:
-            raise refused
+        for name, value in _checked({f.name: getattr(self, f.name) for f in fields(self)}, str).items():
+            object.__setattr__(self, name, value)
+
+    def with_seed(self, seed) -> SamplingSettings:
+        """These settings with another seed (checked); the rest as they are, not checked again."""
+        return _trusted({**self._values(), "seed": validation.seed("seed", seed)})
+
+    def with_mu(self, mu) -> SamplingSettings:
+        """These settings with the mirostat mu a continued run starts from (checked); the rest as they are."""
+        return _trusted({**self._values(), "mirostat_mu": _mu("mirostat_mu", mu)})
+
+    def _values(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @property
     def penalised(self) -> bool:
@@ -218,6 +252,7 @@ SamplingSettings = make_dataclass(
      ("mirostat_mu", float | None, dataclasses.field(default=None))],
     bases=(_Knobs,), frozen=True, namespace={"__module__": __name__, "__doc__": _Knobs.__doc__},
 )
+_DEFAULTS = {f.name: f.default for f in fields(SamplingSettings)}  # every knob off
 
 
 @dataclass(frozen=True)
@@ -242,42 +277,19 @@ def parse_settings(temperature, top_k, top_p, min_p, seed, order, *, labels: dic
                    blank_is_default: bool = False, logit_bias=None, dry_sequence_breakers=None, chain=None,
                    mirostat_mu=None, **knobs) -> SamplingSettings:
     """SamplingSettings from raw values (numbers or their text, as a page, a link, a table or JSON sends
-    them), each checked with the message naming it. labels: how the caller names each field ("top-k"
+    them), each checked once with the message naming it. labels: how the caller names each field ("top-k"
     on the page, "top_k" in the API); blank_is_default: an empty cell takes the default (the table).
     knobs: any other numeric field of SamplingSettings (the penalties, typical_p, ...); absent: its default.
     order may be a list of stage names (or text with commas or arrows): a custom chain, as `chain` with order
     "custom". dry_sequence_breakers: a list, or text separated by | (None: llama.cpp's four)."""
-    other = ("seed", "order", "logit_bias", "dry_sequence_breakers", "chain", "mirostat_mu")
-    name = {**{f: f for f in (*RANGES, *other)}, **(labels or {})}
-    off = SamplingSettings()
     unknown = sorted(set(knobs) - set(RANGES))
     if unknown:
         raise TypeError(f"parse_settings got unknown knobs: {', '.join(unknown)}")
-    values = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
-              **{f: knobs.get(f, getattr(off, f)) for f in RANGES if f not in ("temperature", "top_k", "top_p", "min_p")}}
-    numbers = {
-        f: validation.number(name[f], v, **RANGES[f], **({"blank": getattr(off, f)} if blank_is_default else {}))
-        for f, v in values.items()
-    }
-    if isinstance(order, (list, tuple)) or _chain_text(order):
-        order, chain, name["chain"] = "custom", order, name["order"]  # a list of stages is a custom chain
-    elif blank_is_default and isinstance(order, str) and order.strip():
-        order = order.strip().lower()  # a typed cell: " VLLM " means vllm
-    elif blank_is_default and validation.is_blank(order):
-        order = off.order
-    order = validation.choice(name["order"], order, ORDERS)
-    chain = parse_chain(name["chain"], chain)
-    refused = _refusal(numbers, order, chain, lambda f: name[f])
-    if refused is not None:
-        raise refused
-    breakers = off.dry_sequence_breakers if dry_sequence_breakers is None else validation.strings(
-        name["dry_sequence_breakers"], dry_sequence_breakers, limit=limits.MAX_DRY_BREAKERS,
-        chars=limits.MAX_DRY_BREAKER_CHARS)
-    mu = validation.number(name["mirostat_mu"], mirostat_mu, low=-limits.MAX_MIROSTAT_MU, high=limits.MAX_MIROSTAT_MU,
-                           blank=None)
-    return SamplingSettings(**numbers, seed=validation.seed(name["seed"], seed), order=order,
-                            logit_bias=validation.logit_bias(name["logit_bias"], logit_bias),
-                            dry_sequence_breakers=breakers, chain=chain, mirostat_mu=mu)
+    labels = labels or {}
+    values = {**_DEFAULTS, **knobs, "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
+              "seed": seed, "order": order, "logit_bias": logit_bias, "dry_sequence_breakers": dry_sequence_breakers,
+              "chain": chain, "mirostat_mu": mirostat_mu}
+    return _trusted(_checked(values, lambda f: labels.get(f, f), blank_is_default))
 
 
 def settings_from(value) -> SamplingSettings:
@@ -290,11 +302,10 @@ def settings_from(value) -> SamplingSettings:
         return SamplingSettings()
     if not isinstance(value, Mapping):
         raise ValueError(f"settings must be an object of sampling fields, got {type(value).__name__}")
-    off = SamplingSettings().to_dict()
-    unknown = sorted(set(value) - set(off))
+    unknown = sorted(set(value) - set(_DEFAULTS))
     if unknown:
         raise ValueError(f"settings has unknown fields: {', '.join(map(repr, unknown))}")
-    return parse_settings(**{**off, **value})
+    return parse_settings(**{**_DEFAULTS, **value})
 
 
 def request_from(value) -> Request:

@@ -9,8 +9,6 @@ a change of language redraws it without the model.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import gradio as gr
 
 from ..common.errors import unchanged, user_error
@@ -43,7 +41,7 @@ def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider,
             raise gr.Error(tr(lang, "batch.no_run"), print_exception=False)
         settings = run.request.settings
         if settings.seed is None:  # a blank seed: the run's own, so u is the one its step read
-            settings = replace(settings, seed=run.records[0].seed)
+            settings = settings.with_seed(run.records[0].seed)
         settings = continued(settings, run.records[:i])  # mirostat: the mu this step cut with
         try:
             effect = service.batch_effect(run.request.prompt, settings, chat=run.request.chat,

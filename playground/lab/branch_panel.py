@@ -185,7 +185,7 @@ def force(panel: BranchPanel, index, token, current: Run, tree: Tree, lang):
     tokens = [r.token_id for r in current.records]
     if tree.request is None or tree.branches[tree.current].tokens != tokens:  # a new run: a new tree
         seed = current.records[0].seed
-        request = replace(current.request, settings=replace(current.request.settings, seed=seed))
+        request = replace(current.request, settings=current.request.settings.with_seed(seed))
         tree = Tree(request, [Branch((), tuple(current.records))])
     parent = tree.branches[tree.current]
     new_path = child_path(parent.path, i, token)

@@ -184,7 +184,7 @@ def step(lab: LabComponents, state: Run, *values):
     )
     taken = [r.token_id for r in state.records] if same_run else []
     if same_run and request.settings.seed is None:  # blank seed: keep following the run's own
-        request = replace(request, settings=replace(request.settings, seed=state.records[0].seed))
+        request = replace(request, settings=request.settings.with_seed(state.records[0].seed))
     if taken:
         request = replace(request, settings=continued(request.settings, state.records))
     stream = open_stream(lab, request, lang, continue_from=taken)

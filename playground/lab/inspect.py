@@ -9,8 +9,6 @@ with the step they belong to, so a change of language redraws them, and another 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import gradio as gr
 
 from model_service import limits
@@ -94,7 +92,7 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
                 raise gr.Error(tr(lang, "inspect.many.no_run"), print_exception=False)
             settings = run.request.settings
             if settings.seed is None:  # a blank seed: the run's own, so the recomputed step draws the run's token
-                settings = replace(settings, seed=run.records[0].seed)
+                settings = settings.with_seed(run.records[0].seed)
             settings = continued(settings, run.records[:i])  # mirostat: the mu this step cut with
             many = service.sample_many(run.request.prompt, settings, chat=run.request.chat,
                                        continue_from=[r.token_id for r in run.records[:i]], n=count)

@@ -6,7 +6,7 @@ validators (model_service.records.validation) check the API, the links and the e
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from model_service import limits
 from model_service.records import validation
@@ -74,7 +74,7 @@ def continued(settings: SamplingSettings, records) -> SamplingSettings:
     carries, so that the continuation cuts as the whole run would have."""
     if not settings.mirostat or not records or records[-1].mirostat_mu is None:
         return settings
-    return replace(settings, mirostat_mu=records[-1].mirostat_mu)
+    return settings.with_mu(records[-1].mirostat_mu)
 
 
 def parse_request(prompt, chat, temperature, top_k, top_p, min_p, seed, max_new_tokens, stop, order, *knobs,

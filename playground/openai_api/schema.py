@@ -17,7 +17,6 @@ the sampler's whole pipeline).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -38,6 +37,7 @@ PASSED = ("order", *(knob.name for knob in KNOBS if knob.openai))
 # fields of both endpoints (OpenAI's, then the playground's extras)
 COMMON = (*OPENAI_FIELDS, "top_k", *(name for name in PASSED if name not in OPENAI_FIELDS), "logprobs_mode",
           "logprobs")
+OFF_SETTINGS = SamplingSettings().to_dict()  # a null field takes its default
 CHAT = ("messages", "top_logprobs", "max_completion_tokens")
 COMPLETION = ("prompt", "echo", "suffix", "best_of")
 IGNORED = ("user", "store", "metadata", "service_tier", "parallel_tool_calls")  # no effect on a sampled text
@@ -113,9 +113,8 @@ def sampling(body: Mapping) -> SamplingSettings:
     top_k = _given(body, "top_k", 0)
     if top_k in (-1, "-1"):  # vLLM's "off"
         top_k = 0
-    off = SamplingSettings().to_dict()
     return settings_from({"temperature": temperature, "top_k": top_k, "seed": body.get("seed"),
-                          **{name: _given(body, name, off[name]) for name in PASSED}})
+                          **{name: _given(body, name, OFF_SETTINGS[name]) for name in PASSED}})
 
 
 def choices(settings: SamplingSettings, n: int) -> tuple[SamplingSettings, ...]:
@@ -125,7 +124,7 @@ def choices(settings: SamplingSettings, n: int) -> tuple[SamplingSettings, ...]:
         seeds = [fresh_seed() for _ in range(n)]
     else:
         seeds = [(settings.seed + i) % (limits.MAX_SEED + 1) for i in range(n)]
-    return tuple(dataclasses.replace(settings, seed=seed) for seed in seeds)
+    return tuple(settings.with_seed(seed) for seed in seeds)
 
 
 def chat_prompt(messages) -> str | tuple[tuple[str, str], ...]:
