@@ -199,6 +199,7 @@ def test_keys_drive_the_lab_in_the_presenter_view(browser, app_url):
     page.wait_for_timeout(500)
     expect(page.locator("#run-status")).to_contain_text("Press Generate")  # no run began
 
+    expect(page.locator("#step")).to_be_enabled()
     page.keyboard.press(" ")
     expect(page.locator("#run-status")).to_contain_text("Step 1 of 1")
     page.keyboard.press(" ")
@@ -222,6 +223,7 @@ def test_s_stops_a_run_and_the_keys_help_speaks_the_pages_language(browser, app_
     page.keyboard.press("?")
     expect(page.locator("#ntp-keys-help")).to_contain_text("Phím cách")
     page.keyboard.press("Escape")
+    expect(page.locator("#generate")).to_be_enabled()  # the keys press what the page shows: awake once the link is in
     page.keyboard.press("g")
     # any step of the stream (the status line may skip steps when the page is busy), long before step 80
     expect(page.locator("#run-status")).to_contain_text(re.compile(r"Bước ([3-9]|[1-5][0-9]) / "), timeout=60_000)

@@ -40,8 +40,23 @@ def expect_hits(page, count: int, says: str) -> None:
     expect(hit.first).to_have_attribute("title", re.compile(says))
 
 
+# Counts the changes to the run's status line from here on: a second run's "stopped" is the first's until it changes.
+WATCH_STATUS = """() => {
+  window.ntpStatusChanges = 0;
+  if (window.ntpStatusWatch) return;
+  const inStatus = (node) => !!node && !!(node.nodeType === 1 ? node : node.parentElement)?.closest("#run-status");
+  window.ntpStatusWatch = new MutationObserver((changes) => {
+    if (changes.some((c) => inStatus(c.target))) window.ntpStatusChanges++;
+  });
+  window.ntpStatusWatch.observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+
+
 def generate(page, done="stopped") -> None:
+    """Press Generate and wait for this run's end: the status line changes, then says `done`."""
+    page.evaluate(WATCH_STATUS)
     page.locator("#generate").click()
+    page.wait_for_function("() => window.ntpStatusChanges > 0", timeout=120_000)
     expect(page.locator("#run-status")).to_contain_text(done, timeout=120_000)
 
 
