@@ -111,6 +111,8 @@ def test_the_dark_theme_darkens_the_charts_and_the_log_zoom_shows_the_tail(brows
     generate(page)
     stage = page.locator("#stage-plot .main-svg").first
     assert stage.evaluate("e => getComputedStyle(e).backgroundColor") == "rgba(0, 0, 0, 0)"  # no white box
+    # the chart may be drawn a moment after the status says stopped (a busy machine): wait for its log ticks
+    page.wait_for_function(f"() => ({CHART_TEXT})().some(t => t.id === 'stage-plot' && ['0.1%', '10%'].includes(t.text))")
     ticks = [t for t in page.evaluate(CHART_TEXT) if t["id"] == "stage-plot" and t["text"] in ("0.1%", "10%")]
     assert ticks and all(t["fill"] == "rgb(229, 231, 235)" for t in ticks)  # light ink, log ticks
     page.locator("#stage-plot").hover()  # a chart's PNG: Plotly's own toolbar has it
