@@ -78,14 +78,13 @@ def _chain_text(value) -> bool:
 def _refusal(values: Mapping, order: str, chain: tuple[str, ...], name) -> validation.InputError | None:
     """Why these knob values cannot run in this order, naming the field as `name` names it; None if they can.
     One check for every path (SamplingSettings itself, parse_settings' labelled fields)."""
-    off = SamplingSettings.__dataclass_fields__
     def set_(field):
-        return values[field] != off[field].default
+        return values[field] != _DEFAULTS[field]
 
     for field, why in NOT_IN_ORDER[order].items():
         if set_(field):
             return validation.InputError("not_in_order", field=name(field), order=order, why=why,
-                                         off=off[field].default)
+                                         off=_DEFAULTS[field])
     if order == "custom":
         if not chain:
             return validation.InputError("chain_empty", field=name("chain"), choices=", ".join(CHAIN_STAGES))
@@ -94,13 +93,13 @@ def _refusal(values: Mapping, order: str, chain: tuple[str, ...], name) -> valid
                 greedy = field == "temperature" and values[field] < GREEDY_EPS  # greedy needs no stage
                 if stage not in chain and set_(field) and not greedy:
                     return validation.InputError("chain_missing", field=name(field), value=values[field], stage=stage,
-                                                 off=off[field].default)
+                                                 off=_DEFAULTS[field])
     elif chain:
         return validation.InputError("chain_without_custom", field=name("chain"))
     if values["mirostat"]:
         for field in MIROSTAT_REPLACES:
             if set_(field):
-                return validation.InputError("mirostat_replaces", field=name(field), off=off[field].default)
+                return validation.InputError("mirostat_replaces", field=name(field), off=_DEFAULTS[field])
     return None
 
 
