@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from . import limits
 from .records import validation
 from .records.settings import Request, SamplingSettings
-from .records.step import BatchStep, LoadStatus, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting
+from .records.step import BatchStep, LoadStatus, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting, WhatIf
 
 Prompt = str | Sequence  # text, or with chat=True a conversation: {role, content} messages or (role, content) pairs
 
@@ -56,6 +56,7 @@ class GenerateCall:
     ignore_eos: bool = False
     continue_from: tuple[int, ...] = ()
     report_waiting: bool = False
+    keep: str = ""  # a page's name for its run: the service keeps the run's logits under it (engine/kept.py)
 
 
 @dataclass(frozen=True)
@@ -101,14 +102,28 @@ class ModelClient(ABC):
                  max_new_tokens: int = limits.DEFAULT_MAX_NEW_TOKENS, stop: Sequence[str] | str | None = (),
                  chat: bool = False, top_n: int = limits.DEFAULT_TOP_N, *, capture: bool = True,
                  ignore_eos: bool = False, continue_from: Sequence[int] = (),
-                 report_waiting: bool = False) -> Iterator[StepRecord | Waiting]:
+                 report_waiting: bool = False, keep: str = "") -> Iterator[StepRecord | Waiting]:
         """Stream one StepRecord per generated token; the request joins the room's running batch, and
         closing the iterator (or dropping it) cancels it. continue_from: tokens already generated (the
         lab's Step): the run resumes after them, seeded generator included. capture=False skips the stage
         summaries (a benchmark's baseline); ignore_eos keeps going past end-of-text; report_waiting yields
-        Waiting records while the request waits for a row. Bad input raises before anything is queued."""
+        Waiting records while the request waits for a row. keep: a page's name for its run (letters, digits,
+        - _ . :): the service keeps each step's logits under it for what_if (one run per name; a continued run under
+        the same name keeps the steps before it). Bad input raises before anything is queued."""
         return self._generate(GenerateCall(prompt_of(prompt, chat), settings, max_new_tokens, stop, chat, top_n, capture,
-                                           ignore_eos, tuple(continue_from), report_waiting))
+                                           ignore_eos, tuple(continue_from), report_waiting, keep))
+
+    def what_if(self, prompt: Prompt, settings: SamplingSettings | Mapping | None = None,
+                max_new_tokens: int = limits.DEFAULT_MAX_NEW_TOKENS, stop: Sequence[str] | str | None = (),
+                chat: bool = False, top_n: int = limits.DEFAULT_TOP_N, *, continue_from: Sequence[int] = (),
+                keep: str = "") -> WhatIf:
+        """The step after prompt + continue_from as a run with these settings would record it, drawn at the u of
+        their seed (the run's: blank draws a fresh one) — the live lab's "what if T were 0.5 at this step". From
+        the logits the run kept under `keep` (generate(..., keep=)), with no forward pass and never queued behind
+        the room; else from one forward pass, kept under `keep` for the next what-if of the step. A WhatIf record:
+        the StepRecord, and where its logits came from."""
+        return self._what_if(GenerateCall(prompt_of(prompt, chat), settings, max_new_tokens, stop, chat, top_n,
+                                          continue_from=tuple(continue_from), keep=keep))
 
     def generate_batch(self, requests: Sequence[Request | Mapping], top_n: int = limits.DEFAULT_TOP_N, *,
                        report_waiting: bool = False) -> Iterator[BatchStep | Waiting]:
@@ -171,6 +186,9 @@ class ModelClient(ABC):
 
     @abstractmethod
     def _generate_batch(self, call: BatchCall) -> Iterator[BatchStep | Waiting]: ...
+
+    @abstractmethod
+    def _what_if(self, call: GenerateCall) -> WhatIf: ...
 
     @abstractmethod
     def _sample_many(self, call: DrawCall) -> ManyDraws: ...

@@ -37,6 +37,14 @@ MIN_MANY_DRAWS = 100
 MAX_MANY_DRAWS = 10_000
 DEFAULT_MANY_DRAWS = 1_000
 
+# The live lab's what-ifs (model_service/engine/kept.py): a lab run keeps each step's raw logits (float32, V x 4
+# bytes: 196 KB a step for SmolLM2's 49,152 tokens, 513 KB for Llama-3's 128,256), so that moving a knob after a
+# run redraws a step with no forward pass. A page keeps one run, its oldest steps let go past PAGE; the room keeps
+# TOTAL, the page that moved a knob longest ago let go first. A step let go is recomputed by one forward pass.
+KEPT_LOGITS_PAGE_BYTES = 64 << 20  # SmolLM2: 341 steps (a 48-token run is 9.4 MB); Llama-3: 130 steps
+KEPT_LOGITS_TOTAL_BYTES = 1 << 30  # SmolLM2: ~110 pages with a 48-token run each
+MAX_KEEP_KEY_CHARS = 64  # the page's name for its kept run
+
 # A seed is shown, put in links and typed back: every seed must survive a trip through a JavaScript
 # number (a float64), so seeds live below 2**53 (fresh ones are drawn there too).
 MAX_SEED = 2**53 - 1

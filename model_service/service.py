@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from . import limits
 from .client import BatchCall, DrawCall, GenerateCall, ModelClient
 from .engine.card import room_limits, room_mode
+from .engine.kept import KeptRuns, Missing
 from .engine.loaded import LoadedModel
 from .engine.step import RowState
 from .engine.streams import BatchStream, GroupSink, Job, Stream, StreamSink
 from .models import loading
 from .records import validation
 from .records.settings import SamplingSettings, request_from, settings_from
-from .records.step import BatchStep, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting
+from .records.step import BatchStep, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting, WhatIf
 
 MAX_NEW_TOKENS = limits.MAX_NEW_TOKENS
 MAX_TOP_N = limits.MAX_TOP_N
@@ -37,6 +38,7 @@ class CheckedGenerate:
     stop: tuple[str, ...]
     top_n: int
     prefix: list[int]  # tokens already generated (continue_from)
+    keep: str = ""  # the page's name for its kept run ("": none)
 
 
 def _whole(field: str, value, low: int, high: int) -> int:
@@ -71,6 +73,7 @@ class ModelService(ModelClient):
         self.max_rows, self.queue_size = room_limits(model, max_rows, queue_size)
         self._scheduler = None
         self._scheduler_lock = threading.Lock()
+        self.kept = KeptRuns()  # the logits of the pages' lab runs, for their what-ifs (engine/kept.py)
         self.closed: Exception | None = None  # why this service no longer serves (the host switched the model)
 
     # the loaded model's parts, as the service's own callers read them
@@ -236,8 +239,44 @@ class ModelService(ModelClient):
         row = RowState(self.loaded, checked.settings, checked.max_new_tokens, checked.stop, checked.prefix,
                        bool(call.ignore_eos))
         jobs = [Job(checked.ids + checked.prefix, row, len(checked.prefix), checked.top_n, bool(call.capture), sink)]
+        keep = None
+        if checked.keep:
+            jobs[0].keep_logits = True
+            self.kept.start(checked.keep, checked.ids, checked.prefix)
+            keep = lambda record, kept: kept and self.kept.add(checked.keep, record.step, record.token_id, *kept)
         self.scheduler.submit(jobs)
-        return Stream(self.scheduler, jobs, sink)
+        return Stream(self.scheduler, jobs, sink, keep)
+
+    def _what_if(self, call: GenerateCall) -> WhatIf:
+        """From the kept logits in the calling thread (the room's scheduler never hears of it), else one forward
+        pass as a row of the room."""
+        from .engine.what_if import redraw
+        from .records.settings import fresh_seed
+
+        checked = self.check_generate(call)
+        seed = checked.settings.seed if checked.settings.seed is not None else fresh_seed()
+        found = self.kept.find(checked.keep, checked.ids, checked.prefix) if checked.keep else Missing.NOT_KEPT
+        forward_ms = 0.0
+        if isinstance(found, Missing):
+            job, step = self._one_step(checked, checked.settings.with_seed(seed))
+            (logits, u), forward_ms = job.kept.pop(step.step), step.forward_ms
+            if checked.keep:
+                self.kept.keep_recomputed(checked.keep, checked.ids, checked.prefix, logits, u)
+        else:
+            logits, u = found
+        record = redraw(self.loaded, checked, seed, logits, u, forward_ms)
+        return WhatIf(record, "kept" if not isinstance(found, Missing) else found.value)
+
+    def _one_step(self, checked: CheckedGenerate, settings: SamplingSettings) -> tuple[Job, StepRecord]:
+        """The step after checked.prefix computed as one row of the room (a prefill of prompt + prefix), its raw
+        logits and u kept on the job (job.kept[record.step]): sample_many's and a what-if's step."""
+        prefix, sink = checked.prefix, StreamSink()
+        job = Job(checked.ids + prefix, RowState(self.loaded, settings, len(prefix) + 1, (), prefix, True),
+                  len(prefix), checked.top_n, False, sink)
+        job.keep_logits = True
+        self.scheduler.submit([job])
+        with Stream(self.scheduler, [job], sink) as stream:
+            return job, next(stream)
 
     def check_generate(self, call: GenerateCall) -> CheckedGenerate:
         """A generate call checked (tokenizer work only, no forward pass); a ValueError names the field."""
@@ -249,7 +288,7 @@ class ModelService(ModelClient):
         prefix = self._tokens("continue_from", call.continue_from)
         if len(prefix) >= max_new_tokens:
             raise ValueError(f"already {len(prefix)} tokens generated: max_new_tokens ({max_new_tokens}) reached")
-        return CheckedGenerate(settings, ids, max_new_tokens, stop, top_n, prefix)
+        return CheckedGenerate(settings, ids, max_new_tokens, stop, top_n, prefix, validation.key("keep", call.keep))
 
     def _generate_batch(self, call: BatchCall) -> Iterator[BatchStep | Waiting]:
         self._check_open()
@@ -288,15 +327,9 @@ class ModelService(ModelClient):
         checked = self.check_generate(GenerateCall(call.prompt, call.settings, len(call.continue_from) + 1, (),
                                                    call.chat, call.top_n, continue_from=call.continue_from))
         settings, prefix, top_n = checked.settings, checked.prefix, checked.top_n
-        sink = StreamSink()
-        job = Job(checked.ids + prefix, RowState(self.loaded, settings, len(prefix) + 1, (), prefix, True),
-                  len(prefix), top_n, False, sink)
-        job.keep_logits = True
-        self.scheduler.submit([job])
-        with Stream(self.scheduler, [job], sink) as stream:
-            record = next(stream)
+        job, record = self._one_step(checked, settings)
         with torch.inference_mode():
-            stages = run_stages(job.kept_logits, [settings], capture=False, min_window=top_n,
+            stages = run_stages(job.kept.pop(record.step)[0], [settings], capture=False, min_window=top_n,
                                 contexts=[RowContext(job.row.prompt, list(prefix), side_chance(job.row.seed, len(prefix)),
                                                      job.row.breakers, stop_ids=self._stop_ids(settings))])
             return sample_step(stages, n, seed, top_n, self.pieces, record.step, record.token_id, record.forward_ms,

@@ -119,8 +119,16 @@ class ModelDeployment:
                 b.get("stop"), _chat(b), b.get("top_n", limits.DEFAULT_TOP_N), continue_from=b.get("continue_from") or (),
                 capture=validation.boolean("capture", b.get("capture", True)),
                 ignore_eos=validation.boolean("ignore_eos", b.get("ignore_eos", False)),
-                report_waiting=validation.boolean("report_waiting", b.get("report_waiting", False)))
+                report_waiting=validation.boolean("report_waiting", b.get("report_waiting", False)),
+                keep=b.get("keep", ""))
         return await self._stream(request, start)
+
+    @api.post("/what_if")
+    async def what_if(self, request: Request):
+        return await self._answer(request, lambda b: self.service.what_if(
+            b.get("prompt"), settings_from(b.get("settings")), b.get("max_new_tokens", limits.DEFAULT_MAX_NEW_TOKENS),
+            b.get("stop"), _chat(b), b.get("top_n", limits.DEFAULT_TOP_N), continue_from=b.get("continue_from") or (),
+            keep=b.get("keep", "")))
 
     @api.post("/generate_batch")
     async def generate_batch(self, request: Request):

@@ -26,7 +26,7 @@ from ..records import validation, wire
 from ..records.batch_effect import BatchEffect
 from ..records.prompt import PromptLogprobs
 from ..records.settings import request_from, settings_from
-from ..records.step import LoadStatus, ManyDraws, ModelInfo, Room, Token
+from ..records.step import LoadStatus, ManyDraws, ModelInfo, Room, Token, WhatIf
 from ..records.trace import AttentionMap, Trace
 from ..records.validation import Unavailable
 
@@ -128,11 +128,12 @@ class RemoteService(ModelClient):
         return _RemoteStream(response, self)
 
     def _generate(self, call: GenerateCall) -> Iterator:
-        body = {"prompt": call.prompt, "settings": settings_from(call.settings).to_dict(),
-                "max_new_tokens": call.max_new_tokens, "stop": list(validation.stop_strings("stop", call.stop)),
-                "chat": call.chat, "top_n": call.top_n, "capture": call.capture, "ignore_eos": call.ignore_eos,
-                "continue_from": list(call.continue_from), "report_waiting": call.report_waiting}
-        return self._stream("/generate", body)
+        return self._stream("/generate", _generate_body(call))
+
+    def _what_if(self, call: GenerateCall) -> WhatIf:
+        """On the replica that kept the run (a deployment of one replica, or a session's affinity): elsewhere it
+        recomputes the step with one forward pass."""
+        return WhatIf.from_dict(self._post("/what_if", _generate_body(call)))
 
     def _generate_batch(self, call: BatchCall):
         rows = []
@@ -180,6 +181,13 @@ class RemoteService(ModelClient):
 
     def _encode(self, prompt, chat) -> list[int]:
         return list(self._post("/encode", {"prompt": prompt, "chat": chat})["ids"])
+
+
+def _generate_body(call: GenerateCall) -> dict:
+    return {"prompt": call.prompt, "settings": settings_from(call.settings).to_dict(),
+            "max_new_tokens": call.max_new_tokens, "stop": list(validation.stop_strings("stop", call.stop)),
+            "chat": call.chat, "top_n": call.top_n, "capture": call.capture, "ignore_eos": call.ignore_eos,
+            "continue_from": list(call.continue_from), "report_waiting": call.report_waiting, "keep": call.keep}
 
 
 class _RemoteStream:

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 from .. import limits
 from ..client import BatchCall, DrawCall, GenerateCall, ModelClient
+from ..engine.kept import Missing
 from ..records import validation, wire
-from ..records.step import Room, StepRecord
+from ..records.step import Room, StepRecord, WhatIf
 
 try:  # optional: only a ZeroGPU Space needs it, and there it must come before CUDA is touched
     import spaces
@@ -55,6 +56,16 @@ class Failure:
         raise wire.decode_error(self.error)
 
 
+@dataclass(frozen=True)
+class KeptStep:
+    """A kept run's step as it crosses back from the lease: its logits as a NumPy row (the app's side has no CUDA)
+    and its u, for what-ifs answered on the app's side without a lease (model_service/engine/kept.py)."""
+
+    step: int
+    logits: object
+    u: float
+
+
 def _failure(error: Exception) -> Failure:
     return Failure(wire.encode_error(error))
 
@@ -77,6 +88,9 @@ def generate_slice(call, steps):
         stream = _SERVICE._generate(call)
         with stream:
             for n, record in enumerate(stream, start=1):
+                kept = _SERVICE.kept.step(call.keep, record.step) if call.keep and isinstance(record, StepRecord) else None
+                if kept is not None:
+                    yield KeptStep(record.step, kept[0].numpy(), kept[1])
                 yield record
                 if n >= steps:
                     return  # closing the stream frees the row at once
@@ -138,6 +152,9 @@ class ZeroGpuService(ModelClient):
 
     def _slices(self, call: GenerateCall, checked):
         taken, settings = list(checked.prefix), checked.settings
+        kept = None
+        if checked.keep:
+            self.inner.kept.start(checked.keep, checked.ids, checked.prefix)
         while True:
             last = None
             steps = min(limits.ZERO_GPU_SLICE_TOKENS, checked.max_new_tokens - len(taken))  # the lease asks for no more
@@ -146,6 +163,13 @@ class ZeroGpuService(ModelClient):
                                          report_waiting=False)
             for record in generate_slice(sliced, steps):
                 record = _unwrap(record)
+                if isinstance(record, KeptStep):
+                    kept = record
+                    continue
+                if kept is not None and isinstance(record, StepRecord) and kept.step == record.step:
+                    import torch
+
+                    self.inner.kept.add(checked.keep, record.step, record.token_id, torch.from_numpy(kept.logits), kept.u)
                 if isinstance(record, StepRecord):
                     taken.append(record.token_id)
                     last = record
@@ -170,6 +194,14 @@ class ZeroGpuService(ModelClient):
         if not 1 <= len(checked) <= limits.MAX_BATCH_REQUESTS:
             raise ValueError(f"a batch needs 1 to {limits.MAX_BATCH_REQUESTS} requests, got {len(checked)}")
         return (_unwrap(step) for step in generate_batch_lease(tuple(checked), call.top_n))
+
+    def _what_if(self, call: GenerateCall) -> WhatIf:
+        """From the logits the run kept here, on the CPU with no lease; else one forward pass in a lease."""
+        checked = self.inner.check_generate(call)
+        if checked.keep and not isinstance(self.inner.kept.find(checked.keep, checked.ids, checked.prefix), Missing):
+            return self.inner._what_if(call)
+        return _unwrap(one_pass("what_if", (call.prompt, call.settings, call.max_new_tokens, call.stop, call.chat,
+                                            call.top_n), {"continue_from": call.continue_from}))
 
     def _trace(self, prompt, chat, block, top_n):
         self.inner.prompt_ids(prompt, chat)

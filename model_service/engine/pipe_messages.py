@@ -77,7 +77,7 @@ class Reply:
 class StepDone:
     """One scheduler step's records for every caller, as Scheduler._step hands them to its sinks."""
 
-    records: list  # (rid, StepRecord, kept logits row or None)
+    records: list  # (rid, StepRecord, the step's kept (logits row, u) or None)
     vocab: int
     forward_ms: float
     sampling_ms: float

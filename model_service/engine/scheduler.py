@@ -281,7 +281,7 @@ class Scheduler:
             if turns[b] is None or job.cancelled:
                 continue  # failed, or closed during this step: nobody reads it
             if job.keep_logits:  # set before the record is delivered: the caller reads it once the record arrives
-                job.kept_logits = all_logits[b: b + 1].clone()
+                job.kept[turns[b].step] = (all_logits[b: b + 1].clone(), chosen.us[b])
             try:
                 record = job.row.record_of(turns[b], chosen.draws[b], summaries[b], timings[b], sampling_ms, batch[b])
             except Exception as error:  # this row's failure is its caller's alone

@@ -198,12 +198,12 @@ class SchedulerProcess:
         """One scheduler step's records, as Scheduler._step hands them to the sinks."""
         self.steps = step.steps
         sinks = {}
-        for rid, record, kept_logits in step.records:
+        for rid, record, kept in step.records:
             job = self._jobs.get(rid)
             if job is None or job.cancelled:
                 continue
-            if kept_logits is not None:
-                job.kept_logits = kept_logits
+            if kept is not None:
+                job.kept[record.step] = kept
             job.sink.put(job, record)
             sinks[id(job.sink)] = job.sink
             if record.stop_reason is not None:
@@ -257,7 +257,7 @@ class _CallerSink:
         self.outbox, self.first_rid, self.report_waiting = outbox, first_rid, report_waiting
 
     def put(self, job, record) -> None:
-        self.outbox.records.append((job.rid, record, job.kept_logits if job.keep_logits else None))
+        self.outbox.records.append((job.rid, record, job.kept.pop(record.step, None) if job.keep_logits else None))
         if record.stop_reason is not None:
             self.outbox.live.pop(job.rid, None)
 

@@ -35,9 +35,9 @@ from .. import limits
 from ..records.settings import ADJUSTERS, BANS, LESSON_STAGES, SamplingSettings
 from ..records.step import Stage, StepRecord, r6
 from ..records.utf8 import incomplete_tail, piece_bytes
-from ..sampling.draw import side_chance
+from ..sampling.draw import draw_at, side_chance, take_us
 from ..sampling.penalties import RowContext
-from ..sampling.pipeline import Stages, draw, fresh_seed, make_generator, run_stages, stage_names
+from ..sampling.pipeline import Stages, fresh_seed, make_generator, run_stages, stage_names
 from .text_stream import TextStream
 
 # stages that change logits and cut nothing: their kept mass is 1 (the bans cut: a banned token's mass goes)
@@ -143,16 +143,17 @@ class RowState:
     """One request's running state across steps."""
 
     def __init__(self, loaded, settings: SamplingSettings, max_new_tokens: int, stop=(), prefix=(), ignore_eos=False,
-                 seed: int | None = None):
+                 seed: int | None = None, device=None):
         """seed: the seed an unseeded request already drew (a scheduler process rebuilding the row); else the
-        settings' own, else a fresh one."""
+        settings' own, else a fresh one. device: its generator's (default the model's; a what-if, which is given
+        its u, keeps it on the CPU)."""
         self.loaded = loaded  # engine/loaded.py: the model, its tokenizer, pieces and EOS ids
         self.settings = settings
         self.max_new_tokens = max_new_tokens
         self.ignore_eos = ignore_eos
         self.seed = seed if seed is not None else settings.seed if settings.seed is not None else fresh_seed()
         self.stop, self.prefix = tuple(stop), tuple(prefix)  # as given: a scheduler process rebuilds the row
-        self.generator = make_generator(self.seed, loaded.model.device)
+        self.generator = make_generator(self.seed, loaded.model.device if device is None else device)
         if prefix:
             # one draw per step already taken: the generator resumes where a full run would be
             torch.rand(len(prefix), generator=self.generator, device=self.generator.device)
@@ -261,12 +262,14 @@ class Chosen(NamedTuple):
     capture: list[bool]
     orders: list[str]
     ms: float  # the time the stages and the draw took
+    us: list[float]  # each row's u for this step, greedy rows' too (a kept step: model_service/engine/kept.py)
 
 
 @torch.inference_mode()
-def choose(logits: torch.Tensor, rows: list[RowState], top_n, capture=True) -> Chosen:
+def choose(logits: torch.Tensor, rows: list[RowState], top_n, capture=True, us=None) -> Chosen:
     """The stages and the draw of one step for (B, V) logits, row i with rows[i]'s settings and generator: what the
-    next forward pass needs. top_n, capture: one for all rows or one per row."""
+    next forward pass needs. top_n, capture: one for all rows or one per row. us: each row's u, given (a what-if
+    reads the run's own: engine/what_if.py); None takes them from the rows' generators."""
     started = time.perf_counter()
     b = len(rows)
     top_n = [top_n] * b if isinstance(top_n, int) else list(top_n)
@@ -275,12 +278,13 @@ def choose(logits: torch.Tensor, rows: list[RowState], top_n, capture=True) -> C
     contexts = ([r.context() for r in rows] if any(s.penalised or s.xtc or s.dry or s.mirostat or s.bans for s in settings)
                 else None)
     stages = run_stages(logits, settings, capture=any(capture), min_window=max(top_n), contexts=contexts)
-    token_ids, draws = draw(stages, [s.greedy for s in settings], [r.generator for r in rows])
+    us = take_us([r.generator for r in rows]) if us is None else list(us)
+    token_ids, draws = draw_at(stages, [None if s.greedy else u for s, u in zip(settings, us)])
     for row, d in zip(rows, draws):
         if row.settings.mirostat:
             row.mirostat_mu = row.settings.next_mu(row.mirostat_mu, d.high - d.low)  # d: the final bar's interval
     return Chosen(stages, token_ids, token_ids.tolist(), draws, top_n, capture, [s.stages for s in settings],
-                  (time.perf_counter() - started) * 1000)
+                  (time.perf_counter() - started) * 1000, us)
 
 
 

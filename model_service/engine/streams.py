@@ -50,8 +50,9 @@ class Job:
         self.cancelled = False
         self.done = False  # stopped, or failed
         self.reported: int | None = None  # requests ahead of it when it last heard (waiting)
-        self.keep_logits = False  # sample_many: hand this row's raw logits row (1, V) back with its record
-        self.kept_logits = None
+        # hand each step's raw logits (1, V) and u back with its record: sample_many, a kept lab run (engine/kept.py)
+        self.keep_logits = False
+        self.kept: dict[int, tuple] = {}  # step -> (logits (1, V), u), until its reader takes it
         self.phase = JobStatus.WAITING  # the scheduler moves it on: PREFILLING, READY, DECODING
 
     @property
@@ -122,8 +123,10 @@ class Stream:
     """The records of one request (generate): an iterator that cancels its request when closed or
     garbage-collected. With report_waiting, Waiting records come before the first StepRecord."""
 
-    def __init__(self, scheduler, jobs: list[Job], sink: StreamSink):
-        self._scheduler, self._jobs, self._sink = scheduler, jobs, sink
+    def __init__(self, scheduler, jobs: list[Job], sink: StreamSink, keep=None):
+        """keep: called with each StepRecord and its step's (logits, u) before the record is handed on (the
+        jobs keep their logits: Job.keep_logits)."""
+        self._scheduler, self._jobs, self._sink, self._keep = scheduler, jobs, sink, keep
         self._finished = False
 
     def __iter__(self):
@@ -148,8 +151,11 @@ class Stream:
                     raise RuntimeError("the model's scheduler has stopped; restart the app") from None
 
     def _accept(self, item):
-        if isinstance(item, StepRecord) and item.stop_reason is not None:
-            self._finished = True
+        if isinstance(item, StepRecord):
+            if self._keep is not None and self._jobs:
+                self._keep(item, self._jobs[0].kept.pop(item.step, None))
+            if item.stop_reason is not None:
+                self._finished = True
         return item
 
     def close(self) -> None:

@@ -164,6 +164,9 @@ class LoadingService(ModelClient):
     def _generate_batch(self, call):
         return self.service._generate_batch(call)
 
+    def _what_if(self, call):
+        return self.service._what_if(call)
+
     def _sample_many(self, call):
         return self.service._sample_many(call)
 

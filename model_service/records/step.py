@@ -193,6 +193,26 @@ def json_size(record) -> int:
 
 
 @dataclass(frozen=True)
+class WhatIf:
+    """One step of a run redrawn with other settings (client.what_if): the record a run with those settings would
+    give at that step after the same tokens, drawn with the same u. logits_from says where the step's logits came
+    from: "kept" (the run's own, kept by the service: no forward pass), or recomputed by one forward pass, and why
+    they were not kept: "not_kept" (a run never kept under this key: a branch, a loaded run file), "page" (a run
+    longer than a page keeps: its oldest steps were let go), "room" (the room let go the run of the page that was
+    used longest ago). model_service/engine/kept.py keeps them."""
+
+    record: StepRecord
+    logits_from: str = "kept"
+
+    def to_dict(self) -> dict:
+        return {"record": self.record.to_dict(), "logits_from": self.logits_from}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> WhatIf:
+        return cls(StepRecord.from_dict(d["record"]), d["logits_from"])
+
+
+@dataclass(frozen=True)
 class BatchStep:
     """One step of the batched engine: a StepRecord per request (None once it has finished) and the
     batch as the sampler saw it."""

@@ -10,6 +10,8 @@ fuzzer sends.
 
 from __future__ import annotations
 
+import re
+
 import math
 import numbers
 from collections.abc import Mapping
@@ -85,6 +87,7 @@ MESSAGES = {
     "chain_twice": "{field}: {got} appears twice",
     "chain_missing": "{field} is {value} but the chain has no {stage} stage: add {stage} to the chain or set {field} to {off}",
     "chain_without_custom": "{field} orders the stages of a custom order only: choose the custom order, or leave {field} empty",
+    "keep_key": "{field} must be up to {limit} letters, digits and - _ . : (a page's name for its run), got {got}",
     "model_choice": "{field} must be one of the host's models ({choices}), got {got}",
 }
 
@@ -191,6 +194,18 @@ def text(field: str, value, *, required: bool = True) -> str:
         raise InputError("surrogate", field=field) from None
     if required and not value.strip():
         raise InputError("empty", field=field)
+    return value
+
+
+_KEY = re.compile(r"[A-Za-z0-9_.:-]*")
+
+
+def key(field: str, value) -> str:
+    """A page's name for what the service keeps for it (a run's logits): blank = none ("")."""
+    if is_blank(value):
+        return ""
+    if not isinstance(value, str) or len(value) > limits.MAX_KEEP_KEY_CHARS or not _KEY.fullmatch(value):
+        raise InputError("keep_key", field=field, limit=limits.MAX_KEEP_KEY_CHARS, got=_show(value))
     return value
 
 

@@ -21,10 +21,15 @@ def draw(stages, greedy: Sequence[bool], generators: Sequence[torch.Generator | 
     generator, so a seeded row's draw does not depend on its batch-mates.
     Returns (token_ids (B,) int64, [DrawInfo per row]).
     """
-    # Every row consumes one draw per step, greedy or not, so the generator's state after k steps is
-    # the same whatever the settings were: a run continued step by step replays a full run.
-    us = [float(torch.rand((), generator=gen, device=gen.device)) for gen in generators]
+    us = take_us(generators)
     return draw_at(stages, [None if g else v for g, v in zip(greedy, us)])
+
+
+def take_us(generators: Sequence[torch.Generator]) -> list[float]:
+    """Each row's u for this step, one from its generator. Every row consumes one draw per step, greedy or not, so
+    the generator's state after k steps is the same whatever the settings were: a run continued step by step
+    replays a full run, and a greedy step's u is what the step would read at a temperature above 0."""
+    return [float(torch.rand((), generator=gen, device=gen.device)) for gen in generators]
 
 
 def u_at(seed: int, step: int, device="cpu") -> float:

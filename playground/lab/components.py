@@ -51,6 +51,10 @@ class LabComponents:
     run_plot: gr.Plot
     run_state: gr.State  # the Run (run.py) the views show
     view: gr.State  # how this page draws the charts (playground/workshop/presenter.py sets it)
+    # the live lab (what_if.py): shown while a what-if is on screen
+    what_if_row: gr.Row
+    reset_button: gr.Button
+    continue_button: gr.Button
 
     @property
     def controls(self) -> list:
@@ -66,4 +70,5 @@ class LabComponents:
     @property
     def live(self) -> list:
         """What Generate and Step set: the run's views and the Run itself."""
-        return [self.chips, self.status, self.stage_plot, self.draw_plot, self.run_state, self.scrub, self.run_plot]
+        return [self.chips, self.status, self.stage_plot, self.draw_plot, self.run_state, self.scrub, self.run_plot,
+                self.what_if_row]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 import gradio as gr
 
+from model_service import limits
 from model_service.records import validation
 from model_service.records.step import StepRecord
 
@@ -69,11 +70,17 @@ class RunValues:
             raise bad(e, self.lang) from None
 
 
-def open_stream(lab: LabComponents, request: RunRequest, lang: str, continue_from=()):
+def keep_key(request: gr.Request | None) -> str:
+    """The page's name for the run whose logits the service keeps for its what-ifs: its session's (one run a page)."""
+    session = getattr(request, "session_hash", None) if request is not None else None
+    return f"lab:{session}"[: limits.MAX_KEEP_KEY_CHARS] if isinstance(session, str) and session.isalnum() else ""
+
+
+def open_stream(lab: LabComponents, request: RunRequest, lang: str, continue_from=(), keep: str = ""):
     try:
         return lab.service.generate(
             request.prompt, request.settings, max_new_tokens=request.max_new_tokens, stop=request.stop,
-            chat=request.chat, continue_from=continue_from, report_waiting=True,
+            chat=request.chat, continue_from=continue_from, report_waiting=True, keep=keep,
         )
     except (ValueError, RuntimeError) as e:  # bad input, or the model still loading
         raise bad(e, lang) from None
@@ -94,9 +101,11 @@ def step_views(lab: LabComponents, run: Run, index: int | None = None, shown: Vi
 
 def cleared(lab: LabComponents, run: Run, lang: str, shown: View) -> dict:
     """A new run's first update: the run before it leaves the page at once (its charts and scrubber would
-    read as this run's)."""
+    read as this run's); the steps it continues after (Continue from here) stay."""
+    kept = new_chips(run.records, 0, True, lang)[0] if run.records else ""
     return {lab.scrub: gr.update(visible=False, value=1), lab.status: tr(lang, "lab.status.starting"),
-            lab.chips: chips_prefix(lang, run.tag), lab.run_state: run,
+            lab.what_if_row: gr.update(visible=False),
+            lab.chips: chips_prefix(lang, run.tag) + kept, lab.run_state: run,
             **dict(zip((lab.stage_plot, lab.draw_plot, lab.run_plot), placeholder_figures(lang, shown)))}
 
 
@@ -112,13 +121,19 @@ def page_step_views(lab: LabComponents, run: Run, final: bool) -> dict:
     return {lab.status: status_markdown(part, rate=run.rate, lang=run.lang), **step_views(lab, part, None, run.view)}
 
 
-def generate(lab: LabComponents, *values):
+def generate(lab: LabComponents, page: gr.Request, *values):  # Gradio gives the request to a parameter before *values
     given = RunValues.of(values)
     lang, request = given.lang, given.request()
-    run = Run(request, lang=lang, model=model_name(lab, lang), view=given.view, streaming="run", tag=new_tag())
-    stream = open_stream(lab, request, lang)
+    run = Run(request, lang=lang, model=model_name(lab, lang), view=given.view, streaming="run", tag=new_tag(),
+              keep=keep_key(page))
+    yield from streamed(lab, run, open_stream(lab, request, lang, keep=run.keep), cleared(lab, run, lang, given.view))
+
+
+def streamed(lab: LabComponents, run: Run, stream, first: dict):
+    """A run streamed into the lab's views (Generate, Continue from here): `first`, then its updates until it ends
+    or Stop is pressed; its row leaves the room's batch however the page goes away."""
     try:  # (a page closed at any yield must still close the stream: every yield is inside)
-        yield cleared(lab, run, lang, given.view)
+        yield first
         yield from stream_views(lab, run, stream)
     except BaseException:  # the page went away, or the service failed: nothing will freeze the views
         run.streaming = ""
@@ -175,7 +190,7 @@ def stream_views(lab: LabComponents, run: Run, stream):
         yield out
 
 
-def step(lab: LabComponents, state: Run, *values):
+def step(lab: LabComponents, page: gr.Request, state: Run, *values):
     given = RunValues.of(values)
     lang, shown, request = given.lang, given.view, given.request()
     model = model_name(lab, lang)
@@ -187,13 +202,14 @@ def step(lab: LabComponents, state: Run, *values):
         request = replace(request, settings=request.settings.with_seed(state.records[0].seed))
     if taken:
         request = replace(request, settings=continued(request.settings, state.records))
-    stream = open_stream(lab, request, lang, continue_from=taken)
+    keep = keep_key(page)
+    stream = open_stream(lab, request, lang, continue_from=taken, keep=keep)
     try:
         record = next(r for r in stream if isinstance(r, StepRecord))  # past any Waiting
     finally:
         getattr(stream, "close", lambda: None)()
-    run = Run(request, (state.records if same_run else []) + [record], lang=lang, model=model, view=shown)
-    return {
+    run = Run(request, (state.records if same_run else []) + [record], lang=lang, model=model, view=shown, keep=keep)
+    return {lab.what_if_row: gr.update(visible=False),
         lab.chips: token_chips_html(run.records, lang=lang), lab.status: status_markdown(run, lang=lang),
         **step_views(lab, run, None, shown), lab.run_state: run, lab.scrub: scrub_update(run.records),
         lab.run_plot: run_chart(run.records, None, shown, lang),

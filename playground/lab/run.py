@@ -48,6 +48,11 @@ class Run:
     # the step the learner scrubbed to (0-based; None: the last). A language change redraws that step from here:
     # the scrubber's value its event carries was read when the event was queued, maybe before this run began
     scrubbed: int | None = None
+    # the live lab (what_if.py): the page's name for the run whose logits the service keeps (its session's), the
+    # what-if on screen (None: the run's own step) and a count of knob moves (a late answer to an older move is dropped)
+    keep: str = ""
+    what_if: object = None
+    what_if_serial: int = 0
 
     @property
     def finished(self) -> bool:
@@ -80,6 +85,11 @@ class Run:
         """The step the page shows when it is not the last (0-based), else None."""
         i = self.scrubbed
         return i if self.finished and i is not None and 0 <= i < len(self.records) - 1 else None
+
+    def shown_index(self) -> int:
+        """The step the page shows (0-based): the scrubbed one, else the last."""
+        i = self.shown_step()
+        return len(self.records) - 1 if i is None else i
 
     def shown_on_page(self, tag: str, count: int) -> int:
         """How many of `count` records the page showed when Stop was pressed: the chips it counted, if they

@@ -20,12 +20,13 @@ from .ban import wire_ban
 from .batch_effect import build_batch_effect
 from .chain_board import build_chain_board
 from .chips import COUNT_JS, PROBS_JS, STOP_JS, token_chips_html
-from .components import LabComponents
-from .handlers import generate, page_has, rerender, scrub_to, step, stop_run
+from .components import CONTROL_NAMES, LabComponents
+from .handlers import generate, page_has, step, stop_run
 from .inspect import build_inspect
 from .request import CHAIN_EXAMPLE, DEFAULTS, KNOB_CONTROLS, ORDER_LABELS, SLIDERS
 from .run import Run, order_note_text, placeholder_figures, status_markdown
 from .view import View
+from .what_if import continue_run, reset, rerendered, scrubbed, what_if
 
 
 def build_lab(service, language: gr.Radio | None = None) -> LabComponents:
@@ -71,6 +72,9 @@ def lay_out(service, language) -> LabComponents:
             chip_probs = gr.Radio([(T("lab.logprobs.raw"), "raw"), (T("lab.logprobs.final"), "final")], value="raw",
                                   label=T("lab.logprobs"), show_label=False, container=False, elem_id="chip-probs")
             status = gr.Markdown(status_markdown(Run()), elem_id="run-status")
+            with gr.Row(visible=False, elem_id="what-if-row") as what_if_row:  # a what-if on screen (what_if.py)
+                reset_btn = gr.Button(T("lab.what_if.reset"), size="sm", elem_id="what-if-reset")
+                continue_btn = gr.Button(T("lab.what_if.continue"), size="sm", elem_id="what-if-continue")
             stage_plot = gr.Plot(stage_empty, show_label=False, elem_id="stage-plot")
             ban_box = gr.Textbox("", label=T("lab.ban"), lines=1, max_lines=1, elem_id="ban-token",
                                  elem_classes=["ntp-ban"])  # filled by a click on a bar (ban.BAN_JS)
@@ -82,7 +86,7 @@ def lay_out(service, language) -> LabComponents:
     return LabComponents(
         service, language, prompt, chat, temperature, top_k, top_p, min_p, order, order_note, seed, max_new, stop,
         {name: knobs[name] for name in KNOB_CONTROLS}, generate_btn, step_btn, stop_btn, chips, chip_probs,
-        ban_box, status, stage_plot, draw_plot, scrub, run_plot, run_state, view,
+        ban_box, status, stage_plot, draw_plot, scrub, run_plot, run_state, view, what_if_row, reset_btn, continue_btn,
     )
 
 
@@ -142,6 +146,10 @@ def wire(lab: LabComponents) -> None:
     # The language comes last: API callers that leave it out get English.
     gen_event = lab.generate_button.click(bound(generate), [*lab.controls, lab.language, lab.view], lab.live,
                                           api_name="generate", show_progress="hidden", preprocess=False)
+    # Continue from here (a what-if on screen): the run so far, then on with the knobs' settings; Stop stops it too
+    continue_event = lab.continue_button.click(bound(continue_run), [lab.run_state, *lab.controls, lab.language, lab.view],
+                                               lab.live, api_name="continue_run", show_progress="hidden",
+                                               preprocess=False)
     # a press while a step is still on its way is kept and runs after it (Gradio's default drops it): a presenter
     # pressing Space twice gets two steps
     lab.step_button.click(bound(step), [lab.run_state, *lab.controls, lab.language, lab.view], lab.live,
@@ -150,19 +158,39 @@ def wire(lab: LabComponents) -> None:
     # cancel comes after the handler's answer, by then the stream has ended (it stops anything that has not)
     on_page = gr.Textbox("", visible=False, label="chips on the page", elem_id="stop-on-page")
     lab.stop_button.click(bound(stop_run), [lab.run_state, lab.language, lab.view, on_page], lab.live, js=STOP_JS,
-                          cancels=[gen_event], api_name="stop", queue=False, show_progress="hidden")
+                          cancels=[gen_event, continue_event], api_name="stop", queue=False, show_progress="hidden")
     # the page has the chips' new value: what a streaming handler reads to stay one update ahead (run.Pace)
     lab.chips.change(bound(page_has), [lab.run_state, lab.chips], None, js=COUNT_JS, queue=False, preprocess=False,
                      postprocess=False, show_progress="hidden", api_visibility="private")
     # release (mouse), and change from the keyboard: arrow keys and Enter move the step at once
-    gr.on([lab.scrub.release, lab.scrub.input], bound(scrub_to), [lab.scrub, lab.run_state, lab.language, lab.view],
-          [*views, lab.run_plot], api_name="scrub", show_progress="hidden", trigger_mode="always_last",
+    gr.on([lab.scrub.release, lab.scrub.input], bound(scrubbed), [lab.scrub, lab.run_state, lab.language, lab.view],
+          [*views, lab.run_plot, lab.what_if_row], api_name="scrub", show_progress="hidden", trigger_mode="always_last",
           preprocess=False)
+    wire_what_if(lab, bound)
     lab.chip_probs.change(None, lab.chip_probs, None, js=PROBS_JS, api_visibility="private", show_progress="hidden")
     wire_ban(lab, lab.ban_box)
     lab.order.change(bound(order_shown), [lab.order, lab.language], [lab.order_note, lab.control("chain")], api_visibility="private",
                      show_progress="hidden")
     if isinstance(lab.language, gr.Radio):
-        lab.language.change(bound(rerender), [lab.language, lab.run_state, lab.order, lab.prompt, lab.view],
-                            [*views, lab.run_plot, lab.order_note, lab.prompt], api_visibility="private",
+        lab.language.change(bound(rerendered), [lab.language, lab.run_state, lab.order, lab.prompt, lab.view],
+                            [*views, lab.run_plot, lab.order_note, lab.prompt, lab.what_if_row], api_visibility="private",
                             show_progress="hidden", preprocess=False)
+
+
+def wire_what_if(lab: LabComponents, bound) -> None:
+    """The live lab: every knob's input (a drag, a key, a typed value once it is entered) redraws the step on screen
+    for the new settings (what_if.py). One event for all of them, its pending moves collapsed to the last, with no
+    concurrency limit (page.py): a what-if takes no forward pass, so it never waits behind the room's runs."""
+    knobs = [lab.temperature, lab.top_k, lab.top_p, lab.min_p, lab.order, *lab.knobs.values()]
+    triggers = []
+    for control in [*knobs, lab.stop]:
+        if isinstance(control, gr.Textbox):  # typed text is asked about once it is entered, not at every key
+            triggers += [control.submit, control.blur]
+        else:
+            triggers.append(control.input)
+    outputs = [lab.status, lab.stage_plot, lab.draw_plot, lab.what_if_row]
+    gr.on(triggers, bound(what_if), [lab.run_state, *lab.controls, lab.language, lab.view], outputs,
+          api_name="what_if", show_progress="hidden", trigger_mode="always_last", preprocess=False)
+    lab.reset_button.click(bound(reset), [lab.run_state, lab.language, lab.view],
+                           [*(lab.control(name) for name in CONTROL_NAMES if name not in ("prompt", "chat")), *outputs],
+                           api_visibility="private", show_progress="hidden")

@@ -72,7 +72,7 @@ def lab():
 
 def start(lab) -> tuple:
     """A Generate under way: the generator, and the run it streams (after the first update)."""
-    gen = handlers.generate(lab, *CONTROLS, "en", View())
+    gen = handlers.generate(lab, None, *CONTROLS, "en", View())
     first = next(gen)
     return gen, first[lab.run_state]
 

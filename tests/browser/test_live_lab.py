@@ -1,0 +1,93 @@
+"""The live lab in a real browser on the embedded model: after a seeded run, moving a lesson knob redraws the step
+on screen (the top candidate's probability read off the stage chart is the model's own at T 0.5 and 1.5), the run's
+chips stay, the line says what it shows, Reset brings the run's step back, and Continue from here goes on from the
+step on screen with the new settings."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from model_service.records.settings import SamplingSettings
+
+from .conftest import ARTIFACTS
+from .test_samplers import WATCH_STATUS, generate, opened, set_number
+
+pytestmark = pytest.mark.browser
+
+LINK = "?prompt=The+capital+of+France+is&temperature=1&seed=5&max_new_tokens=6"
+
+
+def status_change(page, action) -> None:
+    """Do `action` and wait until the run's status line has changed after it."""
+    page.evaluate(WATCH_STATUS)
+    action()
+    page.wait_for_function("() => window.ntpStatusChanges > 0", timeout=60_000)
+
+
+def top_of_stage(page, stage: str) -> float:
+    """The top candidate's probability in a stage's panel, as its bar's hover says it (the chart's own number)."""
+    return page.evaluate("""(stage) => {
+      const plot = document.querySelector('#stage-plot .js-plotly-plot');
+      const panel = plot.layout.annotations.findIndex((a) => a.text && a.text.startsWith('after ' + stage));
+      const axis = panel > 0 ? 'x' + (panel + 1) : 'x';  // the panels' titles, in the panels' order
+      const bar = plot.data.find((t) => t.type === 'bar' && (t.xaxis || 'x') === axis);
+      return Math.max(...bar.x);
+    }""", stage)
+
+
+@pytest.fixture()
+def ran(browser, app_url):
+    context, page = opened(browser, app_url + LINK, 1440, 900)
+    try:
+        generate(page)
+        yield page
+    finally:
+        context.close()
+
+
+def test_moving_temperature_redraws_the_step_with_the_models_own_numbers(ran, embedded):
+    page = ran
+    chips = page.locator("#chips").inner_text()
+    ids = embedded.encode("The capital of France is")
+    import torch
+
+    with torch.inference_mode():
+        run = list(embedded.generate("The capital of France is", SamplingSettings(temperature=1.0, seed=5),
+                                     max_new_tokens=6))
+        logits = embedded.model(torch.tensor([ids + [r.token_id for r in run[:5]]])).logits[0, -1].float()
+    for t in (0.5, 1.5):
+        status_change(page, lambda: set_number(page, "temperature", str(t)))
+        expect(page.locator("#run-status")).to_contain_text(f"What if T {t:g}", timeout=30_000)
+        expect(page.locator("#run-status")).to_contain_text("this run drew with T 1")
+        expected = float(torch.softmax(logits / t, -1).max())
+        shown = top_of_stage(page, "temperature")
+        assert math.isclose(shown, expected, rel_tol=2e-3), (t, shown, expected)
+        assert page.locator("#chips").inner_text() == chips  # the run stays
+    page.screenshot(path=str(ARTIFACTS / "live_lab_what_if.png"))
+    status_change(page, lambda: page.locator("#what-if-reset").click())
+    expect(page.locator("#run-status")).not_to_contain_text("What if")
+    expect(page.locator("#temperature input[type=number]")).to_have_value("1")
+    expect(page.locator("#what-if-row")).to_be_hidden()
+
+
+def test_each_lesson_knob_moves_the_step_and_continue_goes_on_from_it(ran):
+    page = ran
+    for elem_id, value, says in (("top-k", "3", "top-k 3"), ("top-p", "0.5", "top-p 0.5"), ("min-p", "0.2", "min-p 0.2")):
+        status_change(page, lambda: set_number(page, elem_id, value))
+        expect(page.locator("#run-status")).to_contain_text(says, timeout=30_000)
+    status_change(page, lambda: page.locator("#order").get_by_text("vLLM").click())
+    expect(page.locator("#run-status")).to_contain_text("order vllm", timeout=30_000)
+    # scrubbing keeps the what-if: the step there, under the knobs' settings
+    scrub = page.locator("#scrub input[type=number]")
+    status_change(page, lambda: (scrub.fill("3"), scrub.press("Enter")))
+    expect(page.locator("#run-status")).to_contain_text("step 3", timeout=30_000)
+    expect(page.locator("#run-status")).to_contain_text("What if")
+    first_two = page.locator("#chips .ntp-chip").all_inner_texts()[:2]
+    status_change(page, lambda: page.locator("#what-if-continue").click())
+    expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
+    assert page.locator("#chips .ntp-chip").all_inner_texts()[:2] == first_two
+    expect(page.locator("#run-status")).not_to_contain_text("What if")
