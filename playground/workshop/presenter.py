@@ -1,9 +1,10 @@
 """The presenter view: the page as a projector at the front of a room shows it, one step on one screen.
 
 A toggle in the header (and `?present=1` in a link) folds the lab's controls into a slim bar of its three
-buttons over the run, draws the charts with text of at least 14 px, shows the stage panels' ten most probable
+buttons and the lesson's four knobs over the run, draws the charts with text of at least 14 px, shows the stage panels' ten most probable
 candidates and folds the panels that change nothing into one note, and keeps the chips large in a box of a few
-lines. Keys drive the lab (KEYS_JS: Space = Step, G = Generate, S = Stop, ← / → = scrub, ? = their help).
+lines. Keys drive the lab (KEYS_JS: Space = Step, G = Generate, S = Stop, ← / → = scrub, T / K / P / M = focus a lesson
+knob and ↑ / ↓ move it (the step on screen redraws: playground/lab/what_if.py), ? = their help).
 A second toggle puts the stage chart's x axis on a log scale, so the tail a filter cuts is visible. The page's
 dark theme (`?__theme=dark`, or the system's) darkens the charts. Layout lives in assets/presenter.css
 (body.ntp-present); the charts read the page's View (playground/lab/view.py).
@@ -73,7 +74,8 @@ def wire(demo: gr.Blocks, toggles: dict, lab: LabComponents, language) -> None:
 
 # ---- the keys: Space = Step, G = Generate, S = Stop, ← / → = scrub, ? = this help ----------------------------
 
-KEY_TEXTS = ("hint", "hint_title", "title", "space", "step", "generate", "stop", "scrub", "scenes", "help", "close")
+KEY_TEXTS = ("hint", "hint_title", "title", "space", "step", "generate", "stop", "scrub", "knobs", "scenes", "help", "close")
+KNOB_KEYS = {"t": "temperature", "k": "top-k", "p": "top-p", "m": "min-p"}  # a key -> the lesson knob it focuses
 
 # Installed once on load. Only in the presenter view; never with Ctrl, Alt or Meta (Alt+← / → and PageUp / PageDown
 # move scenes: scene_bar.py KEYS_JS), never while the focus is in a box one types into. A key acts only on what the
@@ -109,7 +111,8 @@ KEYS_JS = """() => {
     const row = (keys, what) => `<tr><td>${keys.map((k) => `<kbd>${k}</kbd>`).join(" ")}</td><td>${say(what)}</td></tr>`;
     help.setAttribute("aria-label", say("title"));
     help.innerHTML = `<h2>${say("title")}</h2><table>` + row([say("space")], "step") + row(["G"], "generate")
-      + row(["S"], "stop") + row(["←", "→"], "scrub") + row(["PageUp", "PageDown"], "scenes") + row(["?"], "help")
+      + row(["S"], "stop") + row(["←", "→"], "scrub") + row(["T", "K", "P", "M", "↑", "↓"], "knobs")
+      + row(["PageUp", "PageDown"], "scenes") + row(["?"], "help")
       + `</table><p>${say("close")}</p>`;
   };
   const isOpen = () => { const help = document.getElementById("ntp-keys-help"); return !!help && !help.hidden; };
@@ -166,6 +169,14 @@ KEYS_JS = """() => {
     if (e.key === "?") { e.preventDefault(); show(!isOpen()); return; }
     if (e.shiftKey) return;
     const key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+    const knob = __KNOBS__[key];
+    if (knob) {  // focus the knob's slider: ↑ / ↓ (and ← / →) then move it, and each move redraws the step
+      const input = document.querySelector(`#${knob} input[type=range]`);
+      if (!laidOut(input) || input.disabled) return;
+      e.preventDefault();
+      input.focus();
+      return;
+    }
     const ids = {" ": "step", "g": "generate", "s": "stop"};
     if (ids[key]) {
       const b = pressable(ids[key]);
@@ -187,4 +198,4 @@ KEYS_JS = """() => {
 def keys_js() -> str:
     """KEYS_JS with its texts in both languages (HTML escaped): the help shows the page's language (<html lang>)."""
     texts = {code: {key: html.escape(tr(code, f"presenter.keys.{key}")) for key in KEY_TEXTS} for code in LANGUAGES}
-    return KEYS_JS.replace("__TEXTS__", json.dumps(texts, ensure_ascii=False))
+    return KEYS_JS.replace("__TEXTS__", json.dumps(texts, ensure_ascii=False)).replace("__KNOBS__", json.dumps(KNOB_KEYS))

@@ -91,3 +91,21 @@ def test_each_lesson_knob_moves_the_step_and_continue_goes_on_from_it(ran):
     expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
     assert page.locator("#chips .ntp-chip").all_inner_texts()[:2] == first_two
     expect(page.locator("#run-status")).not_to_contain_text("What if")
+
+
+def test_in_the_presenter_view_a_host_moves_t_from_the_keyboard_and_the_step_redraws(browser, app_url):
+    context, page = opened(browser, app_url + LINK + "&present=1", 1280, 720)
+    try:
+        generate(page)
+        strip = page.locator("#temperature")
+        expect(strip).to_be_visible()
+        assert strip.bounding_box()["y"] < 200  # a slim strip over the run, not the settings column
+        page.locator("body").click(position={"x": 5, "y": 300})  # nothing focused: the page's keys
+        page.keyboard.press("t")
+        page.wait_for_function("() => document.activeElement && document.activeElement.closest('#temperature')")
+        status_change(page, lambda: [page.keyboard.press("ArrowDown") for _ in range(5)])
+        expect(page.locator("#run-status")).to_contain_text(re.compile(r"What if T 0\.\d"), timeout=30_000)
+        page.screenshot(path=str(ARTIFACTS / "live_lab_presenter_1280.png"))
+        assert page.locator("#draw-plot").bounding_box()["y"] + 40 < 720  # the draw bar stays on the screen
+    finally:
+        context.close()
