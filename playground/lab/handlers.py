@@ -11,6 +11,7 @@ redraws every view from the records the page keeps (a run still streaming switch
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, replace
 
@@ -70,10 +71,15 @@ class RunValues:
             raise bad(e, self.lang) from None
 
 
+_SESSION = re.compile(r"[A-Za-z0-9_-]{1,60}")  # the page's session hash (a script's gradio_client: a UUID)
+
+
 def keep_key(request: gr.Request | None) -> str:
     """The page's name for the run whose logits the service keeps for its what-ifs: its session's (one run a page)."""
     session = getattr(request, "session_hash", None) if request is not None else None
-    return f"lab:{session}"[: limits.MAX_KEEP_KEY_CHARS] if isinstance(session, str) and session.isalnum() else ""
+    if not isinstance(session, str) or not _SESSION.fullmatch(session):
+        return ""  # no session (a handler called directly): nothing kept, a what-if recomputes its step
+    return f"lab:{session}"[: limits.MAX_KEEP_KEY_CHARS]
 
 
 def open_stream(lab: LabComponents, request: RunRequest, lang: str, continue_from=(), keep: str = ""):

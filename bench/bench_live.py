@@ -1,0 +1,220 @@
+"""Benchmark of the live lab (playground/lab/what_if.py): a knob moved after a run, to the stage chart redrawn.
+
+Runs app.py on a free port, drives it with Playwright + Debian chromium, and prints, from ONE run:
+  (1) for temperature, top-k, top-p, min-p and a sampler beyond the lesson (repetition penalty): the time from the
+      knob's input (its slider's value set and its input event, as a drag or a key does) to the stage chart's redraw
+      on the page (a MutationObserver on #stage-plot), at 1440x900 and in the presenter view at 1280x720, alone and
+      with 16 script learners generating in the same room. Goal: median <= 150 ms, every one <= 300 ms.
+  (2) the room's throughput (tokens/s of the 16 generating scripts) with 16 more script learners moving a knob once a
+      second (each a gradio_client session: a run, then /what_if at a new temperature) against the room without
+      them. Goal >= 0.9x.
+
+    .venv/bin/python bench/bench_live.py [--moves 12] [--room 16] [--window 30]   # ~6 min on 2 cores
+
+Rates on a shared 2-core box are noisy (the load average is printed): trust the ratios measured in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+LINK = "?prompt=The+capital+of+France+is&temperature=1&seed=5&max_new_tokens=8"
+# knob -> (its slider's elem_id, the values a learner moves it through)
+KNOBS = {
+    "temperature": ("temperature", [0.5, 1.5, 0.8, 1.2]),
+    "top-k": ("top-k", [5, 40, 2, 20]),
+    "top-p": ("top-p", [0.5, 0.9, 0.3, 0.7]),
+    "min-p": ("min-p", [0.1, 0.02, 0.2, 0.05]),
+    "repetition penalty": ("repetition-penalty", [1.3, 1.1, 1.6, 1.2]),
+}
+# set a slider as a drag does (its value, then its input event) and time the stage chart's next redraw in the page
+MOVE = """([id, value]) => new Promise((done) => {
+  const plot = document.querySelector('#stage-plot');
+  const input = document.querySelector(`#${id} input[type=range]`);
+  const started = performance.now();
+  const watch = new MutationObserver(() => { watch.disconnect(); done(performance.now() - started); });
+  watch.observe(plot, {subtree: true, childList: true});
+  Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set.call(input, String(value));
+  input.dispatchEvent(new Event('input', {bubbles: true}));
+  setTimeout(() => { watch.disconnect(); done(null); }, 10000);
+})"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(port: int) -> subprocess.Popen:
+    app = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port)], cwd=ROOT,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    from gradio_client import Client
+
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        try:
+            Client(f"http://127.0.0.1:{port}/", verbose=False).view_api(print_info=False)
+            return app
+        except Exception:
+            time.sleep(2)
+    app.kill()
+    raise SystemExit("the app did not start")
+
+
+def page_moves(browser, url: str, width: int, height: int, present: bool, moves: int) -> dict[str, list[float]]:
+    """Each knob moved `moves` times after a run: ms from its input to the stage chart's redraw."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(url + LINK + ("&present=1" if present else ""))
+    page.wait_for_selector("#generate:not([disabled])", timeout=120_000)
+    page.locator("#generate").click()
+    page.wait_for_function("() => document.querySelector('#run-status').innerText.includes('stopped')",
+                           timeout=180_000)
+    if not present:
+        page.locator("#penalties").get_by_text("Penalties, bans and logit bias").click()
+    out = {}
+    for name, (elem_id, values) in KNOBS.items():
+        if present and name == "repetition penalty":
+            continue  # the presenter's strip holds the lesson's four
+        times = []
+        for n in range(moves):
+            page.wait_for_timeout(150)  # a learner's next move, not a flood
+            ms = page.evaluate(MOVE, [elem_id, values[n % len(values)]])
+            if ms is not None:
+                times.append(ms)
+        out[name] = times
+        page.evaluate(MOVE, [elem_id, {"temperature": 1, "top-k": 0, "top-p": 1, "min-p": 0}.get(name, 1)])
+    page.close()
+    return out
+
+
+class Learners:
+    """Script learners in the room: `generating` ones loop /generate; `moving` ones run once, then move T once a
+    second (/what_if). Counts the generating ones' tokens."""
+
+    def __init__(self, url: str, generating: int, moving: int):
+        from gradio_client import Client
+
+        self.url, self.stop, self.tokens, self.moves, self.ready = url, threading.Event(), 0, 0, 0
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._generate, args=(Client(url, verbose=False),), daemon=True)
+                        for _ in range(generating)]
+        self.threads += [threading.Thread(target=self._move, args=(Client(url, verbose=False),), daemon=True)
+                         for _ in range(moving)]
+
+    def args(self, temperature: float):
+        return ("The capital of France is", False, temperature, 0, 1.0, 0.0, "", 24, "", "hf")
+
+    def _generate(self, client) -> None:
+        while not self.stop.is_set():
+            try:
+                chips, *_ = client.predict(*self.args(1.0), api_name="/generate")
+            except Exception:  # the app closing under the bench's last runs
+                return
+            with self.lock:
+                self.tokens += chips.count('class="ntp-chip')
+
+    def _move(self, client) -> None:
+        client.predict(*self.args(1.0), api_name="/generate")  # its run: what its moves redraw
+        with self.lock:
+            self.ready += 1
+        n = 0
+        while not self.stop.is_set():
+            try:
+                client.predict(*self.args([0.5, 1.5, 0.8][n % 3]), api_name="/what_if")
+            except Exception:
+                return
+            n += 1
+            with self.lock:
+                self.moves += 1
+            self.stop.wait(1.0)
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+
+
+def rate(url: str, generating: int, moving: int, window: float) -> tuple[float, float]:
+    """Tokens/s of `generating` learners over `window` s (after a warm-up), beside `moving` ones; their moves/s."""
+    with Learners(url, generating, moving) as room:
+        deadline = time.monotonic() + 600
+        while room.ready < moving and time.monotonic() < deadline:  # the movers' own runs are over: they only move
+            time.sleep(1)
+        time.sleep(10)  # every learner in and running
+        tokens, moves, started = room.tokens, room.moves, time.monotonic()
+        time.sleep(window)
+        took = time.monotonic() - started
+        return (room.tokens - tokens) / took, (room.moves - moves) / took
+
+
+def redraws(url: str, moves: int, room: int) -> None:
+    """(1): each knob's input to the stage chart's redraw, idle at 1440x900 and in the presenter view, then at
+    1440x900 beside `room` script learners generating."""
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        for label, width, height, present in (("1440x900", 1440, 900, False), ("presenter 1280x720", 1280, 720, True)):
+            print(f"\n(1) knob -> stage chart redrawn, {label}, the room idle")
+            for name, times in page_moves(browser, url, width, height, present, moves).items():
+                print(f"  {name:20s} {summary(times)}")
+        if room:
+            print(f"\n(1) the same at 1440x900 with {room} script learners generating in the room")
+            with Learners(url, room, 0):
+                time.sleep(10)
+                for name, times in page_moves(browser, url, 1440, 900, False, moves).items():
+                    print(f"  {name:20s} {summary(times)}")
+        browser.close()
+
+
+def summary(times: list[float]) -> str:
+    if not times:
+        return "no redraw seen"
+    return (f"median {statistics.median(times):6.0f} ms · max {max(times):6.0f} ms · n {len(times)} · "
+            f"{'ok' if statistics.median(times) <= 150 and max(times) <= 300 else 'over the goal'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--moves", type=int, default=12)
+    parser.add_argument("--room", type=int, default=16, help="script learners in the room (0: the page alone)")
+    parser.add_argument("--window", type=float, default=30.0)
+    parser.add_argument("--only-room", action="store_true", help="(2) only: the room's throughput")
+    args = parser.parse_args()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    app = start_app(port)
+    try:
+        print(f"load average before: {os.getloadavg()[0]:.2f}")
+        if not args.only_room:
+            redraws(url, args.moves, args.room)
+        if not args.room:  # --room 0: the page alone
+            return
+        alone, _ = rate(url, args.room, 0, args.window)
+        beside, moves = rate(url, args.room, args.room, args.window)
+        print(f"\n(2) the room's throughput, {args.room} learners generating: {alone:.1f} tok/s alone, {beside:.1f} tok/s "
+              f"beside {args.room} learners moving a knob ({moves:.1f} what-ifs/s): {beside / alone:.2f}x (goal >= 0.9x)")
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+    finally:
+        app.terminate()
+        app.wait(30)
+
+
+if __name__ == "__main__":
+    main()
