@@ -10,10 +10,9 @@ fuzzer sends.
 
 from __future__ import annotations
 
-import re
-
 import math
 import numbers
+import re
 from collections.abc import Mapping
 
 from .. import limits

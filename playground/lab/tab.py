@@ -26,7 +26,7 @@ from .inspect import build_inspect
 from .request import CHAIN_EXAMPLE, DEFAULTS, KNOB_CONTROLS, ORDER_LABELS, SLIDERS
 from .run import Run, order_note_text, placeholder_figures, status_markdown
 from .view import View
-from .what_if import continue_run, reset, rerendered, scrubbed, what_if
+from .what_if import continue_run, rerendered, reset, scrubbed, what_if
 
 
 def build_lab(service, language: gr.Radio | None = None) -> LabComponents:

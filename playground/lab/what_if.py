@@ -111,9 +111,11 @@ def what_if_views(lab: LabComponents, run: Run, shown: Shown | None, view, lang:
             lab.status: what_if_markdown(shown, run, lang), lab.what_if_row: gr.update(visible=True)}
 
 
-def what_if(lab: LabComponents, state: Run, *values):
-    """A knob moved: the step on screen for the new settings (nothing while a run streams, or before one)."""
+def what_if(lab: LabComponents, page: gr.Request, state: Run, *values):
+    """A knob moved: the step on screen for the new settings (nothing while a run streams, or before one). A run the
+    service did not keep (a loaded run file, a branch) has its steps kept under the page's name once recomputed."""
     given = RunValues.of(values)
+    state.keep = state.keep or keep_key(page)
     request = given.request()  # a bad value is named at once, run or not
     if not state.records or state.mid_stream or state.request is None:
         return unchanged(lab.status)

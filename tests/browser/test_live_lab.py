@@ -60,7 +60,7 @@ def test_moving_temperature_redraws_the_step_with_the_models_own_numbers(ran, em
                                      max_new_tokens=6))
         logits = embedded.model(torch.tensor([ids + [r.token_id for r in run[:5]]])).logits[0, -1].float()
     for t in (0.5, 1.5):
-        status_change(page, lambda: set_number(page, "temperature", str(t)))
+        status_change(page, lambda t=t: set_number(page, "temperature", str(t)))
         expect(page.locator("#run-status")).to_contain_text(f"What if T {t:g}", timeout=30_000)
         expect(page.locator("#run-status")).to_contain_text("this run drew with T 1")
         expected = float(torch.softmax(logits / t, -1).max())
@@ -77,7 +77,7 @@ def test_moving_temperature_redraws_the_step_with_the_models_own_numbers(ran, em
 def test_each_lesson_knob_moves_the_step_and_continue_goes_on_from_it(ran):
     page = ran
     for elem_id, value, says in (("top-k", "3", "top-k 3"), ("top-p", "0.5", "top-p 0.5"), ("min-p", "0.2", "min-p 0.2")):
-        status_change(page, lambda: set_number(page, elem_id, value))
+        status_change(page, lambda elem_id=elem_id, value=value: set_number(page, elem_id, value))
         expect(page.locator("#run-status")).to_contain_text(says, timeout=30_000)
     status_change(page, lambda: page.locator("#order").get_by_text("vLLM").click())
     expect(page.locator("#run-status")).to_contain_text("order vllm", timeout=30_000)

@@ -14,7 +14,6 @@ import torch
 from model_service.engine.kept import KeptRuns, Missing
 from model_service.records.validation import InputError
 from model_service.sampling.pipeline import SamplingSettings, pipeline
-from model_service.sampling.penalties import RowContext
 
 PROMPT = "The capital of France is"
 TIMINGS = ("forward_ms", "sampling_ms", "capture_ms", "batch_size")
