@@ -66,10 +66,13 @@ def wire(demo: gr.Blocks, toggles: dict, lab: LabComponents, language) -> None:
         out = redraw_views(present_on, log_on, dark_on, state, index, lang)
         return dict(zip((lab.view, lab.stage_plot, lab.draw_plot, lab.run_plot), out))
 
+    # not queued: the page's View is a server-side State that a run reads when its event starts, so a toggle must
+    # land before a Generate pressed right after it is taken from the queue (a hog run caught Log scale, then
+    # Generate, drawing the run linear: the toggle's event was still waiting behind it)
     gr.on([present.change, log.change, dark.change], redraw,
           [present, log, dark, lab.run_state, lab.scrub, language],
           [lab.view, lab.stage_plot, lab.draw_plot, lab.run_plot], api_visibility="private",
-          show_progress="hidden", preprocess=False, trigger_mode="always_last")
+          show_progress="hidden", preprocess=False, trigger_mode="always_last", queue=False)
 
 
 # ---- the keys: Space = Step, G = Generate, S = Stop, ← / → = scrub, ? = this help ----------------------------
