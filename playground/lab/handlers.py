@@ -335,7 +335,7 @@ def new_model(lab: LabComponents, info, first: bool, lang="en") -> dict:
     stage_empty, draw_empty, run_empty = placeholder_figures(lang)
     return {
         lab.run_state: Run(lang=lang), lab.chips: token_chips_html([], lang=lang),
-        lab.scrub: gr.update(visible=False, value=1),
+        lab.scrub: gr.update(visible=False, value=1), lab.what_if_row: gr.update(visible=False),
         lab.status: tr(lang, "lab.status.new_model", model=escape_html(info.name)),
         lab.stage_plot: stage_empty, lab.draw_plot: draw_empty, lab.run_plot: run_empty,
     }
@@ -343,5 +343,6 @@ def new_model(lab: LabComponents, info, first: bool, lang="en") -> dict:
 
 def watcher(lab: LabComponents) -> tuple:
     """The lab's watcher of the room's model, for the header (playground/header.py): its outputs, and new_model."""
-    outputs = [lab.run_state, lab.chips, lab.scrub, lab.status, lab.stage_plot, lab.draw_plot, lab.run_plot]
+    outputs = [lab.run_state, lab.chips, lab.scrub, lab.status, lab.stage_plot, lab.draw_plot, lab.run_plot,
+               lab.what_if_row]
     return outputs, bind(new_model, lab)

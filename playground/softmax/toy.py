@@ -297,7 +297,8 @@ def softmax_figure(table: dict, height: int = 360, lang: str = "en") -> go.Figur
     probs = [r["prob"] for r in rows]
     fig.add_trace(
         go.Bar(x=labels, y=probs, text=[fmt_prob(p) for p in probs], textposition="outside", marker_color=colours,
-               cliponaxis=False, hovertemplate="%{x}: %{text}<extra></extra>"),
+               cliponaxis=False, hovertemplate="%{x}: %{text}<extra></extra>",
+               customdata=[[r["token"], r["logit"]] for r in rows]),  # what the page redraws from (toy_live.py)
         row=1, col=2,
     )
     fig.update_yaxes(range=[0, 1.12], tickformat=".0%", row=1, col=2)

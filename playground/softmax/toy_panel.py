@@ -1,7 +1,8 @@
 """The toy-softmax lesson as Gradio components, for a host app to place inside one of its tabs.
 
 It needs no model: five tokens and their logits come from assets/toy_vocab.json, and every slider or
-table edit recomputes the pure softmax_table -> Markdown + figure. One public endpoint, /toy_softmax,
+table edit recomputes the pure softmax_table -> Markdown + figure; while a slider moves, the page redraws them
+itself first (toy_live.py: no round trip between a drag and the bars). One public endpoint, /toy_softmax,
 returns (Markdown, figure, the table as JSON), so the numbers are scriptable too. A change of the page's
 language recomputes the same arithmetic in the new language (it is cheap: no model, no queue).
 """
@@ -17,6 +18,7 @@ from ..common.i18n import T, tr
 from ..common.tables import parsed_by_us
 from ..common.text import escape_html
 from .toy import load_toy, parse_rows, show_piece, softmax_figure, softmax_table, table_markdown
+from .toy_live import toy_js
 
 SPACE_MARK = "␣"  # how the editable table shows a token's leading space
 
@@ -137,6 +139,10 @@ def build_toy_panel(toy_path=None, language: gr.Radio | None = None) -> SoftmaxL
         concurrency_limit=None,  # pure arithmetic: no reason to queue one class behind another
         preprocess=False,  # the table's raw rows (parse_rows reads them), the sliders' numbers (softmax_table checks them)
     )
+    # while a slider moves, the page redraws the bars and the table itself (toy_live.py); the server's answer follows
+    for slider in (shift, temperature):
+        slider.input(None, [shift, temperature], None, js=toy_js(), api_visibility="private", show_progress="hidden",
+                     queue=False)
     reset.click(lambda: (rows, 0, 1), None, [table, shift, temperature], api_visibility="private")
 
     if language is not None:

@@ -77,3 +77,39 @@ def test_the_tab_in_vietnamese_then_english_without_a_new_run(browser, app_url, 
         assert len(calls) == 1
     finally:
         context.close()
+
+
+MOVE = """([id, value]) => {  // as a drag does: the range's value, then its input event
+  const input = document.querySelector(`#${id} input[type=range]`);
+  Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set.call(input, String(value));
+  input.dispatchEvent(new Event('input', {bubbles: true}));
+}"""
+PROBS = "() => document.querySelector('#toy-plot .js-plotly-plot').data[1].y.map(Number)"
+
+
+def test_the_toy_follows_its_sliders_in_the_page_with_no_server_round_trip(browser, app_url):
+    """The page redraws the bars, Σ and the table itself while the sliders move (playground/softmax/toy_live.py): with
+    every request to the server held, the numbers still follow, and they are toy.softmax_table's."""
+    from playground.softmax.toy import fmt_exp, fmt_prob, load_toy, softmax_table
+
+    _, tokens, logits = load_toy()
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    try:
+        page.goto(app_url + "?tab=softmax", wait_until="domcontentloaded")
+        expect(page.locator("#toy-table")).to_contain_text("200.9", timeout=60_000)
+        page.wait_for_function("() => document.querySelector('#toy-plot .js-plotly-plot')?.data?.length === 2")
+        page.route("**/gradio_api/**", lambda route: None)  # the server never hears of the moves below
+        for shift, t in ((0, 0.5), (0, 1.5), (2, 1.5)):
+            page.evaluate(MOVE, ["toy-shift", shift])
+            page.evaluate(MOVE, ["toy-temperature", t])
+            table = softmax_table(logits, shift, t, tokens=tokens)
+            expected = [r["prob"] for r in table["rows"]]
+            assert page.evaluate(PROBS) == pytest.approx(expected, abs=1e-9), (shift, t)
+            expect(page.locator("#toy-table")).to_contain_text(fmt_prob(expected[0]))
+            expect(page.locator("#toy-table")).to_contain_text(fmt_exp(table["log_exp_sum"]))
+            expect(page.locator("#toy-plot")).to_contain_text(f"Σ = {fmt_exp(table['log_exp_sum'])}")
+        expect(page.locator("#toy-table")).to_contain_text("x + 2")  # the shift's column, as the server writes it
+        page.screenshot(path=str(ARTIFACTS / "toy_live.png"))
+    finally:
+        context.close()

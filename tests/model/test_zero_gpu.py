@@ -202,3 +202,22 @@ def test_without_the_spaces_package_the_decorator_changes_nothing():
         return x + 1
 
     assert zero_gpu.gpu(duration=5)(f) is f
+
+
+def test_a_kept_runs_what_if_costs_no_lease_and_is_the_runs_own_step(zero, monkeypatch):
+    """The live lab on ZeroGPU: a run's steps cross back with their logits (a NumPy row and u each) and are kept on
+    the app's side, so a what-if is answered there, on the CPU, with no GPU lease."""
+    service, leases, _ = zero
+    monkeypatch.setattr(limits, "ZERO_GPU_SLICE_TOKENS", 3)
+    settings = SamplingSettings(temperature=0.9, seed=11)
+    run = list(service.generate("Hello", settings, max_new_tokens=6, ignore_eos=True, keep="page"))
+    slices = len(leases)
+    for k in (0, 4):
+        what = service.what_if("Hello", settings, 6, continue_from=tokens(run[:k]), keep="page")
+        assert what.logits_from == "kept" and timeless(what.record) == timeless(run[k])
+    cooler = service.what_if("Hello", SamplingSettings(temperature=0.3, seed=11), 6, continue_from=tokens(run[:2]),
+                             keep="page")
+    assert cooler.logits_from == "kept" and cooler.record.stages[-1].probs != run[2].stages[-1].probs
+    assert len(leases) == slices  # no lease for a what-if
+    unknown = service.what_if("Hello", settings, 6, continue_from=tokens(run[:2]), keep="other")
+    assert unknown.logits_from == "not_kept" and leases[-1][0] == "one_pass"  # recomputed: in a lease
