@@ -27,34 +27,10 @@ a GPU (ACCELERATOR, or SPACES_ZERO_GPU=true), the GPU model of catalog.SPACE_GPU
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from model_service import env, limits
-from playground.workshop import hosting
-
-LANGUAGE_MODELS = {"en": None, "vi": "gemma3-270m"}  # --lang -> the model it runs when none is named
-
-
-def _from_env(read, *args):
-    """A variable read by model_service/env.py; a bad value stops the start with the variable named."""
-    try:
-        return read(*args)
-    except ValueError as e:
-        sys.exit(f"error: {e}")
-
-
-def _true_or_false(name: str):
-    """An argparse type: true/1/yes/on or false/0/no/off, as the variables read (model_service/env.py)."""
-    from model_service.records import validation
-
-    def parse(value: str) -> bool:
-        try:
-            return validation.boolean(name, value)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-
-    return parse
+from playground import hosting
+from playground.config import API_KEY, Config, ConfigError, configure
 
 
 def _cuda() -> bool:
@@ -63,133 +39,87 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def parse_args(argv=None, where: hosting.Host | None = None) -> argparse.Namespace:
-    from model_service.models.catalog import parse_allowlist
-
-    where = where or hosting.detect()
-    d = hosting.defaults(where, cuda=False if where.on_space else _cuda())
-    text = env.text
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default=text(env.MODEL),
-                   help=f"smollm2, gemma3-270m, another catalog key, a directory or a Hugging Face id (default {d.model})")
-    p.add_argument("--models", default=text(env.MODELS), help="the model picker's allowlist, comma-separated")
-    p.add_argument("--device", default=text(env.DEVICE), help="cpu or cuda (default: CUDA if present)")
-    p.add_argument("--host", default=text(env.HOST, d.host), help=f"0.0.0.0 to serve a room (default {d.host})")
-    p.add_argument("--port", type=int, default=_from_env(env.port))
-    p.add_argument("--share", action="store_true", default=_from_env(env.flag, env.SHARE), help="a public gradio.live link")
-    p.add_argument("--max-rows", type=int, default=_from_env(env.max_rows),
-                   help=f"rows in one forward pass (default: {limits.MAX_ROWS_CPU} on CPU; on a GPU what the card holds, "
-                        f"at most {limits.MAX_ROWS_GPU})")
-    p.add_argument("--queue-size", type=int, default=_from_env(env.queue_size),
-                   help=f"requests that may wait for a row (default {limits.QUEUE_SIZE})")
-    p.add_argument("--scheduler", default=text(env.SCHEDULER, "auto"), choices=limits.SCHEDULER_MODES,
-                   help="where the room's forward passes run: in a process of their own (away from the web server's "
-                        "GIL, with a second copy of the model), in a thread of this one, or auto: a process on a CPU, "
-                        "a thread on a GPU (default auto)")
-    p.add_argument("--batch-invariant", type=_true_or_false("--batch-invariant"), metavar="true|false",
-                   default=_from_env(env.batch_invariant),
-                   help="a row's logits bit-identical in any batch, so a seed replays in any room (default: the "
-                        "device's, docs/sampling.md)")
-    _from_env(env.cuda_graphs)  # no flag: the room's scheduler reads it (engine/scheduler.py); a bad value stops here
-    p.add_argument("--lang", default=text(env.LANG), choices=sorted(LANGUAGE_MODELS),
-                   help="the page's language for every visitor (default: each browser's own; a link's ?lang= still "
-                        "wins); with no --model, vi runs the multilingual gemma3-270m where the default is SmolLM2")
-    p.add_argument("--host-key", default=text(env.HOST_KEY), help="the key that lets the host switch the model")
-    p.add_argument("--service", default=text(env.SERVICE),
-                   help="URL of a model service started with `python -m model_service.deploy.ray_serve` (Ray Serve): this process "
-                        "then runs only the page, and the model options above are the service's business")
-    p.add_argument("--scenes", default=text(env.SCENES),
-                   help="the host's scene files (JSON, comma-separated), after the lessons' (assets/scenes)")
-    args = p.parse_args(argv)
-    if args.service and not args.service.startswith(("http://", "https://")):
-        sys.exit(f"error: --service must be an http:// or https:// URL, got {args.service!r}")
-    if args.scheduler not in limits.SCHEDULER_MODES:  # argparse checks typed values, not env ones
-        sys.exit(f"error: NTP_SCHEDULER must be one of {', '.join(limits.SCHEDULER_MODES)}, got {args.scheduler!r}")
-    if args.lang is not None and args.lang not in LANGUAGE_MODELS:  # argparse checks typed values, not env ones
-        sys.exit(f"error: NTP_LANG must be one of {', '.join(sorted(LANGUAGE_MODELS))}, got {args.lang!r}")
-    if args.model is None:
-        # SmolLM2 writes gibberish in Vietnamese; Gemma 3 does not (a GPU Space's default is multilingual already)
-        language_model = LANGUAGE_MODELS.get(args.lang) if args.lang else None
-        args.model = language_model if language_model and d.model == limits.DEFAULT_MODEL else d.model
-    args.models = parse_allowlist(args.models, start=args.model, gpu=d.gpu, token=d.token)
-    args.policy = hosting.switch_policy(where, models=args.models, bind=args.host, share=args.share,
-                                        host_key=args.host_key)
-    args.where = where
-    return args
+def parse_args(argv=None, machine: hosting.Machine | None = None) -> Config:
+    """The start's configuration (playground/config.py), read once; a bad flag or variable stops the start, named."""
+    machine = machine or hosting.detect()
+    try:
+        return configure(argv, machine, cuda=False if machine.on_space else _cuda(),
+                         description=__doc__.splitlines()[0])
+    except ConfigError as e:
+        sys.exit(f"error: {e}")
 
 
-def build(args: argparse.Namespace):
-    """The service (loading) and the page, ready to launch."""
+def build(config: Config):
+    """The service (loading) and the page, ready to launch: (demo, service)."""
     from model_service.models.catalog import load_target
     from model_service.models.switching import LoadingService
     from playground.page import build_demo, queue_options
     from playground.workshop.scenes import SceneError, load, scene_paths
 
     try:
-        scenes = load(scene_paths(args.scenes or ""))
+        scenes = load(scene_paths(config.scenes))
     except SceneError as e:  # a host's file with a mistake: say which scene and field before the room arrives
         sys.exit(f"error: {e}")
-    room = {"max_rows": args.max_rows, "queue_size": args.queue_size, "batch_invariant": args.batch_invariant}
+    room = {"max_rows": config.max_rows, "queue_size": config.queue_size, "batch_invariant": config.batch_invariant}
+    policy = config.policy
     try:
-        if getattr(args, "service", None):  # the model runs in another process (model_service/deploy/ray_serve.py)
+        if config.service:  # the model runs in another process (model_service/deploy/ray_serve.py)
             from model_service.deploy.remote import RemoteService
 
-            service = RemoteService(args.service)
-            args.policy = None  # the page cannot switch a remote model: default_policy says so
-        elif args.where.zero_gpu:  # loaded now, onto CUDA, before launch: ZeroGPU packs those weights
+            service = RemoteService(config.service)
+            policy = None  # the page cannot switch a remote model: default_policy says so
+        elif config.machine.zero_gpu:  # loaded now, onto CUDA, before launch: ZeroGPU packs those weights
             from model_service.deploy import zero_gpu
 
-            service = LoadingService(service=zero_gpu.load(load_target(args.model), args.device, **room),
-                                     model=args.model, models=args.models)
+            service = LoadingService(service=zero_gpu.load(load_target(config.model), config.device, **room),
+                                     model=config.model, models=config.models)
         else:
-            service = LoadingService(args.model, args.device, models=args.models, scheduler=args.scheduler, **room)
+            service = LoadingService(config.model, config.device, models=config.models, scheduler=config.scheduler,
+                                     **room)
     except RuntimeError as e:  # ModelLoadError, e.g. a bad NTP_THREADS
         sys.exit(f"error: {e}")
-    args.served = service  # what announce() follows in the terminal
-    demo = build_demo(service, default_language=args.lang, policy=args.policy, host_key=args.host_key, scenes=scenes)
+    demo = build_demo(service, default_language=config.lang, policy=policy, host_key=config.host_key, scenes=scenes)
     demo.queue(**queue_options())
-    return demo
+    return demo, service
 
 
 def main(argv=None) -> None:
-    where = hosting.detect()
-    if where.zero_gpu:
+    machine = hosting.this_machine()
+    if machine.zero_gpu:
         # `spaces` must be imported before anything touches CUDA
         from model_service.deploy import zero_gpu
 
         if zero_gpu.spaces is None:
             sys.exit("error: SPACES_ZERO_GPU is set but the `spaces` package is missing: add `spaces` to "
                      "pre-requirements.txt")
-    args = parse_args(argv, where)
+    config = parse_args(argv, machine)
     from playground.openai_api import access_for, launch_kwargs
     from playground.page import launch_options
 
-    demo = build(args)
-    args.api = access_for(where, bind=args.host, share=args.share, key=env.api_key())
-    demo.launch(server_name=args.host, server_port=args.port, share=args.share, ssr_mode=False,
-                prevent_thread_lock=True, **launch_options(), **launch_kwargs(args.served, args.api))
-    announce(demo, args)
+    demo, service = build(config)
+    api = access_for(machine, bind=config.bind, share=config.share, key=config.api_key)
+    demo.launch(server_name=config.bind, server_port=config.port, share=config.share, ssr_mode=False,
+                prevent_thread_lock=True, **launch_options(), **launch_kwargs(service, api))
+    announce(demo, config, service, api)
     demo.block_thread()
 
 
-def announce(demo, args: argparse.Namespace) -> None:
+def announce(demo, config: Config, service, api) -> None:
     """Say in the terminal where the page is, then what the model's first load is doing (the first start
     dequantises the embedded GGUF, which takes a while), until it serves or fails."""
     from model_service.client import wait_until_ready
     from model_service.models.switching import LoadingService
 
-    local = f"http://127.0.0.1:{args.port}/" if args.host in ("0.0.0.0", "::") else demo.local_url
+    local = f"http://127.0.0.1:{config.port}/" if config.serves_a_room else demo.local_url
     print(f"Next-Token Playground: serving on {local}", flush=True)
-    if args.host in ("0.0.0.0", "::"):
-        print(f"  the room reaches it at this machine's address, port {args.port}", flush=True)
+    if config.serves_a_room:
+        print(f"  the room reaches it at this machine's address, port {config.port}", flush=True)
     if demo.share_url:
         print(f"  public link: {demo.share_url}", flush=True)
-    api = getattr(args, "api", None)
     if api is not None:
-        rule = {"open": "open on this machine", "key": f"scripts send the key in {env.API_KEY}",
-                "unset": f"off until the host sets {env.API_KEY}"}[api.mode]
+        rule = {"open": "open on this machine", "key": f"scripts send the key in {API_KEY}",
+                "unset": f"off until the host sets {API_KEY}"}[api.mode]
         print(f"  OpenAI-compatible API: {local}v1 ({rule})", flush=True)
-    service = getattr(args, "served", None)
     if not isinstance(service, LoadingService):
         return
     for status in wait_until_ready(service, poll=1.0):

@@ -33,7 +33,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from model_service import limits  # noqa: E402
+from playground import limits  # noqa: E402
 from playground.lab.request import DEFAULTS, KNOB_CONTROLS  # noqa: E402
 
 STORY = "Once upon a time, in a small village by the sea,"  # runs its 24 tokens without an early end of text

@@ -1,7 +1,8 @@
-"""The one reader of the environment. Every variable the playground reads is named here, with what it means
-and how it is parsed; every other module asks this one. Values are read when asked (so a test's
+"""The one reader of the environment. Every variable the model service reads is named here, with what it means
+and how it is parsed (the page's own are named in playground/config.py, which reads them through this module);
+no other module touches os.environ. Values are read when asked (so a test's
 monkeypatch.setenv, or a Space's variables, count), and a bad value is a ValueError that names the variable.
-Flags win over variables: app.py passes a flag's value where one was given.
+Flags win over variables: app.py reads both once, into playground/config.py's Config.
 
 torch-free, and light: app.py reads it before anything touches CUDA (ZeroGPU needs `spaces` first).
 """
@@ -15,23 +16,14 @@ from pathlib import Path
 from . import limits
 from .records import validation
 
-# ---- the app's own (each has a flag of app.py; docs/workshop.md lists them) ---------------------------------
+# ---- the model's, with a flag of app.py (the page's own variables are named in playground/config.py) ------------
 MODEL = "NTP_MODEL"  # the model to start with: a catalog key, a directory or a Hugging Face id
 MODELS = "NTP_MODELS"  # the model picker's allowlist, comma-separated
 DEVICE = "NTP_DEVICE"  # cpu or cuda
-HOST = "NTP_HOST"  # the address to serve on
-PORT = "NTP_PORT"
-SHARE = "NTP_SHARE"  # a public gradio.live link: true/1/yes/on or false/0/no/off
 MAX_ROWS = "NTP_MAX_ROWS"  # rows in one forward pass
 QUEUE_SIZE = "NTP_QUEUE_SIZE"  # requests that may wait for a row
 SCHEDULER = "NTP_SCHEDULER"  # auto, process or thread
-LANG = "NTP_LANG"  # the page's language for every visitor
-HOST_KEY = "NTP_HOST_KEY"  # the key that lets the host switch the model
-SERVICE = "NTP_SERVICE"  # a model service elsewhere (Ray Serve): this process runs only the page
-SCENES = "NTP_SCENES"  # the host's scene files, comma-separated
-# ---- the app's own, with no flag (a secret: a flag shows in process lists) -------------------------------------
-API_KEY = "NTP_API_KEY"  # the key scripts send to the OpenAI-compatible API (/v1/...) when the app serves a room
-# ---- the model's process --------------------------------------------------------------------------------------
+# ---- the model's process, no flag ------------------------------------------------------------------------------
 CACHE_DIR = "NTP_CACHE_DIR"  # where dequantised GGUF weights are kept
 THREADS = "NTP_THREADS"  # CPU threads for the model (default: all cores but one)
 BATCH_INVARIANT = "NTP_BATCH_INVARIANT"  # true/false: a row's logits bit-identical in any batch (default by device)
@@ -79,9 +71,6 @@ def queue_size() -> int:
     return whole(QUEUE_SIZE, limits.QUEUE_SIZE, 0, limits.QUEUE_SIZE_CEILING)
 
 
-def port() -> int:
-    return whole(PORT, limits.DEFAULT_PORT, 1, 65535)
-
 
 def threads() -> int | None:
     """NTP_THREADS, or None (then all cores but one)."""
@@ -100,11 +89,6 @@ def cuda_graphs() -> bool | None:
     return None if value is None else validation.boolean(CUDA_GRAPHS, value)
 
 
-def api_key() -> str | None:
-    """NTP_API_KEY without surrounding spaces (a secret pasted with its newline), or None when unset or blank."""
-    value = text(API_KEY)
-    return None if value is None else value.strip()
-
 
 def cache_dir() -> Path:
     return Path(text(CACHE_DIR) or Path.home() / ".cache" / "next-token-playground")
@@ -120,8 +104,8 @@ def has_token(env: Mapping[str, str] | None = None) -> bool:
 
 
 __all__ = [
-    "ACCELERATOR", "API_KEY", "BATCH_INVARIANT", "CACHE_DIR", "CUDA_GRAPHS", "DEVICE", "HOST", "HOST_KEY", "HUB_OFFLINE", "LANG", "MAX_ROWS", "MODEL", "MODELS",
-    "PORT", "PYTHONPATH", "QUEUE_SIZE", "SCENES", "SCHEDULER", "SERVICE", "SHARE", "SPACE_HOST", "SPACE_ID", "SYSTEM",
-    "THREADS", "TOKENS", "ZERO_GPU", "api_key", "cache_dir", "cuda_graphs", "flag", "has_token", "hub_offline", "max_rows", "port",
+    "ACCELERATOR", "BATCH_INVARIANT", "CACHE_DIR", "CUDA_GRAPHS", "DEVICE", "HUB_OFFLINE", "MAX_ROWS", "MODEL", "MODELS",
+    "PYTHONPATH", "QUEUE_SIZE", "SCHEDULER", "SPACE_HOST", "SPACE_ID", "SYSTEM",
+    "THREADS", "TOKENS", "ZERO_GPU", "cache_dir", "cuda_graphs", "flag", "has_token", "hub_offline", "max_rows",
     "queue_size", "text", "threads", "variables", "whole",
 ]

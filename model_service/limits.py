@@ -1,17 +1,15 @@
-"""Every default and every limit of the playground, in one place (plain numbers: no torch, no gradio).
+"""Every default and every limit of the model service, in one place (plain numbers: no torch, no gradio).
 
-The UI's sliders, the deep links, the API signatures, the CLI and every help text read them from
-here, so "how long may a run be?" has one answer. The limits protect a room: a shared link is opened
+The service's: what a request may ask for and what the room of rows holds. The page's own (the lessons'
+prompt, the tabs' sizes, follow rooms, the HTTP API's caps) are in playground/limits.py, which reads these too,
+so "how long may a run be?" has one answer. The limits protect a room: a shared link is opened
 by 30-100 people at once, and no single request may hold the model for more than a few seconds.
 """
 
 from __future__ import annotations
 
 # ---- what a request asks for, when it does not say ------------------------------------------------
-LESSON_PROMPT = "The capital of France is"  # lessons 10 and 13 both start from it
-LESSON_PROMPT_VI = "Thủ đô của Pháp là"  # the same prompt, for a page in Vietnamese
 DEFAULT_MAX_NEW_TOKENS = 48  # the lab's run length
-DEFAULT_ENGINE_MAX_NEW_TOKENS = 32  # an engine row's (eight rows side by side stay readable)
 DEFAULT_TOP_N = 20  # candidates kept per step record (the bars of a stage chart)
 DEFAULT_LM_HEAD_TOP_K = 10  # tokens broken down as ‖h‖·‖w‖·cos
 DEFAULT_TRACE_TOP_N = 5  # top logits per position in a forward-pass trace
@@ -27,9 +25,7 @@ MAX_TRACE_TOP_N = 20  # top logits per position in a forward-pass trace
 MAX_PROMPT_TOP_N = 20  # alternatives per prompt position: 1,024 positions x 20 keep the record ~2 MB as JSON
 MAX_STOP_STRINGS = 8
 MAX_STOP_CHARS = 64  # per stop string
-MAX_RUN_FILE_BYTES = 8_000_000  # an imported run (JSON): a 512-step run is ~1.5 MB; the upload route allows this much
 MAX_BATCH_REQUESTS = 64  # one generate_batch call (the API)
-MAX_ENGINE_ROWS = 8  # the Engine tab's table
 # Sampling one frozen step many times (the lab's "Look inside this step"): the draws are one vectorised
 # read of the final distribution's cumulative bar (~1 ms for 10,000 on the CPU); the cost is the one
 # forward pass that recomputes the step's logits.
@@ -62,9 +58,8 @@ QUEUE_SIZE = 256
 # What a host may set them to (--max-rows / NTP_MAX_ROWS, --queue-size / NTP_QUEUE_SIZE; 0 waiting = refuse at once)
 MAX_ROWS_CEILING = 1024
 QUEUE_SIZE_CEILING = 100_000
-# The model's CPU threads a host may ask for (NTP_THREADS); the port the page serves on unless told (NTP_PORT)
+# The model's CPU threads a host may ask for (NTP_THREADS)
 MAX_THREADS = 1024
-DEFAULT_PORT = 7860
 # A long prompt is read in chunks, round-robin with other newcomers, within a token budget per step:
 # on 2 CPU cores 128 tokens of prefill cost ~0.2 s, so a 1,024-token prompt adds at most ~0.45 s to each of
 # four steps instead of stalling every stream for ~1.8 s at once. Chunks start at fixed offsets, so a
@@ -82,18 +77,15 @@ SCHEDULER_MODES = ("auto", "process", "thread")
 # A request with more new tokens than this is "long": long ones may hold at most half the rows, and a
 # shorter request behind a long one that would exceed that share goes first.
 LONG_REQUEST_TOKENS = 128
-# Gradio's own queue in front of the event handlers (each waiting browser event holds a slot).
 # The batch-invariant mode (model_service/engine/invariant.py): a row's logits bit-identical whatever shares its
 # forward pass, so a seed replays in any room. Its default per device (--batch-invariant / NTP_BATCH_INVARIANT
 # say otherwise), from bench/bench_invariance.py's cost on the room's throughput.
 BATCH_INVARIANT_DEFAULT = {"cpu": False, "cuda": False}
-GRADIO_QUEUE_SIZE = 512
 # Ray Serve (model_service/deploy/ray_serve.py): requests one replica takes at once (its scheduler queues what exceeds its
 # rows, and refuses past QUEUE_SIZE with a clear message, so Serve must not refuse first), and the ongoing
 # requests per replica the autoscaler aims at: the rows a CPU replica steps with first records under 2 s.
 SERVE_MAX_ONGOING = MAX_ROWS_GPU + QUEUE_SIZE
 SERVE_TARGET_ONGOING = MAX_ROWS_CPU
-GRADIO_THREADS = 256  # handler threads: a streaming learner's handler mostly waits on the scheduler
 # How long another Python thread may keep the GIL once the scheduler asks for it back (Python's default: 5 ms).
 # A forward pass is hundreds of torch ops dispatched from Python; between two ops the scheduler thread must
 # take the GIL again, while the web server's event loop holds it for every record it streams (Gradio's
@@ -139,22 +131,7 @@ MAX_NO_REPEAT_NGRAM = 64  # 0 = off; an n-gram longer than the context bans noth
 MAX_ADJUSTED_SHOWN = 32  # a step record names at most this many tokens whose logit the bias, penalties or DRY moved
 MIROSTAT_M = 100  # mirostat v1 estimates the Zipf exponent from this many most probable tokens (llama.cpp's m)
 
-# ---- the OpenAI-compatible API beside the page (playground/openai_api/, docs/openai.md) ------------------------
-# Each request joins the room's scheduler like a learner (the caps above hold); these are the API's own.
-API_MAX_TEMPERATURE = 2.0  # OpenAI's range (0-2), the lab's slider's too; the service itself takes up to MAX_TEMPERATURE
-API_MAX_CHOICES = 4  # n: completions of one request, each a row of the room's batch
-API_MAX_TOP_LOGPROBS = DEFAULT_TOP_N  # top_logprobs (chat) / logprobs (completions): OpenAI's chat cap; each step record carries this many
-API_COMPLETION_MAX_TOKENS = 16  # max_tokens of a completion that does not say (OpenAI's default)
-API_CHAT_MAX_TOKENS = 256  # of a chat completion that does not say (OpenAI: the context's rest; a room caps it)
-API_MAX_BODY_BYTES = 262_144  # a request's JSON: a MAX_PROMPT_TOKENS prompt is a few kilobytes
-API_THREADS = 256  # threads that wait on the service for API requests (apart from Gradio's handler threads)
-
-# ---- hosting: a shared model, a model picker, GPUs (playground/workshop/hosting.py, card.py, zero_gpu.py) -----------
-# How often an open page asks whether the host switched the model (seconds). Each tick is one tiny event
-# with no model work; 100 learners at 5 s is 20 events a second through Gradio.
-MODEL_WATCH_SECONDS = 5.0
-# A wrong host key waits this long before its answer, so guessing the key through the API is slow.
-HOST_KEY_DELAY_SECONDS = 1.0
+# ---- GPUs (engine/card.py, deploy/zero_gpu.py) ---------------------------------------------------------------
 # Rows per step on a GPU are sized for the card: the weights, then every row's KV cache for a full request
 # (MAX_PROMPT_TOKENS + MAX_NEW_TOKENS), within this share of the card's memory (the rest: the CUDA context,
 # activations, the sampler's (rows, vocab) float32 tensors, fragmentation). Capped by MAX_ROWS_GPU.
@@ -167,38 +144,6 @@ ZERO_GPU_BASE_SECONDS = 10.0  # a fresh worker moves the weights onto the GPU be
 ZERO_GPU_SECONDS_PER_TOKEN = 0.1  # generous: an 8B model's bandwidth bound on an H200 slice is under 10 ms a step
 ZERO_GPU_TRACE_SECONDS = 20.0  # a trace, one block's attention, an LM-head view: one forward pass each
 
-# ---- following the host (playground/workshop/rooms.py, playground/workshop/follow/) ------------------------------------------
-# A room code: short enough to read aloud and type on a phone, from letters and digits no one confuses
-# (no 0/O, 1/I/L, 5/S, 2/Z, 8/B, U/V). 23 symbols, 5 places: ~6 million codes for at most MAX_ROOMS rooms.
-ROOM_CODE_ALPHABET = "34679ACDEFGHJKMNPQRTWXY"
-ROOM_CODE_LENGTH = 5
-MAX_ROOMS = 64  # open rooms on one server; an idle one expires first
-ROOM_IDLE_SECONDS = 3 * 3600  # a room no one published to for this long is closed (a workshop's lunch break fits)
-# How often a follower's stream looks at its room (seconds). A look is a comparison of two integers on the event
-# loop; the measured cost and delay are in BENCHMARKS.md ("Following the host").
-FOLLOW_POLL_SECONDS = 0.2
-HOST_PUBLISH_SECONDS = 0.5  # how often the host's page sends its tab, settings and step while a room is open
-# A published state (every tab's link fields, rooms.state_chars) longer than this is refused, naming the size. A
-# room carries the whole page as a link would: the engine table's JSON (a link's limit, links.MAX_ENGINE_JSON, 8000)
-# and up to three prompts (lab, forward, compare; MAX_PROMPT_TOKENS of ~4-6 characters each) plus a few hundred
-# characters of settings: ~27,000 at most, so 4096 (the lab alone) became 32 KiB. MAX_ROOMS of them is 2 MiB.
-MAX_ROOM_STATE_CHARS = 32_768
-
-# ---- the page's own limits (each module names its use; the number lives here) -------------------------
-TOY_MAX_ABS_LOGIT = 1e6  # a logit beyond this is a typo, not a lesson (playground/softmax/toy.py)
-MAX_FORCED_STEPS = 16  # forced steps in one path (a link stays short; a tree of a lesson is a few branches) (playground/lab/branches.py)
-MAX_BRANCHES = 12  # branches kept in one tree; the oldest forced ones make way (playground/lab/branches.py)
-LINK_MAX_BLOCK = 1000  # a link's block must be a whole number; the model's own depth is checked when it traces (playground/workshop/links.py)
-LINK_MAX_ENGINE_JSON = 8000  # characters: the table's JSON in a link (playground/workshop/links.py)
-MAX_SCENES = 200  # playground/workshop/scenes.py
-COMPARE_MAX_NEW_TOKENS = 24  # four columns side by side stay readable (playground/compare/columns.py)
-FORWARD_MAX_CHIPS = 256  # playground/forward/text.py
-FORWARD_DEFAULT_BLOCKS = 30  # the slider's range until the first trace tells the real depth (playground/forward/components.py)
-# A draw whose u lies closer than this to an edge of its token's interval is marked as a knife's edge (and a greedy
-# step whose top two logits are closer than this): a row's logits moved by up to ~1e-4 between alone and batched
-# on 2 CPU cores (float32 GEMMs take other kernels for other batch sizes), which can move an edge by about as much
-# (playground/lab/run.py)
-KNIFE_EDGE_MARGIN = 1e-4
 # The lesson "why the same seed can give another token in a busy room": one step alone and as one row of a room
 # of this many (a full CPU room; forward_pass/batch_effect.py)
 BATCH_EFFECT_ROWS = MAX_ROWS_CPU

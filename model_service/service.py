@@ -7,6 +7,7 @@ never sees a tensor: the records come back (model_service/records).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -23,6 +24,8 @@ from .models import loading
 from .records import validation
 from .records.settings import SamplingSettings, request_from, settings_from
 from .records.step import BatchStep, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting, WhatIf
+
+log = logging.getLogger(__name__)
 
 MAX_NEW_TOKENS = limits.MAX_NEW_TOKENS
 MAX_TOP_N = limits.MAX_TOP_N
@@ -245,6 +248,7 @@ class ModelService(ModelClient):
             self.kept.start(checked.keep, checked.ids, checked.prefix)
             keep = lambda record, kept: kept and self.kept.add(checked.keep, record.step, record.token_id, *kept)
         self.scheduler.submit(jobs)
+        log.info("run: %d prompt tokens, up to %d new, keep %r", len(checked.ids), checked.max_new_tokens, checked.keep)
         return Stream(self.scheduler, jobs, sink, keep)
 
     def _what_if(self, call: GenerateCall) -> WhatIf:
@@ -265,6 +269,7 @@ class ModelService(ModelClient):
         else:
             logits, u = found
         record = redraw(self.loaded, checked, seed, logits, u, forward_ms)
+        log.info("what-if at step %d: logits %s", len(checked.prefix) + 1, getattr(found, "value", "kept"))
         return WhatIf(record, "kept" if not isinstance(found, Missing) else found.value)
 
     def _one_step(self, checked: CheckedGenerate, settings: SamplingSettings) -> tuple[Job, StepRecord]:

@@ -17,11 +17,11 @@ from typing import Any
 
 import gradio as gr
 
-from model_service import limits
 from model_service.records import validation
 from model_service.records.knobs import BY_NAME, KNOBS, LAB_KNOBS, TEXT_KNOBS
 from model_service.records.settings import parse_settings
 from model_service.records.step import Waiting
+from playground import limits
 
 from .common.errors import user_error
 

@@ -2,7 +2,7 @@
 picker, in a menu that the model line opens (playground/menus.py).
 
 One model serves everyone, so everyone sees which one, and only the host may switch it
-(playground/workshop/hosting.py:switch_policy: open on a machine nobody else can reach, with the host key in a
+(playground/hosting.py:switch_policy: open on a machine nobody else can reach, with the host key in a
 room, off on ZeroGPU). The picker sends an allowlist key, checked again on the server, never free text.
 
 After a switch every open page re-reads what depends on the model: each tab hands in a watcher
@@ -19,15 +19,15 @@ from collections.abc import Callable
 
 import gradio as gr
 
-from model_service import limits
 from model_service.models.catalog import choose, label
-from model_service.records import validation
+from playground import limits
 
 from .common.errors import unchanged, user_error
 from .common.i18n import T, tr
+from .common.page_errors import PageInputError, PageUnavailable
 from .common.text import escape_html
+from .hosting import SwitchPolicy
 from .menus import panel
-from .workshop.hosting import SwitchPolicy
 
 Watcher = tuple[list, Callable]  # (outputs, refresh(info, first_time, lang) -> {component: update})
 
@@ -119,11 +119,11 @@ def wire_header(loaded, service, header: dict, watchers: list[Watcher], policy: 
         """The host's switch: checked, started, then its progress until the new model serves."""
         try:
             if not policy.enabled:
-                raise validation.Unavailable("switch_off")
+                raise PageUnavailable("switch_off")
             choice = choose("model", choice, service.models)
             if policy.mode == "key" and not _same(key, host_key):
                 time.sleep(limits.HOST_KEY_DELAY_SECONDS)  # guessing through the API stays slow
-                raise validation.InputError("host_key")
+                raise PageInputError("host_key")
             service.switch(choice)
         except (ValueError, RuntimeError) as e:
             raise user_error(e, lang) from None

@@ -17,21 +17,24 @@ from pathlib import Path
 
 import gradio as gr
 
-from model_service import limits
+from playground import limits
 
 from .api import register_api
+from .common.address import absolute, base_url
 from .common.errors import unchanged, user_error, warn
 from .common.handlers import bind
 from .common.i18n import LANGUAGES, SWITCH_JS, T, html_lang_script, tr, translations
+from .common.lab_link import lab_query
 from .compare.tab import build_compare_tab
 from .engine.tab import build_engine_tab
 from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
+from .hosting import SwitchPolicy
 from .lab.ban import BAN_JS
 from .lab.branch_panel import BranchPanel, build_branch_panel
 from .lab.chain_board import CHAIN_JS
 from .lab.components import LabComponents
-from .lab.deep_link import CONTROLS, check_controls, make_query
+from .lab.deep_link import CONTROLS, check_controls
 from .lab.greedy_loop import build_greedy_loop
 from .lab.handlers import watcher as lab_watcher
 from .lab.run_files import build_run_files
@@ -39,12 +42,10 @@ from .lab.tab import build_lab
 from .menus import MENUS_HEAD, MENUS_JS, opener, panel
 from .softmax.tab import build_softmax_tab
 from .workshop.follow.bar import FollowBar, build_follow_bar, build_room_menu, wire_follow
-from .workshop.hosting import SwitchPolicy
-from .workshop.links import absolute
 from .workshop.page_state import PageState
 from .workshop.presenter import build_toggles
 from .workshop.presenter import wire as wire_presenter
-from .workshop.scene_bar import KEYS_JS, SceneBar, base_url, placeholder_js
+from .workshop.scene_bar import KEYS_JS, SceneBar, placeholder_js
 from .workshop.scenes import SceneList, load, scene_paths
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -96,7 +97,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
                host_key: str | None = None, scenes: SceneList | None = None) -> gr.Blocks:
     """The page for a service (usually a LoadingService). default_language: the host's --lang (None: each
     browser's own language, English if neither); policy: who may switch the room's model
-    (playground/workshop/hosting.py; default: nobody); host_key: the key it asks for, when it asks; scenes: the
+    (playground/hosting.py; default: nobody); host_key: the key it asks for, when it asks; scenes: the
     scene bar's (default: the lessons' and NTP_SCENES' files, scenes.py)."""
     policy = policy or default_policy(service)
     skip_absent_matplotlib()
@@ -244,7 +245,7 @@ def make_link(page: Page, request: gr.Request, *values):  # a request after *val
         checked = check_controls(dict(zip(CONTROLS, controls)))
     except ValueError as e:
         raise user_error(e, lang) from None
-    query = make_query(checked, lang=lang, host_lang=page.default_language)
+    query = lab_query(checked, lang=lang, host_lang=page.default_language)
     return {page.parts.link: absolute(base_url(request), query)}
 
 

@@ -140,8 +140,8 @@ HOST_KEY = "let-me-in"
 def picker_app(tmp_path_factory):
     """An app whose host may switch between two tiny models (2 and 3 blocks) with HOST_KEY: (url, keys)."""
     from model_service.models.switching import LoadingService
+    from playground.hosting import SwitchPolicy
     from playground.page import build_demo
-    from playground.workshop.hosting import SwitchPolicy
 
     keys = []
     for layers in (2, 3):

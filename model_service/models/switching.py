@@ -5,7 +5,7 @@ switch it for another one on the host's allowlist the same way.
 the weights load, then forwards every call to the loaded service. A failed load is kept and
 reported, not raised into the web server.
 
-A switch (the host's act: see playground/workshop/hosting.py:switch_policy) first closes the old service —
+A switch (the host's act: see playground/hosting.py:switch_policy) first closes the old service —
 its requests in flight end with "the host switched the model", new ones are told to wait — and frees
 its memory, then loads the new model in the background with progress. Freeing before loading keeps the
 peak at one model (an 8B model and a second one may not both fit a card). If the new model fails to
@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import logging
 import threading
 
 from ..client import ModelClient
 from ..records.step import LoadStatus
 from ..records.validation import Unavailable
+
+log = logging.getLogger(__name__)
 
 
 class ServiceNotReady(Unavailable):
@@ -71,13 +74,16 @@ class LoadingService(ModelClient):
         from .loading import ModelLoadError
 
         try:
+            log.info("loading %s", key)
             self._service = ModelService.load(load_target(key), self._device, progress=self._progress, **self._room_limits)
             self.current = key
             self.epoch += 1
             self._status = LoadStatus(1.0, self._service.description, True)
+            log.info("serving %s", self._service.description)
             return True
         except (ModelLoadError, OSError, ValueError, RuntimeError) as e:
             self._status = LoadStatus(self._status.fraction, "model failed to load", False, str(e))
+            log.warning("%s failed to load: %s", key, e)
             return False
         finally:
             self._done.set()

@@ -112,7 +112,7 @@ class DrawInfo:
     """u ~ U[0,1) on the final distribution's cumulative bar (most probable first); None = argmax.
 
     margin: how far u lies from the nearer edge of the chosen token's interval [low, high), on the same bar: a
-    draw with a margin near 0 (below limits.KNIFE_EDGE_MARGIN) sat on a knife's edge, where the round-off of
+    draw with a margin near 0 (below the page's KNIFE_EDGE_MARGIN) sat on a knife's edge, where the round-off of
     another batch's arithmetic could have moved the edge past u and drawn the neighbour. None for greedy, and
     for a token that was forced rather than drawn. logit_gap: for greedy, the raw logits' top two apart (how
     far the argmax is from a tie); None otherwise."""

@@ -56,19 +56,6 @@ MESSAGES = {
     "switching": "The host is switching the model ({percent}: {message}). Try again in a moment.",
     "switched": "The host switched the model to {model}; press the button again in a moment.",
     "switch_busy": "a model is loading already; wait until it is ready",
-    "switch_off": "switching the model is off here (the Model panel says why)",
-    "host_key": "host key: that is not the host's key",
-    "room_code": "room code must be {length} letters and digits from the host's screen, got {got}",
-    "room_unknown": "there is no open room {code}: check the code with the host (rooms close after hours without the host)",
-    "room_not_host": "only the host of room {code} may change what it shows",
-    "room_state": "a room's state must be a dict of text fields, got {got}",
-    "room_state_long": "the page's state has {count} characters, more than a room carries ({limit}): shorten a prompt or the engine table",
-    "rooms_full": "this server already has {limit} open rooms: close one, or try again later",
-    "run_json": "the run file is not JSON: {error}",
-    "run_size": "the run file has {size} bytes; the limit here is {limit}",
-    "run_field": "the run file's {field} must be {expected}, got {got}",
-    "run_missing": "the run file has no {field}",
-    "run_unknown": "the run file's {field} is not part of a run (expected: {known})",
     "bias_map": "{field} must map token ids to biases (an object, or text like 1234:-100, 42:5), got {got}",
     "bias_id": "{field}: a token id must be a whole number between 0 and {high}, got {got}",
     "bias_value": "{field}: the bias of token {token} must be a number between -{limit} and {limit}, got {got}",
@@ -92,11 +79,15 @@ MESSAGES = {
 
 
 class _Keyed:
-    """A learner-facing error: `key` names the message, `values` fill it (already formatted as text)."""
+    """A learner-facing error: `key` names the message, `values` fill it (already formatted as text). The page
+    keys its own messages (follow rooms, the host key, run files) in subclasses with a larger MESSAGES
+    (playground/common/page_errors.py)."""
+
+    MESSAGES = MESSAGES
 
     def __init__(self, key: str, **values):
         self.key, self.values = key, {name: str(value) for name, value in values.items()}
-        super().__init__(MESSAGES[key].format(**self.values))
+        super().__init__(self.MESSAGES[key].format(**self.values))
 
 
 def again(error: Exception) -> Exception:

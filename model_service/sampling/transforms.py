@@ -31,6 +31,8 @@ import math
 
 import torch
 
+from .. import limits
+
 
 def temperature(z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """Divide each row's logits by its temperature (B,): T < 1 sharpens the distribution, T > 1 flattens it.
@@ -204,7 +206,7 @@ def xtc(z: torch.Tensor, probability: torch.Tensor, threshold: torch.Tensor, cha
     return torch.zeros_like(z, dtype=torch.bool).scatter(1, ranking, remove & fire.unsqueeze(1))
 
 
-def mirostat(z: torch.Tensor, version: torch.Tensor, mu: torch.Tensor, m: int = 100) -> torch.Tensor:
+def mirostat(z: torch.Tensor, version: torch.Tensor, mu: torch.Tensor, m: int = limits.MIROSTAT_M) -> torch.Tensor:
     """llama.cpp's mirostat cut for the rows whose version (B,) is 1 or 2, each at its mu (B,) in bits:
 
     v2 (llama_sampler_mirostat_v2_apply): remove the tokens whose surprise -log2 p is above mu; the most probable

@@ -3,10 +3,14 @@ visitor typed or put in a link: every message is escaped here, the one place tha
 
 from __future__ import annotations
 
+import logging
+
 import gradio as gr
 
 from .i18n import DEFAULT, catalogue, language, tr
 from .text import escape_plotly as _escape_text  # html.escape without quotes: toasts are not attributes
+
+log = logging.getLogger(__name__)
 
 
 def toast_text(message) -> str:
@@ -30,11 +34,13 @@ def in_language(error, lang=None, fields: dict[str, str] | None = None) -> str:
 
 def user_error(error, lang=None, fields: dict[str, str] | None = None) -> gr.Error:
     """A gr.Error to raise for a bad input or a service that is not ready; the text is escaped."""
+    log.info("error toast: %s", error)
     return gr.Error(toast_text(in_language(error, lang, fields)), print_exception=False)
 
 
 def warn(message, lang=None) -> None:
     """A warning toast; the text (or keyed error) is escaped."""
+    log.info("warning toast: %s", message)
     gr.Warning(toast_text(in_language(message, lang)))
 
 

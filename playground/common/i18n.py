@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from model_service import limits
+from playground import limits
 
 if TYPE_CHECKING:  # gradio is imported where it is used: chart builders call tr() and must not load it
     import gradio as gr

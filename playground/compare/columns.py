@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from model_service import limits
 from model_service.records import validation
 from model_service.records.settings import Request, SamplingSettings, fresh_seed, parse_settings
+from playground import limits
 
 from ..common.errors import in_language
 from ..common.i18n import tr

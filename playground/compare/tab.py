@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model_service import limits
+from playground import limits
 
 from ..common.handlers import bind
 from ..common.i18n import DEFAULT, T, tr

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from model_service import limits
 from model_service.records.step import BatchStep
+from playground import limits
 
 from ..common.errors import in_language, unchanged, user_error, warn
 from ..common.handlers import bind

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from model_service import limits
 from model_service.records import validation
 from model_service.records.settings import Request, parse_settings
+from playground import limits
 
 from ..common.errors import in_language
 from ..common.i18n import tr

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from model_service import limits
+from playground import limits
 
 from ..common.figures import empty_figure
 from ..common.i18n import DEFAULT, T, tr

@@ -7,8 +7,8 @@ Every sentence is a catalogue string (assets/i18n, keys `forward.*`) in the lang
 
 from __future__ import annotations
 
-from model_service import limits
 from model_service.records.trace import AttentionMap, Trace
+from playground import limits
 
 from ..common.i18n import tr
 from ..common.text import escape_html, nbytes, piece_html, piece_markdown, show_token, show_tokens, token_bytes

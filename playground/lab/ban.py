@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model_service import limits
 from model_service.records import validation
+from playground import limits
 
 from ..common.errors import user_error
 from ..common.handlers import bind

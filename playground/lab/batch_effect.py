@@ -14,7 +14,7 @@ import gradio as gr
 from ..common.errors import unchanged, user_error
 from ..common.i18n import DEFAULT, T, tr
 from . import batch_effect_views as views
-from .inspect import _key, _step_index
+from .inspect import step_index, step_key
 from .request import continued
 
 
@@ -32,11 +32,11 @@ def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider,
         run_btn = gr.Button(T("batch.run"), elem_id="batch-effect-run", size="sm")
         plot = gr.Plot(views.batch_effect_figure(None, DEFAULT), show_label=False, elem_id="batch-effect-plot")
     is_open = gr.State(False)
-    kept = gr.State(None)  # {"key": inspect._key(run, step), "record": BatchEffect}
+    kept = gr.State(None)  # {"key": inspect.step_key(run, step), "record": BatchEffect}
 
     def measure(index, run, lang):
         """The shown step of the page's run, alone and in a busy room (its own settings and seed)."""
-        i = _step_index(run, index)
+        i = step_index(run, index)
         if i is None or run.request is None:
             raise gr.Error(tr(lang, "batch.no_run"), print_exception=False)
         settings = run.request.settings
@@ -49,7 +49,7 @@ def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider,
         except (ValueError, RuntimeError) as e:  # the model loading or switched, a run of another model
             raise user_error(e, lang) from None
         return {text: views.batch_effect_markdown(effect, lang, _vocab(service)),
-                plot: views.batch_effect_figure(effect, lang), kept: {"key": _key(run, i), "record": effect}}
+                plot: views.batch_effect_figure(effect, lang), kept: {"key": step_key(run, i), "record": effect}}
 
     def show_step(index, run, opened, stored, lang, drawn):
         """A new step on screen: measure it if the accordion is open; else show what is kept for it, if anything.
@@ -57,8 +57,8 @@ def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider,
         key = run.redraw(drawn, index, lang, bool(opened))
         if key is None:
             return unchanged(*outputs)
-        i = _step_index(run, index)
-        mine = stored is not None and i is not None and run.request is not None and stored["key"] == _key(run, i)
+        i = step_index(run, index)
+        mine = stored is not None and i is not None and run.request is not None and stored["key"] == step_key(run, i)
         if mine or not opened or i is None:
             effect = stored["record"] if mine else None
             return {text: views.batch_effect_markdown(effect, lang, _vocab(service)),

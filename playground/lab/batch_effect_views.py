@@ -12,8 +12,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from model_service import limits
 from model_service.records.batch_effect import ArithmeticCheck, BatchEffect
+from playground import limits
 
 from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure

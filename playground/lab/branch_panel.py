@@ -21,6 +21,7 @@ from model_service.records.step import StepRecord
 from ..common.errors import unchanged, user_error
 from ..common.handlers import bind
 from ..common.i18n import T, tr
+from ..common.lab_link import lab_query
 from ..common.text import escape_html, pct, piece_label, show_token
 from . import charts
 from .branch_run import branch_records
@@ -37,7 +38,6 @@ from .branches import (
 )
 from .chips import token_chips_html
 from .components import LabComponents
-from .deep_link import make_query
 from .export import controls_of
 from .request import field_labels, parse_request
 from .run import Pace, Run, new_tag, status_markdown
@@ -289,7 +289,7 @@ def make_link(panel: BranchPanel, tree: Tree, lang, request: gr.Request = None):
     q, b = tree.request, tree.branches[tree.current]
     values = {**controls_of(q), "seed": str(q.settings.seed)}
     page = (request.headers.get("referer") or "").split("?")[0] if request else ""
-    query = make_query(values, lang=lang)
+    query = lab_query(values, lang=lang)
     return {panel.link: f"{page}?{query}&{urlencode({'branch': format_path(b.path)})}" if b.path else f"{page}?{query}"}
 
 

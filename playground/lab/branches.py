@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from model_service import limits
 from model_service.records import validation
 from model_service.records.step import DrawInfo, StepRecord, r6
+from playground import limits
 
 from ..common.i18n import tr
 from ..common.text import pct, show_token

@@ -18,7 +18,7 @@ from ..common.colours import BLUE, GREEN, GREY, INK, SKY, VERMILLION
 from ..common.figures import base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import pct, piece_hover, piece_label, prob_text, show_steps, show_token, tick_count
-from .stage_panels import PRESENT_ROWS, _chosen_row, _stage_or_none, folded, stage_figure, top_rows, wrapped
+from .stage_panels import PRESENT_ROWS, chosen_row, folded, stage_figure, stage_or_none, top_rows, wrapped
 
 # the stage figure lives in stage_panels.py; its names stay importable from here
 __all__ = ["BLUE", "GREY", "INK", "PRESENT_ROWS", "SKY", "VERMILLION", "candidate_segments", "draw_figure",
@@ -70,7 +70,7 @@ def _draw_segments(record: StepRecord, final: Stage, lang: str) -> dict:
     if rest <= 1e-6:
         return segs
     label = tr(lang, "lab.draw.rest")
-    if _chosen_row(record) is None:  # chosen from the tail: its own interval inside the rest
+    if chosen_row(record) is None:  # chosen from the tail: its own interval inside the rest
         low, high = min(max(record.draw.low, cum), 1.0), min(max(record.draw.high, cum), 1.0)
         _segment(segs, cum, low - cum, GREY, label, tr(lang, "lab.draw.other", p=pct(low - cum)))
         shown = show_token(record, before, lang=lang)
@@ -84,7 +84,7 @@ def _draw_segments(record: StepRecord, final: Stage, lang: str) -> dict:
 
 def draw_figure(record: StepRecord, height: int = 120, lang: str = "en") -> go.Figure:
     """The draw as one cumulative bar over [0, 1): u falls in exactly one token's segment."""
-    final = _stage_or_none(record, "final")
+    final = stage_or_none(record, "final")
     if final is None or not record.candidates:
         return empty_figure(tr(lang, "lab.draw.empty"), height)
     segs = _draw_segments(record, final, lang)
@@ -139,7 +139,7 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
     sits level with an entropy of H bits. Steps without stage data (capture off) are skipped.
     """
     shown = show_steps(records, lang=lang) if records else []
-    rows = [(r, _stage_or_none(r, "raw"), _stage_or_none(r, "final"), s) for r, s in zip(records, shown)]
+    rows = [(r, stage_or_none(r, "raw"), stage_or_none(r, "final"), s) for r, s in zip(records, shown)]
     rows = [(r, raw, final, s) for r, raw, final, s in rows if raw is not None and final is not None]
     if not rows:
         return empty_figure(tr(lang, "lab.run.empty" if not records else "lab.run.no_data"), height)

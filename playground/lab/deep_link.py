@@ -10,17 +10,16 @@ escapes them before showing them (links are shared with strangers).
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
-from model_service import limits
 from model_service.records import validation
 from model_service.records.knobs import KNOBS
 from model_service.records.settings import ORDERS, parse_chain
+from playground import limits
 
 from ..common.errors import in_language
-from ..common.i18n import language, tr
+from ..common.i18n import tr
+from ..common.lab_link import LINK_FIELDS
 from .branches import format_path, parse_path
-from .request import DEFAULTS, SLIDERS
+from .request import SLIDERS
 
 IGNORED = ("__theme", "view", "lang", "follow", "present")  # Gradio's and the page's own (the page reads lang and present, the room follow)
 
@@ -65,7 +64,7 @@ FIELDS = {
 }
 # the lab's controls a link sets, by name (a link's branch= is no control: the Branches panel runs it)
 CONTROLS = tuple(name for name in FIELDS if name != "branch")
-LINK_DEFAULTS = {**DEFAULTS, "prompt": limits.LESSON_PROMPT, "chat": False, "seed": "", "stop": "", "branch": ""}
+assert tuple(FIELDS) == LINK_FIELDS  # the link a run makes (common/lab_link.py) is the link this reads
 
 
 def parse_query(params: dict) -> tuple[dict, list[str]]:
@@ -92,18 +91,3 @@ def check_controls(values: dict) -> dict:
         if name in FIELDS and not (value is None or (isinstance(value, str) and not value.strip())):
             FIELDS[name](value)
     return values
-
-
-def make_query(values: dict, lang: str | None = None, host_lang: str | None = None) -> str:
-    """The query string for the current controls (defaults left out keeps links short), and the page's
-    language `lang` (the room then reads what the host saw, whatever their browsers' languages). An English
-    link stays as short as before unless the host's page opens in another language (`host_lang`, --lang)."""
-    out = {}
-    for name in FIELDS:
-        value = values.get(name)
-        if value is None or (name != "prompt" and value == LINK_DEFAULTS.get(name, object())):
-            continue
-        out[name] = str(value).lower() if isinstance(value, bool) else str(value)
-    if lang is not None and not language(lang) == language(host_lang) == "en":
-        out["lang"] = language(lang)
-    return urlencode(out)

@@ -15,15 +15,16 @@ import json
 import math
 from dataclasses import dataclass
 
-from model_service import limits
-from model_service.records import validation
 from model_service.records.settings import CHAIN_STAGES, LESSON_STAGES, ORDERS, stage_names
 from model_service.records.step import StepRecord
 from model_service.records.validation import InputError
+from playground import limits
 
+from ..common.lab_link import LINK_DEFAULTS, run_controls
+from ..common.page_errors import PageInputError
 from ..common.text import show_steps
-from .deep_link import FIELDS, LINK_DEFAULTS
-from .request import KNOB_CONTROLS, RunRequest, knob_values, parse_request
+from .deep_link import FIELDS
+from .request import KNOB_CONTROLS, RunRequest, parse_request
 
 FORMAT, VERSION = "next-token-playground/run", 1
 STOP_CODES = ("eos", "max_tokens", "stop_string")
@@ -63,11 +64,7 @@ class SavedRun:
 
 def controls_of(request: RunRequest) -> dict:
     """The lab's control values (its keys) that make this request, as the boxes show them."""
-    s = request.settings
-    return {"prompt": request.prompt, "chat": request.chat, "temperature": s.temperature, "top_k": s.top_k,
-            "top_p": s.top_p, "min_p": s.min_p, "seed": "" if s.seed is None else str(s.seed),
-            "max_new_tokens": request.max_new_tokens, "stop": validation.format_stop_text(request.stop), "order": s.order,
-            **knob_values(s)}
+    return run_controls(request.prompt, request.chat, request.settings, request.max_new_tokens, request.stop)
 
 
 def run_json(records, request: RunRequest, model: str, stopped_by_you: bool = False) -> str:
@@ -101,7 +98,7 @@ def token_table_csv(records, lang: str = "en") -> str:
 
 def _bad(field: str, expected: str, got) -> InputError:
     shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
-    return InputError("run_field", field=field, expected=expected, got=shown[:60])
+    return PageInputError("run_field", field=field, expected=expected, got=shown[:60])
 
 
 def _number(field: str, value, low=None, high=None) -> float:
@@ -172,12 +169,12 @@ def _fields(field: str, value, schema: dict) -> None:
         raise _bad(field, "an object", value)
     for name in value:
         if name not in schema:
-            raise InputError("run_unknown", field=f"{field}.{name}"[:80], known=", ".join(schema))
+            raise PageInputError("run_unknown", field=f"{field}.{name}"[:80], known=", ".join(schema))
     for name, (kind, required) in schema.items():
         if name in value:
             _check(f"{field}.{name}", kind, value[name])
         elif required:
-            raise InputError("run_missing", field=f"{field}.{name}")
+            raise PageInputError("run_missing", field=f"{field}.{name}")
 
 
 def _record(i: int, d) -> StepRecord:
@@ -205,18 +202,18 @@ def _record(i: int, d) -> StepRecord:
 def parse_run(data: bytes | str) -> SavedRun:
     """A run file's bytes -> the checked run. Raises InputError naming the field."""
     if len(data) > limits.MAX_RUN_FILE_BYTES:
-        raise InputError("run_size", size=len(data), limit=limits.MAX_RUN_FILE_BYTES)
+        raise PageInputError("run_size", size=len(data), limit=limits.MAX_RUN_FILE_BYTES)
     try:
         d = json.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
-        raise InputError("run_json", error=str(e)[:80]) from None
+        raise PageInputError("run_json", error=str(e)[:80]) from None
     if not isinstance(d, dict):
         raise _bad("the file", "a JSON object", d)
     if d.get("format") != FORMAT or d.get("version") != VERSION:
         raise _bad("format", f"{FORMAT!r} version {VERSION}", d.get("format"))
     for name in d:
         if name not in ("format", "version", "model", "seed", "stopped_by_you", "settings", "records"):
-            raise InputError("run_unknown", field=str(name)[:80], known="format, version, model, seed, settings, records")
+            raise PageInputError("run_unknown", field=str(name)[:80], known="format, version, model, seed, settings, records")
     model, stopped = d.get("model", ""), d.get("stopped_by_you", False)
     _check("model", "str", model)
     _check("stopped_by_you", "bool", stopped)

@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 
 import gradio as gr
 
-from model_service import limits
 from model_service.records import validation
 from model_service.records.step import StepRecord
+from playground import limits
 
 from ..common.errors import unchanged, user_error
 from ..common.handlers import bind

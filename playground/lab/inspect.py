@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model_service import limits
 from model_service.records import validation
+from playground import limits
 
 from ..common.errors import unchanged, user_error
 from ..common.i18n import DEFAULT, T, tr
@@ -28,7 +28,7 @@ def _head_bytes(service) -> int:
         return 0
 
 
-def _step_index(run, index) -> int | None:
+def step_index(run, index) -> int | None:
     """The step the scrubber shows, within the run (the last one when it shows nothing valid)."""
     if run is None or not run.records:
         return None
@@ -36,7 +36,7 @@ def _step_index(run, index) -> int | None:
     return len(run.records) - 1 if i is None else i
 
 
-def _key(run, i: int) -> tuple:
+def step_key(run, i: int) -> tuple:
     """What a batch of draws belongs to: the run's model, prompt, settings and tokens up to this step."""
     request = run.request
     return (run.model, request.prompt, request.chat, request.settings.to_dict(),
@@ -61,7 +61,7 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
             with gr.Tab(T("inspect.cost.tab"), elem_id="inspect-cost-tab") as cost_tab:
                 cost_text = gr.Markdown(views.cost_markdown([], lang=DEFAULT), elem_id="inspect-cost-text")
                 cost_plot = gr.Plot(views.cost_figure([], lang=DEFAULT), show_label=False, elem_id="inspect-cost-plot")
-    many_state = gr.State(None)  # {"key": _key(...), "record": ManyDraws}: the last draws and their step
+    many_state = gr.State(None)  # {"key": step_key(...), "record": ManyDraws}: the last draws and their step
 
     def show(index, run, kept, lang, drawn):
         """The step's views from the kept records; the last draws if they are this step's. Nothing while the
@@ -69,10 +69,10 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
         key = run.redraw(drawn, index, lang)
         if key is None:
             return unchanged(*outputs)
-        i = _step_index(run, index)
+        i = step_index(run, index)
         record = None if i is None else run.records[i]
         records = [] if i is None else run.records
-        mine = kept is not None and i is not None and run.request is not None and kept["key"] == _key(run, i)
+        mine = kept is not None and i is not None and run.request is not None and kept["key"] == step_key(run, i)
         many = kept["record"] if mine else None
         return {
             logits_text: views.logits_markdown(record, lang), logits_plot: views.logits_figure(record, lang),
@@ -87,7 +87,7 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
         try:
             count = validation.number("draws", count, integer=True, low=limits.MIN_MANY_DRAWS,
                                       high=limits.MAX_MANY_DRAWS)
-            i = _step_index(run, index)
+            i = step_index(run, index)
             if i is None or run.request is None:
                 raise gr.Error(tr(lang, "inspect.many.no_run"), print_exception=False)
             settings = run.request.settings
@@ -99,7 +99,7 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
         except (ValueError, RuntimeError) as e:  # bad input, the model loading or switched
             raise user_error(e, lang, {"draws": tr(lang, "inspect.many.n")}) from None
         return {many_text: views.many_draws_markdown(many, lang), many_plot: views.many_draws_figure(many, lang),
-                many_state: {"key": _key(run, i), "record": many}}
+                many_state: {"key": step_key(run, i), "record": many}}
 
     drawn_state = gr.State(None)  # Run.drawn_as of what these views show
     outputs = [logits_text, logits_plot, cost_text, cost_plot, many_text, many_plot, many_state, drawn_state]

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model_service import limits
 from model_service.records import validation
-from model_service.records.knobs import KNOBS, LAB_KNOBS, TEXT_KNOBS
+from model_service.records.knobs import KNOBS, LAB_KNOBS
 from model_service.records.settings import ORDERS, SamplingSettings, parse_settings
+from playground import limits
 
 from ..common.i18n import tr
+from ..common.lab_link import CONTROL_DEFAULTS
 
 ORDER_LABELS = {  # names and arrows: the same in every language
     "hf": "Hugging Face: temperature → top-k → top-p → min-p",
@@ -25,24 +26,9 @@ ORDER_NOTES = {"hf": "lab.order_note.hf", "vllm": "lab.order_note.vllm", "llama.
                "custom": "lab.order_note.custom"}  # keys
 assert set(ORDER_LABELS) == set(ORDERS) == set(ORDER_NOTES)
 
-_OFF = SamplingSettings()  # every filter off: the defaults the controls start from
 # the controls after the lesson's ten, in parse_request's order (the rows' order, records/knobs.py)
 KNOB_CONTROLS = LAB_KNOBS
-
-
-def knob_values(settings: SamplingSettings) -> dict:
-    """The KNOB_CONTROLS' values as the lab's controls (and links, run files) show them: numbers, and text for the
-    bias ("13:-100, 42:5"), the breakers ("\\n|:" as the stop box writes them) and the chain ("top_k, temperature")."""
-    return {**{name: getattr(settings, name) for name in KNOB_CONTROLS if name not in TEXT_KNOBS},
-            "logit_bias": validation.format_logit_bias(settings.logit_bias),
-            "dry_sequence_breakers": validation.format_stop_text(settings.dry_sequence_breakers),
-            "chain": ", ".join(settings.chain)}
-
-
-DEFAULTS = dict(
-    temperature=_OFF.temperature, top_k=_OFF.top_k, top_p=_OFF.top_p, min_p=_OFF.min_p, seed=None,
-    order=_OFF.order, max_new_tokens=limits.DEFAULT_MAX_NEW_TOKENS, **knob_values(_OFF),
-)
+DEFAULTS = CONTROL_DEFAULTS  # the controls as a fresh page shows them (common/lab_link.py)
 CHAIN_EXAMPLE = "top_k, top_p, min_p, temperature"  # what the chain box suggests
 # The sliders' ranges: a link may set a control only inside them (the API accepts the service's wider ranges).
 SLIDERS = {**{k.name: k.slider for k in KNOBS if k.slider is not None},

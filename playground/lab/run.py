@@ -13,9 +13,9 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from model_service import limits
 from model_service.records import validation
 from model_service.records.step import StepRecord
+from playground import limits
 
 from ..common.i18n import tr
 from ..common.text import escape_html, prob_text, show_steps, stop_reason

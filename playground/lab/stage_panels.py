@@ -45,11 +45,11 @@ NOTE_CHARS = {False: 90, True: 44}
 # ---- the rows and the bars --------------------------------------------------------------------------------
 
 
-def _stage_or_none(record: StepRecord, name: str) -> Stage | None:
+def stage_or_none(record: StepRecord, name: str) -> Stage | None:
     return next((s for s in record.stages if s.name == name), None)
 
 
-def _chosen_row(record: StepRecord) -> int | None:
+def chosen_row(record: StepRecord) -> int | None:
     return next((i for i, t in enumerate(record.candidates) if t.id == record.token_id), None)
 
 
@@ -202,7 +202,7 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     stages, same = folded(used(record.stages)) if fold else (used(record.stages), [])
     if rows is not None:
         record, stages = top_rows(record, stages, rows)
-    chosen = _chosen_row(record)
+    chosen = chosen_row(record)
     extra = chosen is None
     greedy = record.draw.u is None
     shown = _shown_rows(record, extra, lang)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model_service import limits
 from model_service.records.knobs import BY_NAME, KNOBS, Knob
+from playground import limits
 
 from ..common.handlers import bind
 from ..common.i18n import T

@@ -18,10 +18,10 @@ from dataclasses import dataclass, fields, replace
 
 import gradio as gr
 
-from model_service import limits
 from model_service.records.knobs import BY_NAME
 from model_service.records.settings import SamplingSettings
 from model_service.records.step import WhatIf
+from playground import limits
 
 from ..common.errors import unchanged
 from ..common.i18n import tr

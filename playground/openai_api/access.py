@@ -1,5 +1,5 @@
 """Who may call the API: open when the app is reachable from this machine only; with the host's key
-(NTP_API_KEY, model_service/env.py) when it serves a room (any other address, a public --share link, a Space).
+(NTP_API_KEY, playground/config.py) when it serves a room (any other address, a public --share link, a Space).
 
 A room with no key set does not open the API to the internet: every call is answered 403, saying the host must
 set NTP_API_KEY. Keys are compared in constant time; a wrong key waits limits.HOST_KEY_DELAY_SECONDS before its
@@ -11,9 +11,8 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 
-from model_service import env
-
-from ..workshop.hosting import Host
+from ..config import API_KEY
+from ..hosting import Machine
 from .errors import ApiError
 
 # the addresses that reach this machine only (as hosting.switch_policy reads --host)
@@ -35,12 +34,12 @@ class Access:
             return None
         if self.mode != "key" or not self.key:
             return ApiError(403, f"this app serves a room, so its OpenAI-compatible API needs a key, and the host "
-                                 f"has not set one: the host sets {env.API_KEY} and restarts the app",
+                                 f"has not set one: the host sets {API_KEY} and restarts the app",
                             "permission_error", None, "api_key_not_set"), False
         scheme, _, given = (authorization or "").strip().partition(" ")
         if scheme.lower() != "bearer" or not given.strip():
             return ApiError(401, "this room's API needs its key: send Authorization: Bearer <key> (the host's "
-                                 f"{env.API_KEY}; with the openai package, api_key=...)",
+                                 f"{API_KEY}; with the openai package, api_key=...)",
                             "authentication_error", None, "missing_api_key", CHALLENGE), False
         if not hmac.compare_digest(given.strip().encode("utf-8"), self.key.encode("utf-8")):
             return ApiError(401, "that is not this room's API key (ask the host)", "authentication_error", None,
@@ -48,8 +47,8 @@ class Access:
         return None
 
 
-def access_for(where: Host, *, bind: str, share: bool, key: str | None) -> Access:
-    """The rule for this start: app.py passes its --host, --share, where it runs and env.api_key()."""
+def access_for(where: Machine, *, bind: str, share: bool, key: str | None) -> Access:
+    """The rule for this start: app.py passes its --host, --share, where it runs and the key its Config read."""
     if not where.on_space and not share and bind in LOOPBACK:
         return Access("open")
     return Access("key", key) if key else Access("unset")

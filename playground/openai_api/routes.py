@@ -25,14 +25,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from model_service import limits
 from model_service.models.catalog import CATALOG
 from model_service.records import validation
 from model_service.records.step import BatchStep, StepRecord, Waiting
+from playground import limits
 
-from ..lab.request import knob_values
-from ..workshop.links import absolute, make_query
-from ..workshop.scene_bar import base_url
+from ..common.address import base_url
+from ..common.lab_link import lab_link, run_controls
 from . import schema
 from .access import Access
 from .errors import ApiError, bad, from_exception, not_found
@@ -68,15 +67,11 @@ LAB_LINK_NOTE = ("the lab's chat toggle takes one user message: this link opens 
                  "user message alone, so the lab's run reads a shorter prompt than this answer's")
 
 
-def lab_link(request: Request, plan: schema.Plan, settings) -> str:
+def lab_link_of(request: Request, plan: schema.Plan, settings) -> str:
     """Where the lab opens this choice's run: its prompt, chat toggle and settings (seed included) as a link. A
     conversation's link carries its last user message only (LAB_LINK_NOTE says so in the answer)."""
-    values = {"prompt": plan.lab_prompt, "chat": plan.chat, "temperature": settings.temperature,
-              "top_k": settings.top_k, "top_p": settings.top_p, "min_p": settings.min_p, "order": settings.order,
-              "seed": str(settings.seed), "max_new_tokens": max(1, plan.max_tokens),
-              "stop": validation.format_stop_text(plan.stop),
-              **knob_values(settings)}
-    return absolute(base_url(gr.Request(request)), make_query(values))
+    controls = run_controls(plan.lab_prompt, plan.chat, settings, max(1, plan.max_tokens), plan.stop)
+    return lab_link(base_url(gr.Request(request)), controls)
 
 
 def records_of(item) -> list[tuple[int, StepRecord]]:
@@ -195,7 +190,7 @@ class Api:
                 raise not_found(f"the model {asked!r} is not served here: this room serves {model_id!r} "
                                 f"(GET /v1/models lists it)")
             plan = schema.parse(body, kind)
-            links = [lab_link(request, plan, s) for s in plan.settings]
+            links = [lab_link_of(request, plan, s) for s in plan.settings]
             stream, prompt_tokens, prompt = await self.thread(self.start, plan)
         except Exception as e:  # noqa: BLE001
             return error_response(from_exception(e, prompt_field))
@@ -273,4 +268,4 @@ def launch_kwargs(service, access: Access) -> dict:
     return {"app_kwargs": {"routes": routes(service, access)}}
 
 
-__all__ = ["Api", "LINK_HEADER", "launch_kwargs", "lab_link", "routes"]
+__all__ = ["Api", "LINK_HEADER", "lab_link_of", "launch_kwargs", "routes"]

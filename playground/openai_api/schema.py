@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from model_service import limits
 from model_service.records import validation
 from model_service.records.knobs import KNOBS
 from model_service.records.settings import Request, SamplingSettings, fresh_seed, settings_from
+from playground import limits
 
 from .errors import bad
 

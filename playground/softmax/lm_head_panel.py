@@ -12,8 +12,8 @@ from functools import cache
 
 import gradio as gr
 
-from model_service import limits
 from model_service.records import validation
+from playground import limits
 
 from ..common.errors import user_error
 from ..common.figures import empty_figure

@@ -21,8 +21,8 @@ from pathlib import Path
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from model_service import limits
 from model_service.records.validation import InputError, is_blank, number
+from playground import limits
 
 from ..common.errors import in_language
 from ..common.figures import FONT, base_layout

@@ -16,20 +16,20 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import cache
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
-from model_service import limits
 from model_service.records import validation
 from model_service.records.settings import SamplingSettings
+from playground import limits
 
 from ..common.errors import in_language
 from ..common.i18n import DEFAULT, LESSON_PROMPTS, language, tr
+from ..common.lab_link import LINK_DEFAULTS
 from ..common.tables import TAIL_COLUMNS, padded, tail_cells, trimmed
 from ..compare import columns as compare
 from ..engine.table import EXAMPLE_ROWS, parse_table, table_rows
 from ..lab import deep_link
 from ..softmax.toy import load_toy, parse_logits, show_piece
-from .hosting import Host
 
 TABS = ("lab", "softmax", "engine", "compare", "forward")  # the page's tab ids, in order (page.py)
 PAGE_PARAMS = ("lang", "scene", "view")  # read by the page itself, not by a control
@@ -203,7 +203,7 @@ FIELDS = {
     **{name: _compare_column(name) for name in COMPARE_COLUMNS},
 }
 DEFAULTS = {
-    **deep_link.LINK_DEFAULTS, "tab": "lab", "toy_logits": toy_defaults()[1], "toy_shift": 0.0,
+    **LINK_DEFAULTS, "tab": "lab", "toy_logits": toy_defaults()[1], "toy_shift": 0.0,
     "toy_temperature": 1.0, "engine": [list(r) for r in EXAMPLE_ROWS], "fw_chat": False, "fw_head": -1,
     "compare_seed": compare.EXAMPLE_SEED, "compare_max_new": compare.DEFAULT_MAX_NEW_TOKENS, "compare_table": COMPARE_ROWS,
 }
@@ -278,58 +278,4 @@ def toy_rows_of(logits) -> list[list]:
     return [[show_piece(t), x] for t, x in zip(tokens, logits)]
 
 
-# ----------------------------------------------------------------------------- where the page lives
-
-
-def _first(headers: Mapping[str, str], name: str) -> str:
-    """The first value of a header a chain of proxies may have appended to ("a.example, b.internal")."""
-    value = headers.get(name) or headers.get(name.title()) or ""
-    return value.split(",")[0].strip()
-
-
-def page_url(headers: Mapping[str, str], url: str = "", root_path: str = "", host: Host | None = None) -> str:
-    """The page's public address, no query, no trailing slash, as a visitor must open it:
-
-    - on a Hugging Face Space, the Space's page (https://huggingface.co/spaces/owner/name): the app runs in
-      its iframe, and the Space passes its query to the iframe on the first load;
-    - a root_path that is a full URL (Gradio's --root-path / GRADIO_ROOT_PATH) is the address;
-    - behind a proxy, X-Forwarded-Host and X-Forwarded-Proto (the first of each), then the root_path or
-      X-Forwarded-Prefix (a path the proxy mounts the app under);
-    - else the page the browser shows (the Referer of the page's own call), else the request's Host.
-
-    headers: the request's (any case); url: the request's URL (for its scheme and host)."""
-    headers = {k.lower(): v for k, v in headers.items()}
-    if host is not None and host.on_space and host.space_id != "unknown/space":
-        return f"https://huggingface.co/spaces/{host.space_id}"
-    if root_path.startswith(("http://", "https://")):
-        return root_path.rstrip("/")
-    path = (root_path or _first(headers, "x-forwarded-prefix")).rstrip("/")
-    if path and not path.startswith("/"):
-        path = "/" + path
-    forwarded = _first(headers, "x-forwarded-host")
-    if forwarded:
-        scheme = _first(headers, "x-forwarded-proto") or "http"
-        return f"{scheme}://{forwarded}{path}"
-    referer = urlsplit(headers.get("referer", ""))
-    if referer.scheme in ("http", "https") and referer.netloc:
-        return f"{referer.scheme}://{referer.netloc}{referer.path}".rstrip("/")
-    parts = urlsplit(url)
-    netloc = headers.get("host") or parts.netloc or "localhost"
-    return f"{parts.scheme or 'http'}://{netloc}{path}"
-
-
-def space_direct_url(host: Host) -> str | None:
-    """A Space's own address (https://owner-name.hf.space), outside the Hugging Face page; None off a Space."""
-    if host.space_host:
-        return f"https://{host.space_host}"
-    return None
-
-
-def absolute(base: str, query: str) -> str:
-    """base + query; an origin gets its "/" (http://host:7860/?q), a path does not (.../spaces/o/n?q)."""
-    base = base if urlsplit(base).path else base + "/"
-    return f"{base}?{query}" if query else base
-
-
-__all__ = ["DEFAULTS", "FIELDS", "LinkError", "TABS", "absolute", "compare_rows", "make_query", "page_url", "parse_query",
-           "space_direct_url", "toy_rows_of"]
+__all__ = ["DEFAULTS", "FIELDS", "LinkError", "TABS", "compare_rows", "make_query", "parse_query", "toy_rows_of"]

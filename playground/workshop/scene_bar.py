@@ -15,10 +15,11 @@ import gradio as gr
 
 from model_service.records import validation
 
+from ..common.address import absolute, base_url
 from ..common.errors import unchanged, user_error, warn
 from ..common.i18n import DEFAULT, LANGUAGES, T, tr
 from ..common.text import escape_html
-from .links import absolute, make_query, page_url
+from .links import make_query
 from .page_state import PageState
 from .scenes import Scene, SceneList
 
@@ -229,19 +230,4 @@ class SceneBar:
         return outputs
 
 
-def base_url(request: gr.Request | None) -> str:
-    """The page's public address for this request (links.page_url; Gradio's root_path; hosting's Space)."""
-    from . import hosting
-
-    if request is None:
-        return page_url({}, host=hosting.detect())
-    headers = dict(getattr(request, "headers", {}) or {})
-    raw = getattr(request, "request", None)
-    root = getattr(getattr(raw, "scope", None) or {}, "get", lambda *_: "")("root_path", "") or ""
-    app = getattr(raw, "app", None)
-    root = getattr(app, "root_path", "") or root
-    url = str(getattr(raw, "url", "") or "")
-    return page_url(headers, url=url, root_path=root, host=hosting.detect())
-
-
-__all__ = ["ACTION_JS", "KEYS_JS", "SceneBar", "base_url", "caption_markdown", "placeholder_js", "relabel_js"]
+__all__ = ["ACTION_JS", "KEYS_JS", "SceneBar", "caption_markdown", "placeholder_js", "relabel_js"]

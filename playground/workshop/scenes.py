@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from model_service import env, limits
+from playground import limits
 
 from ..common.i18n import LANGUAGES, language
 from .links import COMPARE_COLUMNS, TABS, parse_query
@@ -183,9 +183,9 @@ def load(paths: Iterable[str | Path]) -> SceneList:
     return SceneList(tuple(scenes))
 
 
-def scene_paths(extra: str | None = None) -> list[Path]:
-    """The lessons' scenes, then the host's files (a comma-separated list: the --scenes flag, else NTP_SCENES)."""
-    extra = extra if extra is not None else (env.text(env.SCENES) or "")
+def scene_paths(extra: str = "") -> list[Path]:
+    """The lessons' scenes, then the host's files (a comma-separated list: the --scenes flag, else NTP_SCENES,
+    as the start's Config read them)."""
     return [SCENES_DIR / name for name in BUILT_IN] + [Path(p.strip()) for p in extra.split(",") if p.strip()]
 
 

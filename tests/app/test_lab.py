@@ -8,7 +8,7 @@ import re
 import pytest
 from gradio_client.exceptions import AppError
 
-from model_service import limits
+from playground import limits
 
 from .lab_args import KNOBS_OFF, KNOBS_OFF_BY_NAME
 

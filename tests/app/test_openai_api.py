@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from model_service import limits
+from playground import limits
 from tests.waiting import wait_until
 
 from ..conftest import close_demo, free_port

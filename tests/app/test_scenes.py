@@ -6,7 +6,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from model_service import limits
+from playground import limits
 from playground.workshop.links import parse_query
 
 from .lab_args import KNOBS_OFF
@@ -48,8 +48,11 @@ def test_behind_a_proxy_links_use_the_forwarded_host_and_scheme(app_url):
 
 
 def test_on_a_space_links_open_the_spaces_page(client, monkeypatch):
-    monkeypatch.setenv("SPACE_ID", "teacher/next-token")
-    monkeypatch.setenv("SPACE_HOST", "teacher-next-token.hf.space")
+    """The machine is read once per process (hosting.this_machine); here the app under test is told it is a Space."""
+    from playground import hosting
+
+    space = hosting.detect({"SPACE_ID": "teacher/next-token", "SPACE_HOST": "teacher-next-token.hf.space"})
+    monkeypatch.setattr("playground.common.address.this_machine", lambda: space)
     assert client.predict("l13-seed", "vi", api_name="/scene_link") == (
         "https://huggingface.co/spaces/teacher/next-token?scene=l13-seed&lang=vi")
 

@@ -15,8 +15,8 @@ import app
 from model_service.deploy import zero_gpu
 assert zero_gpu.spaces is None
 args = app.parse_args(["--model", sys.argv[2], "--port", sys.argv[3]])
-demo = app.build(args)
-demo.launch(prevent_thread_lock=True, server_name=args.host, server_port=args.port, quiet=True, ssr_mode=False)
+demo, _ = app.build(args)
+demo.launch(prevent_thread_lock=True, server_name=args.bind, server_port=args.port, quiet=True, ssr_mode=False)
 from gradio_client import Client
 client = Client(f"http://127.0.0.1:{args.port}/", verbose=False)
 for _ in range(240):

@@ -9,7 +9,8 @@ import pytest
 from playwright.sync_api import expect
 
 from model_service import SamplingSettings
-from playground.workshop.links import absolute, make_query
+from playground.common.address import absolute
+from playground.workshop.links import make_query
 
 from .conftest import ARTIFACTS
 from .test_safe_sharing import PAYLOADS, rendered_payloads

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from model_service import limits
+from playground import limits
 
 from .conftest import ARTIFACTS, settled_text
 

@@ -9,10 +9,11 @@ import math
 import pytest
 import torch
 
-from model_service import ModelService, limits
+from model_service import ModelService
 from model_service.models.switching import LoadingService
 from model_service.records import validation
 from model_service.records.prompt import PromptLogprobs
+from playground import limits
 from playground.openai_api import logprobs as lp
 
 from ..conftest import byte_tokenizer, tiny_llama

@@ -24,7 +24,7 @@ from functools import partial
 
 import gradio as gr
 
-from model_service import limits
+from playground import limits
 
 from ...common.handlers import bind
 from ...common.i18n import T

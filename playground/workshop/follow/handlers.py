@@ -12,14 +12,14 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from model_service import limits
+from playground import limits
 
 from ...common.errors import in_language, unchanged, user_error
 from ...common.i18n import language
 from ...lab.components import LabComponents
 from ...lab.run import Run
 from ...lab.scrubber import scrub_index, scrub_update
-from .. import rooms
+from .. import follow_rooms
 from ..page_state import PageState
 from ..scene_bar import SceneBar, caption_markdown
 from .components import FollowBar
@@ -27,7 +27,7 @@ from .seat import Seat, bar_text, host_key, room_link
 from .state import follower_values, host_fields, page_state, parse_state
 from .views import ViewCache, shared_run
 
-REGISTRY = rooms.RoomRegistry()  # the server's rooms (one process serves the room)
+REGISTRY = follow_rooms.FollowRooms()  # the server's rooms (one process serves the room)
 VIEWS = ViewCache()
 
 
@@ -117,13 +117,13 @@ def open_room(room: Room, request: gr.Request, *values):  # the request before *
     return show(room, s, lang)
 
 
-def resumed(kept, lang, request) -> tuple[Seat, rooms.Snapshot | None]:
+def resumed(kept, lang, request) -> tuple[Seat, follow_rooms.Snapshot | None]:
     """The seat a kept CODE:TOKEN gives back: the host's, with the room's snapshot, or a lost one saying why."""
     code, _, token = str(kept).strip().partition(":")
     try:
         snap = REGISTRY.resume(code, token)
     except ValueError as e:  # closed, expired, a server restart, or not this room's token
-        return Seat("lost", code[:limits.ROOM_CODE_LENGTH + 4], lang=lang, problems=[in_language(e, lang)]), None
+        return Seat("lost", code[:limits.FOLLOW_CODE_LENGTH + 4], lang=lang, problems=[in_language(e, lang)]), None
     return Seat("host", snap.code, token, room_link(request, snap.code), lang), snap
 
 
@@ -168,7 +168,7 @@ def close_room(room: Room, s: Seat, lang):
     return show(room, s, lang)
 
 
-def update(room: Room, snap: rooms.Snapshot, shown: dict, s: Seat, lang) -> dict:
+def update(room: Room, snap: follow_rooms.Snapshot, shown: dict, s: Seat, lang) -> dict:
     """Every output of a follower's stream (Room.stream) for the room's snapshot, as plain values. Gradio rebuilds
     a component for each skipped or prop-updated output (1-8 ms each on this CPU, per follower, per change), while a
     plain value that did not change costs one comparison in Gradio's diff of a stream's outputs and sends nothing.

@@ -50,7 +50,6 @@ def host_key(seat: Seat) -> str:
 
 def room_link(request: gr.Request | None, code: str) -> str:
     """An absolute link that follows `code`: the page's public address (behind a proxy, on a Space: links.py)."""
-    from ..links import absolute
-    from ..scene_bar import base_url
+    from ...common.address import absolute, base_url
 
     return absolute(base_url(request), f"follow={code}")

@@ -2,7 +2,7 @@
 tab's inputs, defaults left out), plus the lab's step. The host's page makes one; a follower's page checks it
 exactly like a link before applying it.
 
-    host:     host_fields(page, raw) -> page_state(fields, step) -> the room (playground/workshop/rooms.py)
+    host:     host_fields(page, raw) -> page_state(fields, step) -> the room (playground/workshop/follow_rooms.py)
     follower: the room -> parse_state(state, lang) -> follower_values(page, values, lang) -> the page's controls
 
 A link of the whole page leaves out the forward tab's block off that tab (its default depends on the model); a
@@ -16,12 +16,12 @@ from urllib.parse import parse_qsl
 
 import gradio as gr
 
-from model_service import limits
 from model_service.records import validation
+from playground import limits
 
 from ...common.errors import in_language
 from ...common.i18n import LESSON_PROMPTS, language
-from .. import rooms
+from .. import follow_rooms
 from ..links import DEFAULTS, TABS, make_query, parse_query
 
 ROOM_FIELDS = ("step", "scene")  # what a room adds to a link's fields
@@ -64,7 +64,7 @@ def parse_state(state, lang=None) -> tuple[dict, str, int | None, list[str]]:
     link (links.parse_query, the same validators): a bad field is named in a problem (in `lang`, not yet escaped)
     and keeps its default, never applied as given."""
     try:
-        state = rooms.checked_state(state)
+        state = follow_rooms.checked_state(state)
     except ValueError as e:
         return defaults(lang), TABS[0], None, [in_language(e, lang)]
     fields = {k: v for k, v in state.items() if k not in ROOM_FIELDS}

@@ -63,21 +63,21 @@ def env(monkeypatch):
 
 def test_locally_nothing_changes(env):
     args = app.parse_args([])
-    assert (args.host, args.model, args.where.on_space) == ("127.0.0.1", "smollm2", False)
+    assert (args.bind, args.model, args.machine.on_space) == ("127.0.0.1", "smollm2", False)
     assert args.models[:2] == ("smollm2", "gemma3-270m") and args.policy.mode == "open"
 
 
 def test_a_cpu_space_serves_a_room_on_the_small_models(env):
     env(SPACE_ID="teacher/next-token", SYSTEM="spaces", ACCELERATOR="none")
     args = app.parse_args([])
-    assert (args.host, args.model, args.models) == ("0.0.0.0", "smollm2", ("smollm2", "gemma3-270m"))
+    assert (args.bind, args.model, args.models) == ("0.0.0.0", "smollm2", ("smollm2", "gemma3-270m"))
     assert args.policy.mode == "off"  # a public Space and no host key
 
 
 def test_a_gpu_space_starts_on_the_gpu_model_and_offers_the_larger_ones(env):
     env(SPACE_ID="teacher/next-token", ACCELERATOR="l4x1", NTP_HOST_KEY="k3y")
     args = app.parse_args([])
-    assert (args.host, args.model) == ("0.0.0.0", "qwen2.5-1.5b")
+    assert (args.bind, args.model) == ("0.0.0.0", "qwen2.5-1.5b")
     assert args.models == ("qwen2.5-1.5b", "smollm2", "gemma3-270m", "smollm2-1.7b")  # no token: no Llama
     assert args.policy.mode == "key"
 
@@ -90,13 +90,13 @@ def test_with_a_token_the_gated_models_join(env):
 def test_on_zero_gpu_the_model_is_fixed_at_startup(env):
     env(SPACE_ID="teacher/next-token", SPACES_ZERO_GPU="true", NTP_HOST_KEY="k3y")
     args = app.parse_args([])
-    assert args.where.zero_gpu and args.model == "qwen2.5-1.5b" and args.policy.mode == "off"
+    assert args.machine.zero_gpu and args.model == "qwen2.5-1.5b" and args.policy.mode == "off"
 
 
 def test_the_hosts_flags_win_over_the_space_defaults(env):
     env(SPACE_ID="teacher/next-token", ACCELERATOR="l4x1", NTP_MODEL="smollm2", NTP_MODELS="smollm2,llama-3.1-8b")
     args = app.parse_args(["--host", "127.0.0.1"])
-    assert (args.host, args.model, args.models) == ("127.0.0.1", "smollm2", ("smollm2", "llama-3.1-8b"))
+    assert (args.bind, args.model, args.models) == ("127.0.0.1", "smollm2", ("smollm2", "llama-3.1-8b"))
 
 
 def test_zero_gpu_without_the_spaces_package_stops_with_a_clear_message(env, monkeypatch):
@@ -143,7 +143,7 @@ def test_on_zero_gpu_the_queue_keeps_room_for_a_room(monkeypatch):
     """Gradio caps the queue at one waiting event on ZeroGPU unless max_size is given: we always give it."""
     import gradio as gr
 
-    from model_service import limits
+    from playground import limits
     from playground.page import queue_options
 
     monkeypatch.setenv("SPACES_ZERO_GPU", "true")

@@ -44,7 +44,7 @@ def test_the_page_imports_no_torch():
 
 def test_the_status_line_and_the_pickers_note_in_vietnamese():
     from playground.header import picker_note
-    from playground.workshop.hosting import SwitchPolicy
+    from playground.hosting import SwitchPolicy
 
     assert model_line(LoadStatus(0.4, "x", False), "vi", "gemma3-270m").startswith("🔄 Người chủ trì đang đổi mô hình… 40%")
 

@@ -57,11 +57,14 @@ def test_the_load_script_carries_the_hosts_language_only_when_valid():
     assert "</script>" not in i18n.html_lang_script("</script>")
 
 
-def test_the_english_catalogue_says_every_error_as_the_service_does():
+def test_the_english_catalogue_says_every_error_as_the_service_and_the_page_do():
     from model_service.records.validation import MESSAGES
+    from playground.common.page_errors import PAGE_MESSAGES, PageInputError
 
     en = i18n.catalogue("en")
     assert {k: en[f"error.{k}"] for k in MESSAGES} == MESSAGES
+    assert {k: en[f"error.{k}"] for k in PAGE_MESSAGES} == PAGE_MESSAGES
+    assert str(PageInputError("room_unknown", code="ABCDE")).startswith("there is no open room ABCDE")
 
 
 def test_a_keyed_error_is_said_in_the_pages_language_and_others_stay_english():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from model_service import limits
 from model_service.records.validation import parse_stop_text
+from playground import limits
 from playground.engine.table import (
     COLUMNS,
     EXAMPLE_ROWS,

@@ -4,8 +4,9 @@ before a follower applies it."""
 import gradio as gr
 import pytest
 
-from model_service import limits
-from playground.lab.deep_link import CONTROLS, LINK_DEFAULTS
+from playground import limits
+from playground.common.lab_link import LINK_DEFAULTS
+from playground.lab.deep_link import CONTROLS
 from playground.workshop.follow.seat import Seat, bar_text
 from playground.workshop.follow.state import defaults, follower_values, host_fields, page_state, parse_state
 from playground.workshop.links import DEFAULTS, TABS
@@ -62,17 +63,17 @@ def test_bad_fields_are_named_in_the_followers_language_and_keep_their_defaults(
 
 
 def test_a_state_that_is_no_dict_of_text_or_too_long_is_named_and_nothing_applies():
-    long = {"prompt": "x" * limits.MAX_ROOM_STATE_CHARS, "tab": "lab"}
+    long = {"prompt": "x" * limits.MAX_FOLLOW_STATE_CHARS, "tab": "lab"}
     parsed, tab, step, problems = parse_state(long, "en")
     assert (parsed, tab, step) == (defaults("en"), "lab", None)
-    assert problems == [f"the page's state has {limits.MAX_ROOM_STATE_CHARS + 12} characters, more than a room carries "
-                        f"({limits.MAX_ROOM_STATE_CHARS}): shorten a prompt or the engine table"]
+    assert problems == [f"the page's state has {limits.MAX_FOLLOW_STATE_CHARS + 12} characters, more than a room carries "
+                        f"({limits.MAX_FOLLOW_STATE_CHARS}): shorten a prompt or the engine table"]
     assert "dict" in parse_state(["not", "a", "dict"])[3][0]
     assert "dict" in parse_state({"tab": 3})[3][0]
 
 
 def test_the_full_state_of_a_big_page_fits_a_room():
-    """The engine table as long as a link takes it and three long prompts still fit MAX_ROOM_STATE_CHARS."""
+    """The engine table as long as a link takes it and three long prompts still fit MAX_FOLLOW_STATE_CHARS."""
     from playground.workshop.links import MAX_ENGINE_JSON
 
     prompt = "word " * 1200  # ~1024 tokens of a small model, the prompt limit

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from playground.common.lab_link import lab_query
 from playground.lab.branches import (
     MAX_FORCED,
     Branch,
@@ -16,7 +17,7 @@ from playground.lab.branches import (
     parent_of,
     parse_path,
 )
-from playground.lab.deep_link import make_query, parse_query
+from playground.lab.deep_link import parse_query
 from tests.unit.lab.test_charts import make_record
 
 
@@ -44,8 +45,8 @@ def test_a_bad_path_is_named(text, words):
 def test_a_branch_link_round_trips_and_a_bad_one_is_reported_not_fatal():
     values, problems = parse_query({"seed": "3", "branch": "2:101,4:7"})
     assert values["branch"] == "2:101,4:7" and not problems
-    assert "branch=2%3A101%2C4%3A7" in make_query({"seed": "3", "branch": "2:101,4:7"})
-    assert "branch" not in make_query({"seed": "3", "branch": ""})
+    assert "branch=2%3A101%2C4%3A7" in lab_query({"seed": "3", "branch": "2:101,4:7"})
+    assert "branch" not in lab_query({"seed": "3", "branch": ""})
     values, problems = parse_query({"branch": "<b>oops</b>"})
     assert "branch" not in values and len(problems) == 1 and "branch" in problems[0]
 

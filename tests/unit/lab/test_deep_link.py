@@ -1,18 +1,19 @@
 from urllib.parse import parse_qsl
 
-from playground.lab.deep_link import FIELDS, make_query, parse_query
+from playground.common.lab_link import lab_query
+from playground.lab.deep_link import FIELDS, parse_query
 
 
 def test_a_link_round_trips_the_settings():
     values = {"prompt": "The capital of France is", "chat": True, "temperature": 0.5, "top_k": 40, "top_p": 0.9,
               "min_p": 0.05, "seed": "7", "max_new_tokens": 30, "stop": "\\n", "order": "vllm"}
-    parsed, problems = parse_query(dict(parse_qsl(make_query(values))))
+    parsed, problems = parse_query(dict(parse_qsl(lab_query(values))))
     assert problems == [] and parsed == values
 
 
 def test_defaults_are_left_out():
-    assert make_query({"prompt": "hi", "temperature": 1.0, "top_k": 0, "order": "hf", "max_new_tokens": 48}) == "prompt=hi"
-    assert make_query({"prompt": "hi", "max_new_tokens": 20}) == "prompt=hi&max_new_tokens=20"
+    assert lab_query({"prompt": "hi", "temperature": 1.0, "top_k": 0, "order": "hf", "max_new_tokens": 48}) == "prompt=hi"
+    assert lab_query({"prompt": "hi", "max_new_tokens": 20}) == "prompt=hi&max_new_tokens=20"
 
 
 def test_bad_and_unknown_parameters_are_reported_not_fatal():
@@ -32,20 +33,20 @@ def test_out_of_range_values_are_named_at_load_and_the_default_kept():
 
 def test_stop_strings_and_big_seeds_round_trip_exactly():
     values = {"prompt": "a|b", "stop": "\\n|x\\|y", "seed": "9007199254740991"}
-    parsed, problems = parse_query(dict(parse_qsl(make_query(values))))
+    parsed, problems = parse_query(dict(parse_qsl(lab_query(values))))
     assert problems == [] and parsed == values
 
 
 def test_a_vietnamese_page_puts_its_language_in_the_link_and_parsing_ignores_it():
-    query = make_query({"prompt": "Thủ đô của Pháp là", "temperature": 0.5}, lang="vi")
+    query = lab_query({"prompt": "Thủ đô của Pháp là", "temperature": 0.5}, lang="vi")
     assert dict(parse_qsl(query)) == {"prompt": "Thủ đô của Pháp là", "temperature": "0.5", "lang": "vi"}
     assert parse_query(dict(parse_qsl(query))) == ({"prompt": "Thủ đô của Pháp là", "temperature": 0.5}, [])
 
 
 def test_an_english_link_stays_short_unless_the_host_opens_pages_in_another_language():
-    assert make_query({"prompt": "hi"}, lang="en") == "prompt=hi"
-    assert make_query({"prompt": "hi"}, lang="en", host_lang="vi") == "prompt=hi&lang=en"
-    assert make_query({"prompt": "hi"}, lang="<script>") == "prompt=hi"  # junk is the default, English
+    assert lab_query({"prompt": "hi"}, lang="en") == "prompt=hi"
+    assert lab_query({"prompt": "hi"}, lang="en", host_lang="vi") == "prompt=hi&lang=en"
+    assert lab_query({"prompt": "hi"}, lang="<script>") == "prompt=hi"  # junk is the default, English
 
 
 def test_a_vietnamese_links_problems_are_said_in_vietnamese():

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from model_service import limits
 from model_service.records.validation import InputError
+from playground import limits
 from playground.lab import charts
 from playground.lab.export import parse_run, run_json, token_table_csv
 from playground.lab.request import DEFAULTS, KNOB_CONTROLS, parse_request

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import pytest
 
+from playground.hosting import Machine
 from playground.openai_api import Access, access_for
-from playground.workshop.hosting import Host
 
-SPACE = Host(space_id="teacher/next-token")
+SPACE = Machine(space_id="teacher/next-token")
 
 
 @pytest.mark.parametrize("where, bind, share, key, mode", [
-    (Host(), "127.0.0.1", False, None, "open"),
-    (Host(), "localhost", False, "k", "open"),
-    (Host(), "0.0.0.0", False, "k", "key"),
-    (Host(), "0.0.0.0", False, None, "unset"),
-    (Host(), "192.168.1.20", False, None, "unset"),
-    (Host(), "127.0.0.1", True, "k", "key"),  # a public --share link reaches it from anywhere
+    (Machine(), "127.0.0.1", False, None, "open"),
+    (Machine(), "localhost", False, "k", "open"),
+    (Machine(), "0.0.0.0", False, "k", "key"),
+    (Machine(), "0.0.0.0", False, None, "unset"),
+    (Machine(), "192.168.1.20", False, None, "unset"),
+    (Machine(), "127.0.0.1", True, "k", "key"),  # a public --share link reaches it from anywhere
     (SPACE, "127.0.0.1", False, None, "unset"),
     (SPACE, "0.0.0.0", False, "k", "key"),
 ])

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from model_service import limits
 from model_service.records import validation
+from playground import limits
 from playground.openai_api import errors, schema
 
 HI = [{"role": "user", "content": "hi"}]

@@ -3,9 +3,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
+from playground.common.address import absolute, page_url, space_direct_url
 from playground.engine.table import EXAMPLE_ROWS
-from playground.workshop.hosting import Host, detect
-from playground.workshop.links import DEFAULTS, absolute, make_query, page_url, parse_query, space_direct_url
+from playground.hosting import Machine, detect
+from playground.workshop.links import DEFAULTS, make_query, parse_query
 
 OFF = [1.0, 0.0, 0.0, ""]  # a column's penalties, off (repetition, frequency, presence), and no other sampler, as a
 # link gives them back
@@ -199,14 +200,14 @@ def test_behind_a_proxy_the_forwarded_host_scheme_and_prefix_win():
 
 
 def test_on_a_space_the_link_is_the_spaces_page_and_the_direct_address_is_known():
-    host = detect({"SPACE_ID": "teacher/next-token", "SPACE_HOST": "teacher-next-token.hf.space"})
+    machine = detect({"SPACE_ID": "teacher/next-token", "SPACE_HOST": "teacher-next-token.hf.space"})
     headers = {"host": "teacher-next-token.hf.space", "x-forwarded-host": "teacher-next-token.hf.space",
                "x-forwarded-proto": "https"}
-    base = page_url(headers, host=host)
+    base = page_url(headers, machine=machine)
     assert base == "https://huggingface.co/spaces/teacher/next-token"
     assert absolute(base, "scene=l10-tokens") == "https://huggingface.co/spaces/teacher/next-token?scene=l10-tokens"
-    assert space_direct_url(host) == "https://teacher-next-token.hf.space"
-    assert space_direct_url(Host()) is None
+    assert space_direct_url(machine) == "https://teacher-next-token.hf.space"
+    assert space_direct_url(Machine()) is None
 
 
 def test_absolute_links_have_a_host_and_parse_back():

@@ -1,6 +1,6 @@
 import gradio as gr
 
-from model_service import limits
+from playground import limits
 from playground.workshop.page_state import PageState
 
 

@@ -105,11 +105,10 @@ def test_a_bad_file_says_what_a_scene_file_is():
         parse_file({"scenes": [GOOD]}, "mine.json")
 
 
-def test_a_hosts_file_comes_after_the_lessons_and_ids_stay_unique(tmp_path, monkeypatch):
+def test_a_hosts_file_comes_after_the_lessons_and_ids_stay_unique(tmp_path):
     mine = tmp_path / "mine.json"
     mine.write_text(json.dumps(a_file(GOOD)), encoding="utf-8")
-    monkeypatch.setenv("NTP_SCENES", str(mine))
-    scenes = load(scene_paths())
+    scenes = load(scene_paths(str(mine)))
     assert scenes.ids()[-1] == "my-scene" and scenes.get("my-scene").label("vi") == "Bài của tôi · Của tôi"
     clash = tmp_path / "clash.json"
     clash.write_text(json.dumps(a_file({**GOOD, "id": "l13-seed"})), encoding="utf-8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from playground.workshop.hosting import Host, defaults, detect, has_token, switch_policy
+from playground.hosting import Machine, defaults, detect, has_token, switch_policy
 
 LAPTOP: dict = {}
 CPU_SPACE = {"SPACE_ID": "teacher/next-token", "SPACE_HOST": "teacher-next-token.hf.space", "ACCELERATOR": "none",
@@ -36,10 +36,10 @@ def test_zero_gpu_is_read_as_the_spaces_package_reads_it(value, expected):
 
 def test_defaults_on_a_laptop_change_nothing():
     d = defaults(detect(LAPTOP), cuda=False, env={})
-    assert (d.host, d.model, d.gpu, d.token) == ("127.0.0.1", "smollm2", False, False)
+    assert (d.bind, d.model, d.gpu, d.token) == ("127.0.0.1", "smollm2", False, False)
     # a laptop with a GPU still starts on the embedded model (the README's command), offering the larger ones
     d = defaults(detect(LAPTOP), cuda=True, env={})
-    assert (d.host, d.model, d.gpu) == ("127.0.0.1", "smollm2", True)
+    assert (d.bind, d.model, d.gpu) == ("127.0.0.1", "smollm2", True)
 
 
 @pytest.mark.parametrize("env, model, gpu", [
@@ -49,7 +49,7 @@ def test_defaults_on_a_laptop_change_nothing():
 ])
 def test_defaults_on_a_space_serve_a_room(env, model, gpu):
     d = defaults(detect(env), cuda=False, env=env)
-    assert (d.host, d.model, d.gpu) == ("0.0.0.0", model, gpu)
+    assert (d.bind, d.model, d.gpu) == ("0.0.0.0", model, gpu)
 
 
 def test_a_token_is_any_of_the_hub_variables():
@@ -61,14 +61,14 @@ TWO = ("smollm2", "gemma3-270m")
 
 
 @pytest.mark.parametrize("host, kwargs, mode", [
-    (Host(), dict(models=("smollm2",), bind="127.0.0.1", share=False, host_key=None), "off"),  # nothing to switch to
-    (Host(), dict(models=TWO, bind="127.0.0.1", share=False, host_key=None), "open"),  # only this machine reaches it
-    (Host(), dict(models=TWO, bind="0.0.0.0", share=False, host_key=None), "off"),  # a room, no key
-    (Host(), dict(models=TWO, bind="127.0.0.1", share=True, host_key=None), "off"),  # a public link, no key
-    (Host(), dict(models=TWO, bind="0.0.0.0", share=False, host_key="k"), "key"),
-    (Host("a/b"), dict(models=TWO, bind="127.0.0.1", share=False, host_key=None), "off"),  # a Space is public
-    (Host("a/b", accelerator="l4x1"), dict(models=TWO, bind="0.0.0.0", share=False, host_key="k"), "key"),
-    (Host("a/b", zero_gpu=True), dict(models=TWO, bind="0.0.0.0", share=False, host_key="k"), "off"),
+    (Machine(), dict(models=("smollm2",), bind="127.0.0.1", share=False, host_key=None), "off"),  # nothing to switch to
+    (Machine(), dict(models=TWO, bind="127.0.0.1", share=False, host_key=None), "open"),  # only this machine reaches it
+    (Machine(), dict(models=TWO, bind="0.0.0.0", share=False, host_key=None), "off"),  # a room, no key
+    (Machine(), dict(models=TWO, bind="127.0.0.1", share=True, host_key=None), "off"),  # a public link, no key
+    (Machine(), dict(models=TWO, bind="0.0.0.0", share=False, host_key="k"), "key"),
+    (Machine("a/b"), dict(models=TWO, bind="127.0.0.1", share=False, host_key=None), "off"),  # a Space is public
+    (Machine("a/b", accelerator="l4x1"), dict(models=TWO, bind="0.0.0.0", share=False, host_key="k"), "key"),
+    (Machine("a/b", zero_gpu=True), dict(models=TWO, bind="0.0.0.0", share=False, host_key="k"), "off"),
 ])
 def test_who_may_switch_the_model(host, kwargs, mode):
     policy = switch_policy(host, **kwargs)

@@ -22,7 +22,7 @@ READERS = {
     # its validator, its text form (links, the lab's box, tables), the bar a click bans, OpenAI's own field
     "logit_bias": {"model_service.records.validation", "model_service.service", "playground.api",
                    "playground.common.tables", "playground.lab.ban", "playground.lab.deep_link",
-                   "playground.lab.inspect_charts", "playground.lab.request", "playground.lab.tab",
+                   "playground.lab.inspect_charts", "playground.common.lab_link", "playground.lab.tab",
                    "playground.openai_api.schema"},
     # the Engine tab's per-row line; OpenAI's own names (frequency, presence) beside vLLM's (repetition)
     "repetition_penalty": {"playground.engine.views", "playground.openai_api.schema"},
@@ -43,7 +43,7 @@ READERS = {
     "xtc_probability": {"model_service.records.step", "playground.lab.stage_panels"},
     # the breakers are text: the engine turns them into token ids once per row; their text form (links, tables)
     "dry_sequence_breakers": {"model_service.engine.step", "model_service.service", "playground.common.tables",
-                              "playground.lab.deep_link", "playground.lab.request"},
+                              "playground.lab.deep_link", "playground.common.lab_link"},
 }
 
 

@@ -13,17 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 
 from model_service import env as environment
-from model_service import limits
+from playground import limits
 
-LOCAL_HOST = "127.0.0.1"
-ROOM_HOST = "0.0.0.0"
+LOCAL_ADDRESS = "127.0.0.1"
+ROOM_ADDRESS = "0.0.0.0"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 @dataclass(frozen=True)
-class Host:
+class Machine:
     """The machine as its environment describes it."""
 
     space_id: str | None = None  # "owner/name" on a Space
@@ -47,18 +48,25 @@ class Host:
         return f"the Space {self.space_id} ({hardware})"
 
 
-def detect(env: Mapping[str, str] | None = None) -> Host:
+def detect(env: Mapping[str, str] | None = None) -> Machine:
     env = environment.variables() if env is None else env
     space = (env.get(environment.SPACE_ID) or "").strip()
     if not space and env.get(environment.SYSTEM) == "spaces":
         space = "unknown/space"
     accelerator = (env.get(environment.ACCELERATOR) or "").strip().lower()
-    return Host(
+    return Machine(
         space_id=space or None,
         zero_gpu=(env.get(environment.ZERO_GPU) or "").strip().lower() in ("1", "t", "true"),
         accelerator=None if accelerator in ("", "none", "cpu") else accelerator,
         space_host=(env.get(environment.SPACE_HOST) or "").strip() or None,
     )
+
+
+@cache
+def this_machine() -> Machine:
+    """The machine this process runs on, read from its environment once (a process's environment is set before
+    it starts: a Space's variables, a host's exports)."""
+    return detect()
 
 
 def has_token(env: Mapping[str, str] | None = None) -> bool:
@@ -69,19 +77,19 @@ def has_token(env: Mapping[str, str] | None = None) -> bool:
 class Defaults:
     """What app.py uses where no flag or NTP_* variable says otherwise."""
 
-    host: str  # the address to serve on
+    bind: str  # the address to serve on (--host)
     model: str  # the model to start with (a catalog key)
     gpu: bool  # a GPU serves the room (the allowlist offers the larger models)
     token: bool  # a Hub token is set (the allowlist offers the gated models)
 
 
-def defaults(where: Host, *, cuda: bool = False, env: Mapping[str, str] | None = None) -> Defaults:
+def defaults(where: Machine, *, cuda: bool = False, env: Mapping[str, str] | None = None) -> Defaults:
     """cuda: whether torch sees a GPU (asked by the caller, off a Space only)."""
     from model_service.models.catalog import SPACE_GPU_MODEL
 
     gpu = where.gpu if where.on_space else cuda
     return Defaults(
-        host=ROOM_HOST if where.on_space else LOCAL_HOST,
+        bind=ROOM_ADDRESS if where.on_space else LOCAL_ADDRESS,
         model=SPACE_GPU_MODEL if where.on_space and gpu else limits.DEFAULT_MODEL,
         gpu=gpu,
         token=has_token(env),
@@ -114,7 +122,7 @@ class SwitchPolicy:
         return WHY[self.reason]
 
 
-def switch_policy(where: Host, *, models: tuple[str, ...], bind: str, share: bool, host_key: str | None) -> SwitchPolicy:
+def switch_policy(where: Machine, *, models: tuple[str, ...], bind: str, share: bool, host_key: str | None) -> SwitchPolicy:
     """A switch reloads the one model that serves everyone, so it is the host's act, never a visitor's."""
     if len(models) < 2:
         return SwitchPolicy("off", "one_model")
@@ -129,4 +137,4 @@ def switch_policy(where: Host, *, models: tuple[str, ...], bind: str, share: boo
     return SwitchPolicy("off", "no_key")
 
 
-__all__ = ["WHY", "Defaults", "Host", "SwitchPolicy", "defaults", "detect", "has_token", "switch_policy"]
+__all__ = ["WHY", "Defaults", "Machine", "SwitchPolicy", "defaults", "detect", "has_token", "switch_policy", "this_machine"]

@@ -2,9 +2,9 @@
 
 import pytest
 
-from model_service import limits
 from model_service.records.validation import InputError, Unavailable
-from playground.workshop.rooms import RoomRegistry, normalise_code
+from playground import limits
+from playground.workshop.follow_rooms import FollowRooms, normalise_code
 
 
 class Clock:
@@ -16,13 +16,13 @@ class Clock:
 
 
 def test_codes_are_short_and_free_of_letters_people_confuse():
-    registry = RoomRegistry(max_rooms=200)
+    registry = FollowRooms(max_rooms=200)
     codes = {registry.open()[0] for _ in range(200)}
     assert len(codes) == 200  # unique
     for code in codes:
-        assert len(code) == limits.ROOM_CODE_LENGTH
-        assert set(code) <= set(limits.ROOM_CODE_ALPHABET)
-    assert not set("0O1IL5S2Z8BUV") & set(limits.ROOM_CODE_ALPHABET)
+        assert len(code) == limits.FOLLOW_CODE_LENGTH
+        assert set(code) <= set(limits.FOLLOW_CODE_ALPHABET)
+    assert not set("0O1IL5S2Z8BUV") & set(limits.FOLLOW_CODE_ALPHABET)
 
 
 @pytest.mark.parametrize("typed", [" 4kx7p ", "4KX-7P", "4k x7p"])
@@ -37,7 +37,7 @@ def test_a_bad_code_is_refused_naming_the_field(typed):
 
 
 def test_only_the_hosts_token_publishes_and_closes():
-    registry = RoomRegistry()
+    registry = FollowRooms()
     code, token = registry.open({"tab": "lab"})
     assert registry.snapshot(code).state == {"tab": "lab"}
     with pytest.raises(InputError, match=f"only the host of room {code}"):
@@ -58,7 +58,7 @@ def test_only_the_hosts_token_publishes_and_closes():
 
 
 def test_the_version_bumps_only_on_a_change_and_the_run_separately():
-    registry = RoomRegistry()
+    registry = FollowRooms()
     code, token = registry.open({"tab": "lab"})
     v0 = registry.version(code)
     assert registry.publish(code, token, {"tab": "lab"}) == v0  # the host's timer sends the same state: no redraw
@@ -75,7 +75,7 @@ def test_the_version_bumps_only_on_a_change_and_the_run_separately():
 
 def test_an_idle_room_expires_and_a_publishing_host_keeps_it_open():
     clock = Clock()
-    registry = RoomRegistry(idle_seconds=60, clock=clock)
+    registry = FollowRooms(idle_seconds=60, clock=clock)
     kept, token = registry.open()
     idle, _ = registry.open()
     clock.now += 50
@@ -93,7 +93,7 @@ def test_an_idle_room_expires_and_a_publishing_host_keeps_it_open():
 
 def test_the_number_of_rooms_is_bounded_and_expired_rooms_make_way():
     clock = Clock()
-    registry = RoomRegistry(max_rooms=3, idle_seconds=60, clock=clock)
+    registry = FollowRooms(max_rooms=3, idle_seconds=60, clock=clock)
     for _ in range(3):
         registry.open()
     with pytest.raises(Unavailable, match="already has 3 open rooms"):
@@ -103,7 +103,7 @@ def test_the_number_of_rooms_is_bounded_and_expired_rooms_make_way():
 
 
 def test_the_host_sees_how_many_pages_follow():
-    registry = RoomRegistry()
+    registry = FollowRooms()
     code, token = registry.open()
     registry.join(code)
     registry.join(code)
@@ -119,7 +119,7 @@ def test_the_host_sees_how_many_pages_follow():
 
 def test_a_reloaded_hosts_page_resumes_with_its_token_only():
     clock = Clock()
-    registry = RoomRegistry(idle_seconds=60, clock=clock)
+    registry = FollowRooms(idle_seconds=60, clock=clock)
     code, token = registry.open({"tab": "engine"})
     registry.publish(code, token, run=[object()])
     clock.now += 50
@@ -138,10 +138,10 @@ def test_a_reloaded_hosts_page_resumes_with_its_token_only():
 
 
 def test_a_state_too_long_or_not_text_is_refused_naming_its_size_and_the_room_keeps_the_last():
-    registry = RoomRegistry()
+    registry = FollowRooms()
     code, token = registry.open({"tab": "lab"})
-    big = {"prompt": "x" * limits.MAX_ROOM_STATE_CHARS}
-    with pytest.raises(InputError, match=f"has {limits.MAX_ROOM_STATE_CHARS + 6} characters, more than a room carries"):
+    big = {"prompt": "x" * limits.MAX_FOLLOW_STATE_CHARS}
+    with pytest.raises(InputError, match=f"has {limits.MAX_FOLLOW_STATE_CHARS + 6} characters, more than a room carries"):
         registry.publish(code, token, big)
     with pytest.raises(InputError, match="more than a room carries"):
         registry.open(big)
@@ -150,4 +150,4 @@ def test_a_state_too_long_or_not_text_is_refused_naming_its_size_and_the_room_ke
     with pytest.raises(InputError, match="must be a dict of text fields, got dict"):
         registry.publish(code, token, {"step": 3})
     assert registry.snapshot(code).state == {"tab": "lab"}
-    registry.publish(code, token, {"prompt": "x" * (limits.MAX_ROOM_STATE_CHARS - 6)})  # exactly the limit
+    registry.publish(code, token, {"prompt": "x" * (limits.MAX_FOLLOW_STATE_CHARS - 6)})  # exactly the limit

@@ -7,7 +7,7 @@ dict of link fields plus the tab and the step, see playground/workshop/follow/st
 StepRecords the host's page already holds: followers show them without running the model). Every publish
 that changes something bumps the room's version; a follower redraws when the version it saw is older.
 
-Bounded: at most limits.MAX_ROOMS rooms; a room no one published to for limits.ROOM_IDLE_SECONDS is closed,
+Bounded: at most limits.MAX_FOLLOW_ROOMS rooms; a room no one published to for limits.FOLLOW_ROOM_IDLE_SECONDS is closed,
 and when the server is full the oldest idle room makes way only if it has expired. Thread-safe (the host's
 events run in Gradio's worker threads, followers' streams on its event loop). No gradio, no torch here.
 """
@@ -20,8 +20,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from model_service import limits
-from model_service.records.validation import InputError, Unavailable
+from playground import limits
+
+from ..common.page_errors import PageInputError, PageUnavailable
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Snapshot:
 
 
 @dataclass
-class _Room:
+class _FollowRoom:
     code: str
     token: str
     touched: float
@@ -64,34 +65,34 @@ def state_chars(state: dict) -> int:
 
 
 def checked_state(state) -> dict:
-    """A copy of a published state: a dict of text fields of at most limits.MAX_ROOM_STATE_CHARS characters.
-    Raises InputError naming what is wrong (the room keeps the host's previous state)."""
+    """A copy of a published state: a dict of text fields of at most limits.MAX_FOLLOW_STATE_CHARS characters.
+    Raises PageInputError naming what is wrong (the room keeps the host's previous state)."""
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in state.items()):
-        raise InputError("room_state", got=type(state).__name__)
+        raise PageInputError("room_state", got=type(state).__name__)
     chars = state_chars(state)
-    if chars > limits.MAX_ROOM_STATE_CHARS:
-        raise InputError("room_state_long", count=chars, limit=limits.MAX_ROOM_STATE_CHARS)
+    if chars > limits.MAX_FOLLOW_STATE_CHARS:
+        raise PageInputError("room_state_long", count=chars, limit=limits.MAX_FOLLOW_STATE_CHARS)
     return dict(state)
 
 
 def normalise_code(raw) -> str:
     """A typed or linked code as the registry keys it: upper case, spaces and dashes dropped. Raises
-    InputError naming the field when it cannot be a code (wrong length or a letter not in the alphabet)."""
+    PageInputError naming the field when it cannot be a code (wrong length or a letter not in the alphabet)."""
     if not isinstance(raw, str):
-        raise InputError("room_code", got=repr(raw)[:40], length=limits.ROOM_CODE_LENGTH)
+        raise PageInputError("room_code", got=repr(raw)[:40], length=limits.FOLLOW_CODE_LENGTH)
     code = raw.strip().upper().replace(" ", "").replace("-", "")
-    if len(code) != limits.ROOM_CODE_LENGTH or any(c not in limits.ROOM_CODE_ALPHABET for c in code):
-        raise InputError("room_code", got=repr(raw)[:40], length=limits.ROOM_CODE_LENGTH)
+    if len(code) != limits.FOLLOW_CODE_LENGTH or any(c not in limits.FOLLOW_CODE_ALPHABET for c in code):
+        raise PageInputError("room_code", got=repr(raw)[:40], length=limits.FOLLOW_CODE_LENGTH)
     return code
 
 
-class RoomRegistry:
+class FollowRooms:
     """The server's rooms. `clock` is injectable so tests can expire rooms without waiting."""
 
-    def __init__(self, max_rooms: int = limits.MAX_ROOMS, idle_seconds: float = limits.ROOM_IDLE_SECONDS,
+    def __init__(self, max_rooms: int = limits.MAX_FOLLOW_ROOMS, idle_seconds: float = limits.FOLLOW_ROOM_IDLE_SECONDS,
                  clock=time.monotonic):
         self.max_rooms, self.idle_seconds, self.clock = max_rooms, idle_seconds, clock
-        self._rooms: dict[str, _Room] = {}
+        self._rooms: dict[str, _FollowRoom] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -105,32 +106,32 @@ class RoomRegistry:
             del self._rooms[code]
 
     def _new_code(self) -> str:
-        while True:  # at most MAX_ROOMS of ~6 million codes are taken: a clash is rare, a retry cheap
-            code = "".join(secrets.choice(limits.ROOM_CODE_ALPHABET) for _ in range(limits.ROOM_CODE_LENGTH))
+        while True:  # at most MAX_FOLLOW_ROOMS of ~6 million codes are taken: a clash is rare, a retry cheap
+            code = "".join(secrets.choice(limits.FOLLOW_CODE_ALPHABET) for _ in range(limits.FOLLOW_CODE_LENGTH))
             if code not in self._rooms:
                 return code
 
     def open(self, state: dict | None = None) -> tuple[str, str]:
-        """A new room: (code, host token). Raises Unavailable when the server holds max_rooms live rooms."""
+        """A new room: (code, host token). Raises PageUnavailable when the server holds max_rooms live rooms."""
         with self._lock:
             self._expire()
             if len(self._rooms) >= self.max_rooms:
-                raise Unavailable("rooms_full", limit=self.max_rooms)
+                raise PageUnavailable("rooms_full", limit=self.max_rooms)
             state = checked_state(state or {})
             code, token = self._new_code(), secrets.token_urlsafe(16)
-            self._rooms[code] = _Room(code, token, self.clock(), state=state)
+            self._rooms[code] = _FollowRoom(code, token, self.clock(), state=state)
             return code, token
 
-    def _room(self, code) -> _Room:
+    def _room(self, code) -> _FollowRoom:
         room = self._rooms.get(normalise_code(code))
         if room is None:
-            raise InputError("room_unknown", code=normalise_code(code))
+            raise PageInputError("room_unknown", code=normalise_code(code))
         return room
 
-    def _hosted(self, code, token) -> _Room:
+    def _hosted(self, code, token) -> _FollowRoom:
         room = self._room(code)
         if not isinstance(token, str) or not hmac.compare_digest(token.encode(), room.token.encode()):
-            raise InputError("room_not_host", code=room.code)
+            raise PageInputError("room_not_host", code=room.code)
         return room
 
     def publish(self, code, token, state: dict | None = None, run=...) -> int:
@@ -154,7 +155,7 @@ class RoomRegistry:
 
     def resume(self, code, token) -> Snapshot:
         """The host's page came back (a reload, a laptop waking) with the token it kept: what the room shows
-        now, for the page to show it again before it publishes. Raises InputError for an unknown or expired
+        now, for the page to show it again before it publishes. Raises PageInputError for an unknown or expired
         room, or a token that is not the room's; touches the room like a publish."""
         with self._lock:
             self._expire()
@@ -168,7 +169,7 @@ class RoomRegistry:
             del self._rooms[room.code]
 
     def snapshot(self, code) -> Snapshot:
-        """What a follower of `code` shows now. Raises InputError for a bad, unknown or expired code."""
+        """What a follower of `code` shows now. Raises PageInputError for a bad, unknown or expired code."""
         with self._lock:
             self._expire()
             room = self._room(code)
