@@ -84,7 +84,7 @@ def build(config: Config):
 
 
 def main(argv=None) -> None:
-    machine = hosting.this_machine()
+    machine = hosting.detect()  # read at the start; the page reads the same once (hosting.this_machine)
     if machine.zero_gpu:
         # `spaces` must be imported before anything touches CUDA
         from model_service.deploy import zero_gpu

@@ -64,6 +64,16 @@ def tiny_llama(vocab_size: int = 258, seed: int = 0, layers: int = 2):
     return model
 
 
+@pytest.fixture(autouse=True)
+def _a_fresh_machine():
+    """The page reads the machine it runs on once per process (hosting.this_machine); a test that sets a Space's
+    variables must not leave the next test on that Space."""
+    yield
+    from playground.hosting import this_machine
+
+    this_machine.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def tiny_service():
     from model_service import ModelService
