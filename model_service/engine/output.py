@@ -11,9 +11,12 @@ pass. One worker, one job at a time: there is never more than one step in flight
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from queue import SimpleQueue
+
+log = logging.getLogger(__name__)
 
 
 class OutputWorker:
@@ -45,6 +48,8 @@ class OutputWorker:
         while (work := self._jobs.get()) is not None:
             try:
                 work()  # the work reports its own errors to its callers (Scheduler._emit)
+            except Exception:  # noqa: BLE001 - one caller's broken sink must not end the worker, and with it the room
+                log.exception("a step's output failed")
             finally:
                 self._idle.set()
 

@@ -21,8 +21,7 @@ same tokens alone, or joining strangers mid-flight. An error in one row (its pre
 fails that row's caller only; an error in the shared forward or sampling pass fails the rows of that
 step, and the loop goes on.
 
-The model lock is held for each forward pass, so a trace or an LM-head view (which run their own
-forward passes outside the batch) waits at most one step.
+The model lock is held for each forward pass: a trace or an LM-head view waits at most one step.
 """
 
 from __future__ import annotations
@@ -129,12 +128,13 @@ class Scheduler:
             with self._cond:
                 while not (self._queue or self._prefilling or self._running or self._stopping):
                     self._cond.wait()
-                if self._stopping:
-                    self._shut()
-                    return
-                self._drop_cancelled()
-                self._admit()
-                self._report_waiting()
+                stopping = self._stopping
+                if not stopping:
+                    self._drop_cancelled()
+                    self._admit()
+                    self._report_waiting()
+            if stopping:  # outside the lock (_shut says why)
+                return self._shut()
             if not (self._prefilling or self._running):
                 continue
             try:
@@ -164,13 +164,16 @@ class Scheduler:
         return Decoder(self.loaded.model, self._pad)
 
     def _shut(self) -> None:
+        """The loop's end, outside the lock: the last records and these failures reach callers that may cancel (which
+        takes it); under it, a stopped scheduler process waited on its own output worker for ever (an orphan)."""
         self._output.close()  # the last step's records first
-        error = self._reason
-        for job in self._running + self._prefilling + [job for entry in self._queue for job in entry]:
-            self._fail(job, error)
+        with self._cond:
+            jobs = self._running + self._prefilling + [job for entry in self._queue for job in entry]
+            self._queue.clear()
+            self._running, self._prefilling = [], []
+        for job in jobs:
+            self._fail(job, self._reason)
             job.decoder = job.logits = None
-        self._queue.clear()
-        self._running, self._prefilling = [], []
         self._decoder = None  # its cache and its hold on the model go with it (a switch frees the model)
 
     def _drop_cancelled(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import json
 import threading
+import time
 from contextlib import contextmanager
 
 import pytest
@@ -384,3 +385,31 @@ def test_a_jobs_status_follows_it_through_the_room():
     assert second._jobs[0].status is JobStatus.FINISHED
     list(third)
     assert waiting.status is JobStatus.FINISHED
+
+
+def test_stopping_while_the_last_records_cancel_their_rows_ends_the_loop():
+    """A caller that cancels as its records arrive (a web process gone, a page closed) while the room stops: the loop's
+    end must not hold the lock its output worker needs. It did, and a scheduler process stayed alive for ever,
+    holding its copy of the model, after its web process ended."""
+    from model_service import ModelService
+    from model_service.engine.step import RowState
+    from model_service.engine.streams import Job, StreamSink
+    from model_service.records.settings import SamplingSettings
+
+    from ..conftest import byte_tokenizer, tiny_llama
+
+    service = ModelService(tiny_llama(), byte_tokenizer())
+    scheduler, arrived = service.scheduler, threading.Event()
+
+    class Cancelling(StreamSink):
+        def put(self, job, record):  # each record: a moment, then a cancel (which takes the room's lock)
+            arrived.set()
+            time.sleep(0.2)  # the room's stop lands while a record is going out
+            scheduler.cancel([])
+
+    ids = service.encode("Hello there")
+    job = Job(ids, RowState(service.loaded, SamplingSettings(seed=1), 200, (), [], True), 0, 5, True, Cancelling())
+    scheduler.submit([job])
+    assert arrived.wait(60)
+    scheduler.stop(timeout=60)
+    assert not scheduler.alive  # a deadlock would keep the loop's thread waiting here until the deadline
