@@ -47,7 +47,7 @@ MOVE = """([id, value]) => new Promise((done) => {
   const input = document.querySelector(`#${id} input[type=range]`);
   const started = performance.now();
   const watch = new MutationObserver(() => { watch.disconnect(); done(performance.now() - started); });
-  watch.observe(plot, {subtree: true, childList: true});
+  watch.observe(plot, {subtree: true, childList: true, attributes: true, characterData: true});
   Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set.call(input, String(value));
   input.dispatchEvent(new Event('input', {bubbles: true}));
   setTimeout(() => { watch.disconnect(); done(null); }, 10000);

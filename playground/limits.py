@@ -71,3 +71,5 @@ FORWARD_DEFAULT_BLOCKS = 30  # the slider's range until the first trace tells th
 # on 2 CPU cores (float32 GEMMs take other kernels for other batch sizes), which can move an edge by about as much
 # (playground/lab/run.py)
 KNIFE_EDGE_MARGIN = 1e-4
+# Sweep T (playground/lab/sweep.py): the step on screen redrawn at each of these temperatures, the lesson's 0.1 to 2
+SWEEP_TEMPERATURES = tuple(round(0.1 * k, 1) for k in range(1, 21))

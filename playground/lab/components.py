@@ -55,6 +55,9 @@ class LabComponents:
     what_if_row: gr.Row
     reset_button: gr.Button
     continue_button: gr.Button
+    what_if_figures: gr.Textbox  # a what-if's figures as JSON, which the page draws itself (what_if.DRAW_JS)
+    sweep_button: gr.Button  # Sweep T (sweep.py)
+    sweep_frames: gr.Textbox  # its frames as JSON, which the page plays (sweep.SWEEP_JS)
 
     @property
     def controls(self) -> list:

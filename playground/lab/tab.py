@@ -25,8 +25,9 @@ from .handlers import generate, page_has, step, stop_run
 from .inspect import build_inspect
 from .request import CHAIN_EXAMPLE, DEFAULTS, KNOB_CONTROLS, ORDER_LABELS, SLIDERS
 from .run import Run, order_note_text, placeholder_figures, status_markdown
+from .sweep import SWEEP_JS, sweep
 from .view import View
-from .what_if import continue_run, rerendered, reset, scrubbed, what_if
+from .what_if import DRAW_JS, continue_run, rerendered, reset, scrubbed, what_if
 
 
 def build_lab(service, language: gr.Radio | None = None) -> LabComponents:
@@ -75,6 +76,12 @@ def lay_out(service, language) -> LabComponents:
             with gr.Row(visible=False, elem_id="what-if-row") as what_if_row:  # a what-if on screen (what_if.py)
                 reset_btn = gr.Button(T("lab.what_if.reset"), size="sm", elem_id="what-if-reset")
                 continue_btn = gr.Button(T("lab.what_if.continue"), size="sm", elem_id="what-if-continue")
+            # a what-if's two figures as JSON, drawn by the page itself (what_if.DRAW_JS): no Plot component re-render
+            what_if_figures = gr.Textbox("", visible="hidden", elem_id="what-if-figures")
+            with gr.Row(elem_id="step-tools"):  # the step on screen at every temperature (sweep.py)
+                sweep_btn = gr.Button(T("lab.sweep"), size="sm", elem_id="sweep-t")
+                gr.HTML("", elem_id="sweep-now")  # the frame's temperature while a sweep plays (sweep.SWEEP_JS)
+            sweep_frames = gr.Textbox("", visible="hidden", elem_id="sweep-frames")
             stage_plot = gr.Plot(stage_empty, show_label=False, elem_id="stage-plot")
             ban_box = gr.Textbox("", label=T("lab.ban"), lines=1, max_lines=1, elem_id="ban-token",
                                  elem_classes=["ntp-ban"])  # filled by a click on a bar (ban.BAN_JS)
@@ -87,6 +94,7 @@ def lay_out(service, language) -> LabComponents:
         service, language, prompt, chat, temperature, top_k, top_p, min_p, order, order_note, seed, max_new, stop,
         {name: knobs[name] for name in KNOB_CONTROLS}, generate_btn, step_btn, stop_btn, chips, chip_probs,
         ban_box, status, stage_plot, draw_plot, scrub, run_plot, run_state, view, what_if_row, reset_btn, continue_btn,
+        what_if_figures, sweep_btn, sweep_frames,
     )
 
 
@@ -179,8 +187,9 @@ def wire(lab: LabComponents) -> None:
 
 def wire_what_if(lab: LabComponents, bound) -> None:
     """The live lab: every knob's input (a drag, a key, a typed value once it is entered) redraws the step on screen
-    for the new settings (what_if.py). One event for all of them, its pending moves collapsed to the last, with no
-    concurrency limit (page.py): a what-if takes no forward pass, so it never waits behind the room's runs."""
+    for the new settings (what_if.py). One event for all of them, its pending moves collapsed to the last, outside
+    Gradio's queue (a what-if takes no forward pass: it never waits behind the room's runs, and answers in one
+    request); the page draws the figures it returns itself (DRAW_JS)."""
     knobs = [lab.temperature, lab.top_k, lab.top_p, lab.min_p, lab.order, *lab.knobs.values()]
     triggers = []
     for control in [*knobs, lab.stop]:
@@ -188,9 +197,14 @@ def wire_what_if(lab: LabComponents, bound) -> None:
             triggers += [control.submit, control.blur]
         else:
             triggers.append(control.input)
+    gr.on(triggers, bound(what_if), [lab.run_state, *lab.controls, lab.language, lab.view],
+          [lab.status, lab.what_if_row, lab.what_if_figures], api_name="what_if", show_progress="hidden",
+          trigger_mode="always_last", preprocess=False, queue=False).then(
+        None, [lab.what_if_figures], None, js=DRAW_JS)
+    lab.sweep_button.click(bound(sweep), [lab.run_state, *lab.controls, lab.language, lab.view], [lab.sweep_frames],
+                           api_name="sweep_t", show_progress="hidden", queue=False).then(
+        None, [lab.sweep_frames], None, js=SWEEP_JS)
     outputs = [lab.status, lab.stage_plot, lab.draw_plot, lab.what_if_row]
-    gr.on(triggers, bound(what_if), [lab.run_state, *lab.controls, lab.language, lab.view], outputs,
-          api_name="what_if", show_progress="hidden", trigger_mode="always_last", preprocess=False)
     lab.reset_button.click(bound(reset), [lab.run_state, lab.language, lab.view],
                            [*(lab.control(name) for name in CONTROL_NAMES if name not in ("prompt", "chat")), *outputs],
                            api_visibility="private", show_progress="hidden")

@@ -4,6 +4,9 @@ and bad knob values are named."""
 
 from __future__ import annotations
 
+import json
+import math
+
 import pytest
 from gradio_client.exceptions import AppError
 
@@ -21,10 +24,13 @@ def args(**changed):
 def test_a_what_if_redraws_the_runs_last_step_from_its_kept_logits(client):
     chips, status, *_ = client.predict(*args(), api_name="/generate")
     assert "stopped" in status
-    status, stage, draw = client.predict(*args(temperature=0.5), api_name="/what_if")
+    status, figures = client.predict(*args(temperature=0.5), api_name="/what_if")
     assert status.startswith("**What if** T 0.5 · this run drew with T 1 · step 6"), status
     assert "recomputed" not in status  # this session's run was kept: no forward pass
-    assert stage["type"] == "plotly" and draw["type"] == "plotly"
+    figures = json.loads(figures)  # what the page draws itself (what_if.DRAW_JS): both figures as Plotly JSON
+    stage = figures["stage"]
+    titles = [a["text"] for a in stage["layout"]["annotations"] if a.get("text", "").startswith("after temperature")]
+    assert titles and stage["data"] and figures["draw"]["data"]
     status, *_ = client.predict(*args(), api_name="/what_if")  # back at the run's own settings: its own step
     assert status.startswith("**Step 6** of 6"), status
 
@@ -32,3 +38,24 @@ def test_a_what_if_redraws_the_runs_last_step_from_its_kept_logits(client):
 def test_a_bad_knob_value_is_named(client):
     with pytest.raises(AppError, match="top-p"):
         client.predict(*args(top_p=7), api_name="/what_if")
+
+
+def stage_top(figure: dict, stage: str) -> float:
+    """The top bar of a stage's panel in a stage figure's JSON (the panels' titles are its annotations, in order)."""
+    titles = [a.get("text", "") for a in figure["layout"]["annotations"]]
+    panel = next(i for i, text in enumerate(titles) if text.startswith(f"after {stage}"))
+    axis = "x" if panel == 0 else f"x{panel + 1}"
+    return max(max(t["x"]) for t in figure["data"] if t.get("type") == "bar" and t.get("xaxis", "x") == axis)
+
+
+def test_sweep_t_plays_the_step_on_screen_at_every_temperature(client):
+    assert client.predict(*args(), api_name="/sweep_t") in ("", {"__type__": "update"})  # no run yet: nothing
+    client.predict(*args(), api_name="/generate")
+    sweep = json.loads(client.predict(*args(top_k=40), api_name="/sweep_t"))
+    assert sweep["step"] == 6 and [f["t"] for f in sweep["frames"]] == [round(0.1 * k, 1) for k in range(1, 21)]
+    tops = [stage_top(f, "temperature") for f in sweep["frames"]]
+    assert all(a >= b - 1e-6 for a, b in zip(tops, tops[1:])) and tops[0] > tops[-1]  # sharpens, then flattens
+    assert sweep["frames"][4]["label"] == "T = 0.5"
+    assert "top-k" in " ".join(a.get("text", "") for a in sweep["frames"][0]["layout"]["annotations"])  # knobs as set
+    status, figures = client.predict(*args(temperature=0.5, top_k=40), api_name="/what_if")
+    assert math.isclose(stage_top(json.loads(figures)["stage"], "temperature"), tops[4], rel_tol=1e-6)  # exact

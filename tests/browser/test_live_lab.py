@@ -28,6 +28,18 @@ def status_change(page, action) -> None:
     page.wait_for_function("() => window.ntpStatusChanges > 0", timeout=60_000)
 
 
+def drawn(page) -> None:
+    """Wait until the page has drawn the last what-if it was sent (what_if.DRAW_JS marks both figures with its
+    serial once Plotly has drawn them)."""
+    page.wait_for_function("""() => {
+      const text = document.querySelector('#what-if-figures textarea')?.value;
+      if (!text) return false;
+      const serial = String(JSON.parse(text).serial);
+      return [...document.querySelectorAll('#stage-plot .js-plotly-plot, #draw-plot .js-plotly-plot')]
+        .every((div) => div.dataset.whatIf === serial);
+    }""", timeout=30_000)
+
+
 def top_of_stage(page, stage: str) -> float:
     """The top candidate's probability in a stage's panel, as its bar's hover says it (the chart's own number)."""
     return page.evaluate("""(stage) => {
@@ -63,6 +75,7 @@ def test_moving_temperature_redraws_the_step_with_the_models_own_numbers(ran, em
         status_change(page, lambda t=t: set_number(page, "temperature", str(t)))
         expect(page.locator("#run-status")).to_contain_text(f"What if T {t:g}", timeout=30_000)
         expect(page.locator("#run-status")).to_contain_text("this run drew with T 1")
+        drawn(page)
         expected = float(torch.softmax(logits / t, -1).max())
         shown = top_of_stage(page, "temperature")
         assert math.isclose(shown, expected, rel_tol=2e-3), (t, shown, expected)
@@ -109,3 +122,19 @@ def test_in_the_presenter_view_a_host_moves_t_from_the_keyboard_and_the_step_red
         assert page.locator("#draw-plot").bounding_box()["y"] + 40 < 720  # the draw bar stays on the screen
     finally:
         context.close()
+
+
+def test_sweep_t_plays_every_temperature_on_the_step_and_puts_it_back(ran):
+    page = ran
+    before = top_of_stage(page, "temperature")
+    page.locator("#sweep-t").click()
+    plot = "#stage-plot .js-plotly-plot"
+    page.wait_for_function(f"() => document.querySelector('{plot}').dataset.sweepT === '0.5'", timeout=30_000)
+    expect(page.locator("#sweep-now")).to_have_text("T = 0.5")
+    page.screenshot(path=str(ARTIFACTS / "live_lab_sweep_t.png"))
+    sharp = top_of_stage(page, "temperature")
+    page.wait_for_function(f"() => document.querySelector('{plot}').dataset.sweepT === '2'", timeout=30_000)
+    flat = top_of_stage(page, "temperature")
+    assert sharp > before > flat  # T 0.5 sharpens the run's T 1, T 2 flattens it
+    page.wait_for_function(f"() => document.querySelector('{plot}').dataset.swept", timeout=30_000)
+    assert top_of_stage(page, "temperature") == before  # the step on screen is back
