@@ -37,12 +37,13 @@ SWEEP_JS = """(text) => {
   const div = document.querySelector('#stage-plot .js-plotly-plot');
   if (!sweep || !sweep.frames || !sweep.frames.length || !div || !window.Plotly) return;
   const before = {data: div.data, layout: div.layout}, label = document.querySelector('#sweep-now');
-  const say = (text) => { if (label) label.textContent = text; };
+  const tools = document.getElementById('step-tools');  // the presenter view shows it only while a sweep plays
+  const say = (text) => { if (label) label.textContent = text; if (tools) tools.classList.toggle('sweeping', !!text); };
   const mine = String(sweep.serial);
   div.dataset.sweep = mine;  // a newer sweep, or a what-if drawn meanwhile, takes over
   let k = 0, drawn = div.data;
   const frame = () => {
-    if (div.dataset.sweep !== mine || div.data !== drawn) return;  // something else drew here: it stays
+    if (div.dataset.sweep !== mine || div.data !== drawn) { say(''); return; }  // something else drew here: it stays
     if (k === sweep.frames.length) {
       setTimeout(() => { if (div.dataset.sweep !== mine || div.data !== drawn) return;
         window.Plotly.react(div, before.data, before.layout); say(''); div.dataset.sweep = ''; div.dataset.swept = mine;

@@ -4,7 +4,8 @@ A toggle in the header (and `?present=1` in a link) folds the lab's controls int
 buttons and the lesson's four knobs over the run, draws the charts with text of at least 14 px, shows the stage panels' ten most probable
 candidates and folds the panels that change nothing into one note, and keeps the chips large in a box of a few
 lines. Keys drive the lab (KEYS_JS: Space = Step, G = Generate, S = Stop, ← / → = scrub, T / K / P / M = focus a lesson
-knob and ↑ / ↓ move it (the step on screen redraws: playground/lab/what_if.py), ? = their help).
+knob and ↑ / ↓ move it (the step on screen redraws: playground/lab/what_if.py), W = Sweep T (lab/sweep.py), ? = their
+help).
 A second toggle puts the stage chart's x axis on a log scale, so the tail a filter cuts is visible. The page's
 dark theme (`?__theme=dark`, or the system's) darkens the charts. Layout lives in assets/presenter.css
 (body.ntp-present); the charts read the page's View (playground/lab/view.py).
@@ -77,7 +78,8 @@ def wire(demo: gr.Blocks, toggles: dict, lab: LabComponents, language) -> None:
 
 # ---- the keys: Space = Step, G = Generate, S = Stop, ← / → = scrub, ? = this help ----------------------------
 
-KEY_TEXTS = ("hint", "hint_title", "title", "space", "step", "generate", "stop", "scrub", "knobs", "scenes", "help", "close")
+KEY_TEXTS = ("hint", "hint_title", "title", "space", "step", "generate", "stop", "scrub", "knobs", "sweep", "scenes", "help",
+             "close")
 KNOB_KEYS = {"t": "temperature", "k": "top-k", "p": "top-p", "m": "min-p"}  # a key -> the lesson knob it focuses
 
 # Installed once on load. Only in the presenter view; never with Ctrl, Alt or Meta (Alt+← / → and PageUp / PageDown
@@ -114,7 +116,7 @@ KEYS_JS = """() => {
     const row = (keys, what) => `<tr><td>${keys.map((k) => `<kbd>${k}</kbd>`).join(" ")}</td><td>${say(what)}</td></tr>`;
     help.setAttribute("aria-label", say("title"));
     help.innerHTML = `<h2>${say("title")}</h2><table>` + row([say("space")], "step") + row(["G"], "generate")
-      + row(["S"], "stop") + row(["←", "→"], "scrub") + row(["T", "K", "P", "M", "↑", "↓"], "knobs")
+      + row(["S"], "stop") + row(["←", "→"], "scrub") + row(["T", "K", "P", "M", "↑", "↓"], "knobs") + row(["W"], "sweep")
       + row(["PageUp", "PageDown"], "scenes") + row(["?"], "help")
       + `</table><p>${say("close")}</p>`;
   };
@@ -178,6 +180,13 @@ KEYS_JS = """() => {
       if (!laidOut(input) || input.disabled) return;
       e.preventDefault();
       input.focus();
+      return;
+    }
+    if (key === "w") {  // Sweep T: its button shows only while it plays (presenter.css), so it is clicked from here
+      const b = document.getElementById("sweep-t");
+      if (!b || b.disabled) return;
+      e.preventDefault();
+      if (!e.repeat) b.click();
       return;
     }
     const ids = {" ": "step", "g": "generate", "s": "stop"};

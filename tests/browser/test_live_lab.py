@@ -120,6 +120,14 @@ def test_in_the_presenter_view_a_host_moves_t_from_the_keyboard_and_the_step_red
         expect(page.locator("#run-status")).to_contain_text(re.compile(r"What if T 0\.\d"), timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / "live_lab_presenter_1280.png"))
         assert page.locator("#draw-plot").bounding_box()["y"] + 40 < 720  # the draw bar stays on the screen
+        expect(page.locator("#sweep-t")).to_be_hidden()  # no row of its own on the projector: W plays it
+        page.locator("body").click(position={"x": 5, "y": 300})
+        page.keyboard.press("w")
+        page.wait_for_function("() => document.querySelector('#stage-plot .js-plotly-plot').dataset.sweepT === '0.5'",
+                               timeout=30_000)
+        expect(page.locator("#sweep-now")).to_be_visible()  # its T floats over the stage panels while it plays
+        page.screenshot(path=str(ARTIFACTS / "live_lab_presenter_sweep.png"))
+        assert page.locator("#draw-plot").bounding_box()["y"] + 40 < 720
     finally:
         context.close()
 
