@@ -81,6 +81,9 @@ def page_moves(browser, url: str, width: int, height: int, present: bool, moves:
     page = browser.new_page(viewport={"width": width, "height": height})
     page.goto(url + LINK + ("&present=1" if present else ""))
     page.wait_for_selector("#generate:not([disabled])", timeout=120_000)
+    # the model loaded (a Generate pressed while it loads is answered "still loading" and runs nothing)
+    page.wait_for_function("() => /Model:/.test(document.querySelector('#model-status')?.textContent || '')",
+                           timeout=300_000)
     page.locator("#generate").click()
     page.wait_for_function("() => document.querySelector('#run-status').innerText.includes('stopped')",
                            timeout=180_000)
