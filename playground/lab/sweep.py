@@ -27,11 +27,13 @@ from .handlers import RunValues, bad, keep_key
 from .request import continued
 from .run import Run
 from .view import stage_chart
+from .what_if import REACT_JS
 
 FRAME_MS = 220  # a frame's time on screen: 20 frames in under five seconds, each long enough to read its T
 HOLD_MS = 1500  # the last frame (T 2) stays this long before the step on screen comes back
 
 SWEEP_JS = """(text) => {
+  const react = __REACT__;
   let sweep;
   try { sweep = JSON.parse(text || 'null'); } catch (e) { return; }
   const div = document.querySelector('#stage-plot .js-plotly-plot');
@@ -51,15 +53,13 @@ SWEEP_JS = """(text) => {
       return;
     }
     const f = sweep.frames[k++];
-    const layout = Object.assign({}, f.layout, {autosize: true});
-    layout.margin = Object.assign({}, layout.margin, {autoexpand: true});
     drawn = f.data || [];
-    window.Plotly.react(div, drawn, layout).then(() => {
+    react(div, f).then(() => {
       say(f.label); div.dataset.sweepT = String(f.t); setTimeout(frame, __FRAME__);
     });
   };
   frame();
-}""".replace("__FRAME__", str(FRAME_MS)).replace("__HOLD__", str(HOLD_MS))
+}""".replace("__FRAME__", str(FRAME_MS)).replace("__HOLD__", str(HOLD_MS)).replace("__REACT__", REACT_JS)
 
 
 def sweep(lab: LabComponents, page: gr.Request, state: Run, *values):
@@ -81,13 +81,13 @@ def sweep(lab: LabComponents, page: gr.Request, state: Run, *values):
             settings = continued(replace(request.settings, temperature=t).with_seed(seed), state.records[:i])
             what = lab.service.what_if(request.prompt, settings, state.request.max_new_tokens, request.stop,
                                        request.chat, continue_from=before, keep=state.keep)
-            frames.append({"t": t, "label": tr(given.lang, "lab.sweep.frame", t=f"{t:g}"),
-                           **json.loads(stage_chart(what.record, given.view, given.lang).to_json())})
+            label = json.dumps(tr(given.lang, "lab.sweep.frame", t=f"{t:g}"), ensure_ascii=False)
+            figure = stage_chart(what.record, given.view, given.lang).to_json()  # serialised once, by plotly
+            frames.append(f'{{"t":{t},"label":{label},{figure[1:]}')  # the figure's own data and layout beside them
     except (ValueError, RuntimeError) as e:
         raise bad(e, given.lang) from None
     state.what_if_serial += 1
-    return {lab.sweep_frames: json.dumps({"serial": state.what_if_serial, "step": i + 1, "frames": frames},
-                                         separators=(",", ":"))}
+    return {lab.sweep_frames: f'{{"serial":{state.what_if_serial},"step":{i + 1},"frames":[{",".join(frames)}]}}'}
 
 
 __all__ = ["FRAME_MS", "HOLD_MS", "SWEEP_JS", "sweep"]

@@ -14,7 +14,6 @@ handlers here; tab.py wires them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, fields, replace
 
 import gradio as gr
@@ -47,7 +46,15 @@ from .view import View, draw_chart, stage_chart
 # The knobs' fast path draws a what-if's figures itself: Plotly.react on the figures already on screen, as Gradio's
 # Plot would but without its re-render and its deferred resize (a Plot redraw took 180-290 ms from the knob's input
 # to the first change on screen, with the server's answer in by 70-130 ms). The Plot components keep their values.
+# Plotly.react as Gradio's Plot calls it (autosize, margins that grow with their labels), for a figure's JSON; the
+# sweep (sweep.py) plays its frames with it too
+REACT_JS = """(div, figure) => {
+    const layout = Object.assign({}, figure.layout, {autosize: true});
+    layout.margin = Object.assign({}, layout.margin, {autoexpand: true});
+    return window.Plotly.react(div, figure.data || [], layout);
+  }"""
 DRAW_JS = """(text) => {
+  const react = __REACT__;
   let figures;
   try { figures = JSON.parse(text || 'null'); } catch (e) { return; }
   if (!figures || !window.Plotly) return;
@@ -55,11 +62,9 @@ DRAW_JS = """(text) => {
     const div = document.querySelector(`#${id} .js-plotly-plot`);
     if (!div || !figure) continue;
     div.dataset.sweep = '';  // a sweep playing here stops: the knobs' picture is the one on screen now
-    const layout = Object.assign({}, figure.layout, {autosize: true});
-    layout.margin = Object.assign({}, layout.margin, {autoexpand: true});
-    window.Plotly.react(div, figure.data || [], layout).then(() => { div.dataset.whatIf = String(figures.serial); });
+    react(div, figure).then(() => { div.dataset.whatIf = String(figures.serial); });
   }
-}"""
+}""".replace("__REACT__", REACT_JS)
 SHORT = {"temperature": "T", "order": "order", "stop": "stop"}  # the rest by their rows' labels (records/knobs.py)
 SKIPPED = ("seed", "mirostat_mu")  # a what-if draws with the run's seed stream; mirostat's mu is the run's
 
@@ -135,10 +140,9 @@ def drawn_in_page(lab: LabComponents, run: Run, shown: Shown | None, view, lang:
     """The step on screen as the knobs' fast path sends it: the line, and both figures as JSON for DRAW_JS (the Plot
     components keep their values; the page redraws the figures on screen in place)."""
     views = what_if_views(lab, run, shown, view, lang)
-    figures = {"serial": run.what_if_serial, "stage": json.loads(views[lab.stage_plot].to_json()),
-               "draw": json.loads(views[lab.draw_plot].to_json())}
-    return {lab.status: views[lab.status], lab.what_if_row: views[lab.what_if_row],
-            lab.what_if_figures: json.dumps(figures, separators=(",", ":"))}
+    stage, draw = views[lab.stage_plot].to_json(), views[lab.draw_plot].to_json()  # each serialised once, by plotly
+    figures = f'{{"serial":{run.what_if_serial},"stage":{stage},"draw":{draw}}}'
+    return {lab.status: views[lab.status], lab.what_if_row: views[lab.what_if_row], lab.what_if_figures: figures}
 
 
 def what_if(lab: LabComponents, page: gr.Request, state: Run, *values):
