@@ -202,7 +202,7 @@ def wire_what_if(lab: LabComponents, bound) -> None:
           trigger_mode="always_last", preprocess=False, queue=False).then(
         None, [lab.what_if_figures], None, js=DRAW_JS)
     lab.sweep_button.click(bound(sweep), [lab.run_state, *lab.controls, lab.language, lab.view], [lab.sweep_frames],
-                           api_name="sweep_t", show_progress="hidden", queue=False).then(
+                           api_name="sweep_t", show_progress="hidden", queue=False, preprocess=False).then(
         None, [lab.sweep_frames], None, js=SWEEP_JS)
     outputs = [lab.status, lab.stage_plot, lab.draw_plot, lab.what_if_row]
     lab.reset_button.click(bound(reset), [lab.run_state, lab.language, lab.view],

@@ -47,6 +47,12 @@ ENDPOINTS = {
         field(st.just("3"), "seed"), field(SMALL, "max new tokens"), field(st.just(""), "stop strings"),
         field(st.sampled_from(["hf", "vllm"]), "sampler order"),
     ],
+    "/sweep_t": [  # Sweep T: the same inputs (after a run, the step at every temperature; before one, only checked)
+        field(st.just(LESSON), "prompt"), field(st.booleans(), "chat template"), field(st.floats(0, 2), "temperature"),
+        field(st.integers(0, 50), "top-k"), field(st.floats(0.01, 1), "top-p"), field(st.floats(0, 1), "min-p"),
+        field(st.just("3"), "seed"), field(SMALL, "max new tokens"), field(st.just(""), "stop strings"),
+        field(st.sampled_from(["hf", "vllm"]), "sampler order"),
+    ],
     "/trace_record": [field(st.just(LESSON), "prompt"), field(st.booleans(), "chat"), field(st.integers(1, 30), "block"),
                       field(st.integers(1, 5), "top_n")],
     "/engine_run": [field(st.just({"headers": [], "data": [[LESSON, 0, 0, 1, 0, "hf", "", 2, ""]]}), "table")],
