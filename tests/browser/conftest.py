@@ -178,3 +178,26 @@ def settled_text(page, selector: str) -> str:
         last = None if busy else text
         page.wait_for_timeout(300)
     raise AssertionError(f"{selector} never settled; last read {box.inner_text()!r}")
+
+
+# Three animation frames, then the next task: the page's own work queued before this call has run by then.
+FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done)))))"
+
+
+def mounted(page, selector: str) -> None:
+    """Wait until the control at `selector`, just shown, is ready for input. Gradio mounts a component hidden until
+    now (a closed accordion's children, a box an event makes visible) when it first shows, and a few frames later sets
+    the state it holds for it (render_previously_invisible_children): a value typed or written in between never
+    reaches the next event (a CI run sent the no-repeat n-gram size as 0 that way, and the chain board's first move
+    was undone, each about one try in a hundred under load). No person acts within three frames; a test must wait."""
+    from playwright.sync_api import expect
+
+    expect(page.locator(selector).first).to_be_visible()
+    page.evaluate(FRAMES)
+
+
+def open_accordion(page, header, content: str) -> None:
+    """Open a closed accordion by a click on its header (a locator); wait until `content` (a selector of a control
+    inside it) is ready for input."""
+    header.click()
+    mounted(page, content)

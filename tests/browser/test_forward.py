@@ -8,13 +8,14 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, mounted
 
 pytestmark = pytest.mark.browser
 
 
 def test_trace_the_lesson_prompt_and_sample_from_here(page):
     page.get_by_role("tab", name="Forward pass").click()  # may trace the default prompt on its own
+    mounted(page, "#fw-prompt textarea")
     # Trace another prompt first: once its status shows, no earlier trace is still on its way to the
     # page (the events share one queue), so the lesson's status below is from the lesson's trace.
     page.locator("#fw-prompt textarea").fill("Hello world")

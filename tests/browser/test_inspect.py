@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, open_accordion
 
 pytestmark = pytest.mark.browser
 
@@ -21,8 +21,7 @@ def run_and_open(page, steps: int = 6):
     page.locator("#max-new input[type=number]").press("Enter")
     page.locator("#generate").click()
     expect(page.locator("#run-status")).to_contain_text(re.compile("stopped|dừng"), timeout=120_000)
-    page.locator("#inspect > button").first.click()  # the accordion's header
-    expect(page.locator("#inspect-draw")).to_be_visible()
+    open_accordion(page, page.locator("#inspect > button").first, "#inspect-draw")
 
 
 def test_sample_many_logits_and_cost_views_follow_the_scrubber(page):

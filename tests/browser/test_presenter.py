@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from ..conftest import launched
-from .conftest import ARTIFACTS, settled_text
+from .conftest import ARTIFACTS, open_accordion, settled_text
 
 pytestmark = pytest.mark.browser
 
@@ -274,7 +274,7 @@ def test_an_exported_run_imports_and_scrubs_identically_without_a_model(browser,
     expect(live.locator("#run-status")).to_contain_text("Step 5 of 6")
     live.wait_for_timeout(800)
     fifth = scene(live)
-    live.locator("#run-files").click()
+    open_accordion(live, live.locator("#run-files > button").first, "#export-run")
     live.locator("#export-run").click()
     link = live.locator("#run-json a").first
     expect(link).to_be_attached(timeout=30_000)
@@ -287,7 +287,7 @@ def test_an_exported_run_imports_and_scrubs_identically_without_a_model(browser,
 
     page = open_page(browser, no_model_url, 1440, 1000)
     expect(page.locator("#model-status")).to_contain_text("failed")
-    page.locator("#run-files").click()
+    open_accordion(page, page.locator("#run-files > button").first, "#import-run")
     page.locator("#import-run input[type=file]").set_input_files(str(path))
     expect(page.locator("#run-status")).to_contain_text("replayed from a file", timeout=30_000)
     page.wait_for_timeout(800)

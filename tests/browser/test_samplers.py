@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, mounted, open_accordion
 
 pytestmark = pytest.mark.browser
 
@@ -69,7 +69,8 @@ def test_a_repetition_penalty_from_its_accordion_breaks_greedys_loop(browser, ap
         generate(page)
         assert "mat" in page.locator("#chips").inner_text()
         expect(page.locator("#stage-plot")).not_to_contain_text("after penalties")
-        page.locator("#penalties").get_by_text("Penalties, bans and logit bias").click()
+        open_accordion(page, page.locator("#penalties").get_by_text("Penalties, bans and logit bias"),
+                       "#repetition-penalty input[type=number]")
         set_number(page, "repetition-penalty", "1.3")
         generate(page)
         expect(page.locator("#stage-plot")).to_contain_text("after penalties")
@@ -96,7 +97,8 @@ def test_a_llamacpp_link_draws_the_panels_of_its_samplers(browser, app_url, lang
         for title in titles:
             expect(page.locator("#stage-plot")).to_contain_text(title)
         page.locator("#stage-plot").screenshot(path=str(ARTIFACTS / f"samplers_llamacpp_{lang}.png"))
-        page.locator("#samplers").get_by_text("XTC", exact=False).first.click()  # the accordion shows the link's knobs
+        # the accordion shows the link's knobs
+        open_accordion(page, page.locator("#samplers").get_by_text("XTC", exact=False).first, "#xtc-probability input")
         expect(page.locator("#xtc-probability input[type=number]")).to_have_value("0.8")
         expect(page.locator("#dynatemp-range input[type=number]")).to_have_value("0.5")
     finally:
@@ -159,7 +161,8 @@ def test_a_custom_chain_the_chips_toggle_and_a_click_that_bans_a_token(browser, 
         # a click on the top candidate's bar bans it: the bias box says so and the next run goes without it
         top = page.locator("#stage-plot .bars path").first
         top.click(force=True)
-        page.locator("#penalties").get_by_text("Penalties, bans and logit bias").click()
+        open_accordion(page, page.locator("#penalties").get_by_text("Penalties, bans and logit bias"),
+                       "#logit-bias textarea")
         expect(page.locator("#logit-bias textarea")).to_have_value(re.compile(r"^\d+:-100$"), timeout=60_000)
         banned = int(page.locator("#logit-bias textarea").input_value().split(":")[0])
         generate(page)
@@ -182,7 +185,7 @@ def test_a_no_repeat_ngram_from_its_accordion_bans_the_repeat_and_underlines_the
         page.locator("#prompt textarea").fill(LOOP)
         set_number(page, "temperature", "0")
         set_number(page, "max-new", "12")
-        page.locator("#penalties").get_by_text(words[3]).click()
+        open_accordion(page, page.locator("#penalties").get_by_text(words[3]), "#no-repeat-ngram-size input[type=number]")
         set_number(page, "no-repeat-ngram-size", "3")
         generate(page, words[2])
         chips = page.locator("#chips").inner_text()
@@ -202,6 +205,8 @@ def test_the_custom_chains_board_reorders_by_arrow_by_drag_and_by_click(browser,
     board, box = page.locator("#chain-board"), page.locator("#chain textarea")
     try:
         expect(board).to_contain_text("1. top-k")
+        mounted(page, "#chain textarea")  # the link has shown the chain box (the custom order's)
+        expect(box).to_have_value("top_k, min_p, temperature")
         board.locator('button[data-op="right"][data-stage="top_k"]').click()  # an arrow: top-k one later
         expect(box).to_have_value("min_p, top_k, temperature")
         expect(board).to_contain_text("1. min-p")
@@ -227,7 +232,8 @@ def test_the_custom_chains_board_reorders_by_arrow_by_drag_and_by_click(browser,
 def test_top_h_from_its_accordion_and_from_a_link_draws_its_panel(browser, app_url):
     context, page = opened(browser, app_url + "?top_h=0.4&temperature=0.8&seed=2&max_new_tokens=4")
     try:
-        page.locator("#samplers").get_by_text("More samplers", exact=False).first.click()
+        open_accordion(page, page.locator("#samplers").get_by_text("More samplers", exact=False).first,
+                       "#top-h input[type=number]")
         expect(page.locator("#top-h input[type=number]")).to_have_value("0.4")  # the link set it
         generate(page)
         expect(page.locator("#stage-plot")).to_contain_text("after top-H")
