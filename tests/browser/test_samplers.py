@@ -146,6 +146,7 @@ def test_a_custom_chain_the_chips_toggle_and_a_click_that_bans_a_token(browser, 
     try:
         expect(page.locator("#chain")).to_be_hidden()
         page.locator("#order").get_by_text("Custom").click()
+        mounted(page, "#chain textarea")  # the custom order shows its chain box
         page.locator("#chain textarea").fill("top_k > min_p > temperature")
         generate(page)
         for title in ("after top-k", "after min-p", "after temperature"):
