@@ -27,9 +27,6 @@ from .records.step import BatchStep, ManyDraws, ModelInfo, Room, StepRecord, Tok
 
 log = logging.getLogger(__name__)
 
-MAX_NEW_TOKENS = limits.MAX_NEW_TOKENS
-MAX_TOP_N = limits.MAX_TOP_N
-
 
 @dataclass(frozen=True)
 class CheckedGenerate:
@@ -149,19 +146,21 @@ class ModelService(ModelClient):
 
     def _encode(self, prompt, chat) -> list[int]:
         chat = validation.boolean("chat", chat)
-        conversation = chat and isinstance(prompt, tuple)  # client.prompt_of made a chat's messages (role, content) pairs
-        if conversation:
-            messages = [{"role": role, "content": content} for role, content in validation.messages("messages", prompt)]
+        if isinstance(prompt, (list, tuple)):  # a chat's (role, content) pairs (client.prompt_of made them), or token ids
+            prompt = validation.prompt("prompt", prompt, chat)
+            if not chat:  # already tokenised (the OpenAI route's, a JSON caller's)
+                return self._tokens("prompt", prompt)
+            messages = [{"role": role, "content": content} for role, content in prompt]
         else:
             prompt = validation.text("prompt", prompt, required=False)
             messages = [{"role": "user", "content": prompt}]  # the lab's chat toggle: one user message
         if chat:
-            ids = self.tokenizer(self._chat_text(messages, conversation), add_special_tokens=False)["input_ids"]
+            ids = self.tokenizer(self._chat_text(messages, isinstance(prompt, tuple)), add_special_tokens=False)
         else:
-            ids = self.tokenizer(prompt)["input_ids"]
-        if not ids:
+            ids = self.tokenizer(prompt)
+        if not ids["input_ids"]:
             raise validation.InputError("prompt_empty")
-        return list(ids)
+        return list(ids["input_ids"])
 
     def _chat_text(self, messages: list[dict], conversation: bool) -> str:
         """The model's chat template around the messages, ready for the assistant's turn. A template that refuses
@@ -181,7 +180,7 @@ class ModelService(ModelClient):
     def _added(self, prompt, chat, ids: list[int]) -> int:
         """How many leading ids the tokenizer put in front of the prompt's own (its BOS): 0 for a chat, whose
         template writes every token it reads."""
-        if chat:
+        if chat or not isinstance(prompt, str):  # a template, or token ids, hold every token they give
             return 0
         own = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         extra = len(ids) - len(own)
@@ -193,7 +192,7 @@ class ModelService(ModelClient):
     def _lm_head(self, prompt, chat, continue_from, top_k):
         from .forward_pass.lm_head import lm_head_breakdown
 
-        top_k = _whole("top_k", top_k, 1, MAX_TOP_N)
+        top_k = _whole("top_k", top_k, 1, limits.MAX_TOP_N)
         ids = self.prompt_ids(prompt, chat) + self._tokens("continue_from", continue_from)
         with self.model_lock:
             self._check_open()
@@ -287,8 +286,8 @@ class ModelService(ModelClient):
         """A generate call checked (tokenizer work only, no forward pass); a ValueError names the field."""
         self._check_open()  # a closed service (the host switched the model) says why, before any work
         settings = self._settings(call.settings)
-        top_n = _whole("top_n", call.top_n, 1, MAX_TOP_N)
-        stop = validation.stop_strings("stop", call.stop)  # the one validator: count and length capped on every path
+        top_n = _whole("top_n", call.top_n, 1, limits.MAX_TOP_N)
+        stop = validation.stop_strings("stop", call.stop)  # checked at the edge (Stops) as it is; JSON's list here
         ids, max_new_tokens = self.prompt_and_budget(call.prompt, call.chat, call.max_new_tokens)
         prefix = self._tokens("continue_from", call.continue_from)
         if len(prefix) >= max_new_tokens:
@@ -297,7 +296,7 @@ class ModelService(ModelClient):
 
     def _generate_batch(self, call: BatchCall) -> Iterator[BatchStep | Waiting]:
         self._check_open()
-        top_n = _whole("top_n", call.top_n, 1, MAX_TOP_N)
+        top_n = _whole("top_n", call.top_n, 1, limits.MAX_TOP_N)
         if not 1 <= len(call.requests) <= limits.MAX_BATCH_REQUESTS:
             raise ValueError(f"a batch needs 1 to {limits.MAX_BATCH_REQUESTS} requests, got {len(call.requests)}")
         sink = GroupSink(call.report_waiting)
@@ -348,9 +347,10 @@ class ModelService(ModelClient):
 
         self._check_open()
         settings = self._settings(settings)
-        top_n = _whole("top_n", top_n, 1, MAX_TOP_N)
-        if len(continue_from) >= MAX_NEW_TOKENS:
-            raise ValueError(f"continue_from: at most {MAX_NEW_TOKENS - 1} tokens (a run's steps), got {len(continue_from)}")
+        top_n = _whole("top_n", top_n, 1, limits.MAX_TOP_N)
+        if len(continue_from) >= limits.MAX_NEW_TOKENS:
+            raise ValueError(f"continue_from: at most {limits.MAX_NEW_TOKENS - 1} tokens (a run's steps), "
+                             f"got {len(continue_from)}")
         prefix = self._tokens("continue_from", continue_from)
         ids, _ = self.prompt_and_budget(prompt, chat, len(prefix) + 1)
         strangers = [self.encode(text) for text in STRANGERS[: limits.BATCH_EFFECT_ROWS - 1]]
@@ -377,7 +377,7 @@ class ModelService(ModelClient):
 
     def prompt_and_budget(self, prompt: str, chat: bool, max_new_tokens) -> tuple[list[int], int]:
         """The prompt's ids and a checked max_new_tokens that fits the model's context."""
-        max_new_tokens = _whole("max_new_tokens", max_new_tokens, 1, MAX_NEW_TOKENS)
+        max_new_tokens = _whole("max_new_tokens", max_new_tokens, 1, limits.MAX_NEW_TOKENS)
         ids = self.prompt_ids(prompt, chat)
         if len(ids) + max_new_tokens > self.max_context:
             raise ValueError(

@@ -310,8 +310,8 @@ def settings_from(value) -> SamplingSettings:
 def request_from(value) -> Request:
     """A Request as given, or built from a mapping of its fields (a JSON caller's batch row): settings through
     settings_from, stop strings through the one stop validator, chat as a boolean; unknown fields refused.
-    A chat's prompt may be a conversation, read by validation.messages. The prompt's length and max_new_tokens
-    are checked against the model by the service (they need its tokenizer)."""
+    A chat's prompt may be a conversation, any other token ids (validation.prompt). The prompt's length and
+    max_new_tokens are checked against the model by the service (they need its tokenizer)."""
     if isinstance(value, Request):
         return value
     if not isinstance(value, Mapping):
@@ -321,8 +321,7 @@ def request_from(value) -> Request:
         raise ValueError(f"request has unknown fields: {', '.join(map(repr, unknown))}")
     chat, prompt = validation.boolean("chat", value.get("chat", False)), value.get("prompt")
     return Request(
-        prompt=validation.messages("messages", prompt) if chat and isinstance(prompt, (list, tuple))
-        else validation.text("prompt", prompt),
+        prompt=validation.prompt("prompt", prompt, chat),
         settings=settings_from(value.get("settings")),
         max_new_tokens=value.get("max_new_tokens", limits.DEFAULT_MAX_NEW_TOKENS),
         stop=validation.stop_strings("stop", value.get("stop")),

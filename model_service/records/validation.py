@@ -33,6 +33,7 @@ MESSAGES = {
     "surrogate": "{field} contains characters that are not valid Unicode (a lone surrogate)",
     "empty": "{field} is empty: type some text for the model to continue",
     "prompt_empty": "the prompt is empty: type some text for the model to continue",
+    "prompt_ids": "{field} must be text, or a non-empty list of token ids (whole numbers from 0), got {got}",
     "choice": "{field} must be one of {choices}, got {got}",
     "stop_list": "{field} must be a list of strings, got {got}",
     "stop_count": "{field}: at most {limit} stop strings, got {count}",
@@ -187,6 +188,25 @@ def text(field: str, value, *, required: bool = True) -> str:
     return value
 
 
+def token_ids(field: str, value) -> tuple[int, ...]:
+    """A prompt already tokenised, as OpenAI's and vLLM's completions take it: a non-empty list of whole numbers from
+    0, at most limits.MAX_PROMPT_TOKENS (the service checks each against its vocabulary)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value or any(
+            isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in value):
+        raise InputError("prompt_ids", field=field, got=_show(value))
+    if len(value) > limits.MAX_PROMPT_TOKENS:
+        raise InputError("prompt_too_long", count=f"{len(value):,}", limit=f"{limits.MAX_PROMPT_TOKENS:,}")
+    return tuple(value)
+
+
+def prompt(field: str, value, chat: bool) -> str | tuple:
+    """A prompt as every path reads it: text; with chat, a conversation (messages' (role, content) pairs); without,
+    the token ids of a prompt already tokenised (token_ids: what the model reads, chat template included)."""
+    if isinstance(value, (list, tuple)):
+        return messages("messages", value) if chat else token_ids(field, value)
+    return text(field, value)
+
+
 _KEY = re.compile(r"[A-Za-z0-9_.:-]*")
 
 
@@ -256,26 +276,37 @@ def format_logit_bias(pairs) -> str:
     return ", ".join(f"{token}:{bias:g}" for token, bias in pairs)
 
 
-def stop_strings(field: str, value) -> tuple[str, ...]:
+class Stops(tuple):
+    """Stop strings as stop_strings checked them: every later reader (the service, the scheduler process) takes
+    them as they are. A plain tuple or list (JSON's) is checked again."""
+
+
+def stop_strings(field: str, value) -> Stops:
     """A list of stop strings, each kept exactly as given (newlines included). A single string is
     one stop string, never split into characters."""
-    if value is None:
-        return ()
+    if isinstance(value, Stops):
+        return value
     if isinstance(value, str):
         value = [value]
+    return Stops(_string_list(field, value, "stop", limits.MAX_STOP_STRINGS, limits.MAX_STOP_CHARS))
+
+
+def _string_list(field: str, value, kind: str, limit: int, chars: int) -> tuple[str, ...]:
+    """At most `limit` non-empty strings of at most `chars` characters each; the messages are kind's (stop_*,
+    strings_*). None: none."""
+    if value is None:
+        return ()
     if not isinstance(value, (list, tuple)):
-        raise InputError("stop_list", field=field, got=_show(value))
-    if len(value) > limits.MAX_STOP_STRINGS:
-        raise InputError("stop_count", field=field, limit=limits.MAX_STOP_STRINGS, count=len(value))
-    out = []
+        raise InputError(f"{kind}_list", field=field, got=_show(value))
+    if len(value) > limit:
+        raise InputError(f"{kind}_count", field=field, limit=limit, count=len(value))
     for s in value:
         if not isinstance(s, str) or s == "":
-            raise InputError("stop_item", field=field, got=_show(s))
+            raise InputError(f"{kind}_item", field=field, got=_show(s))
         text(field, s, required=False)
-        if len(s) > limits.MAX_STOP_CHARS:
-            raise InputError("stop_length", field=field, limit=limits.MAX_STOP_CHARS, count=len(s))
-        out.append(s)
-    return tuple(out)
+        if len(s) > chars:
+            raise InputError(f"{kind}_length", field=field, limit=chars, count=len(s))
+    return tuple(value)
 
 
 CHAT_ROLES = ("system", "developer", "user", "assistant")  # developer: OpenAI's newer name for system
@@ -342,10 +373,10 @@ def split_bar_text(value: str) -> list[str]:
     return [p for p in parts if p]
 
 
-def parse_stop_text(field: str, value) -> tuple[str, ...]:
+def parse_stop_text(field: str, value) -> Stops:
     """Stop strings typed in one line (the lab's box, an engine cell, a link): split_bar_text's form. Blank = none."""
     if is_blank(value):
-        return ()
+        return Stops()
     if not isinstance(value, str):
         raise InputError("stop_text", field=field, got=_show(value))
     return stop_strings(field, split_bar_text(value))
@@ -356,19 +387,7 @@ def strings(field: str, value, *, limit: int, chars: int) -> tuple[str, ...]:
     Blank: none."""
     if is_blank(value):
         return ()
-    if isinstance(value, str):
-        value = split_bar_text(value)
-    if not isinstance(value, (list, tuple)):
-        raise InputError("strings_list", field=field, got=_show(value))
-    if len(value) > limit:
-        raise InputError("strings_count", field=field, limit=limit, count=len(value))
-    for s in value:
-        if not isinstance(s, str) or s == "":
-            raise InputError("strings_item", field=field, got=_show(s))
-        text(field, s, required=False)
-        if len(s) > chars:
-            raise InputError("strings_length", field=field, limit=chars, count=len(s))
-    return tuple(value)
+    return _string_list(field, split_bar_text(value) if isinstance(value, str) else value, "strings", limit, chars)
 
 
 def format_stop_text(stops) -> str:

@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 # the service's name of a field -> the API's (the service's generate() says max_new_tokens)
 SERVICE_FIELDS = {"max_new_tokens": "max_tokens"}
 # keyed errors that are about the prompt, whatever field name the message uses
-PROMPT_KEYS = ("prompt_too_long", "prompt_empty", "empty", "no_chat_template", "surrogate", "text")
+PROMPT_KEYS = ("prompt_too_long", "prompt_empty", "prompt_ids", "empty", "no_chat_template", "surrogate", "text")
 # Unavailable keys -> (status, type): a full room is "try again later" (429, which the openai client retries),
 # everything else (loading, switching, a service away) is 503
 ROOM_FULL = ("room_full",)

@@ -160,24 +160,25 @@ class Api:
 
     def start(self, plan: schema.Plan):
         """The service's stream for a plan, the prompt's length in tokens and, for echo with logprobs, the
-        prompt's logprobs (blocks: tokenizing, queueing, that forward pass). Bad input and a full room raise
-        here, before anything is queued."""
+        prompt's logprobs (blocks: tokenizing, queueing, that forward pass). The prompt is tokenised once, here:
+        the service runs its token ids (a chat's template included). Bad input and a full room raise here, before
+        anything is queued."""
         prompt = None
         if plan.echo and plan.logprobs is not None:  # one forward pass over the prompt, beside the room's batch
             prompt = self.service.prompt_logprobs(plan.prompt, plan.chat, top_n=plan.logprobs)
-            prompt_tokens = len(prompt.positions)
+            ids = [position.token.id for position in prompt.positions]
         else:
-            prompt_tokens = len(self.service.encode(plan.prompt, plan.chat))
+            ids = self.service.encode(plan.prompt, plan.chat)
         top_n = limits.API_MAX_TOP_LOGPROBS  # what logprobs may ask for (and what the lab keeps per step)
         if plan.max_tokens == 0:  # echo alone: nothing to generate
             stream = iter(())
         elif plan.n == 1:
             settings, = plan.settings
-            stream = self.service.generate(plan.prompt, settings, plan.max_tokens, plan.stop, plan.chat, top_n,
+            stream = self.service.generate(ids, settings, plan.max_tokens, plan.stop, top_n=top_n,
                                            report_waiting=plan.stream)
         else:
-            stream = self.service.generate_batch(plan.requests(), top_n, report_waiting=plan.stream)
-        return stream, prompt_tokens, prompt
+            stream = self.service.generate_batch(plan.requests(ids), top_n, report_waiting=plan.stream)
+        return stream, len(ids), prompt
 
     async def answer(self, request: Request, kind: str) -> Response:
         prompt_field = "messages" if kind == "chat" else "prompt"

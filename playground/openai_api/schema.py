@@ -17,7 +17,7 @@ the sampler's whole pipeline).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from model_service.records import validation
@@ -81,9 +81,10 @@ class Plan:
     def prompt_field(self) -> str:
         return "messages" if self.chat else "prompt"
 
-    def requests(self) -> list[Request]:
-        """The service's requests, one per choice (n > 1 runs them as one generate_batch)."""
-        return [Request(self.prompt, s, self.max_tokens, self.stop, self.chat) for s in self.settings]
+    def requests(self, ids: Sequence[int]) -> list[Request]:
+        """The service's requests, one per choice (n > 1 runs them as one generate_batch), each on the prompt's token
+        ids (the chat template's, for a chat: the prompt is tokenised once, by the route)."""
+        return [Request(tuple(ids), s, self.max_tokens, self.stop) for s in self.settings]
 
 
 def _given(body: Mapping, name: str, default=None):

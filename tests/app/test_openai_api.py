@@ -72,6 +72,26 @@ def test_a_greedy_completion_of_the_lesson_prompt_is_paris_with_its_top_5(oa, em
     assert link.startswith(api_url + "/?") and "prompt=The+capital+of+France+is" in link and "max_new_tokens=1" in link
 
 
+def test_a_request_is_tokenised_once_and_every_choice_runs_its_token_ids(oa, embedded, monkeypatch):
+    tokenised = []  # the prompts the tokenizer read (token ids are not tokenised again)
+    real = embedded._encode
+
+    def counting(prompt, chat):
+        if chat or isinstance(prompt, str):
+            tokenised.append(prompt)
+        return real(prompt, chat)
+
+    monkeypatch.setattr(embedded, "_encode", counting)
+    done = oa.completions.create(model=SMOLLM2, prompt=PROMPT, max_tokens=2, temperature=0)
+    assert tokenised == [PROMPT] and done.usage.prompt_tokens == len(real(PROMPT, False))
+    tokenised.clear()
+    done = oa.chat.completions.create(model=SMOLLM2, messages=HI, max_tokens=2, n=3, seed=1)
+    assert len(tokenised) == 1 and len(done.choices) == 3 and done.usage.prompt_tokens == len(real(tokenised[0], True))
+    tokenised.clear()
+    oa.completions.create(model=SMOLLM2, prompt=PROMPT, max_tokens=1, echo=True, logprobs=1)  # scored, then run
+    assert tokenised == [PROMPT]
+
+
 def test_final_logprobs_are_the_distribution_the_token_was_drawn_from(oa):
     greedy = oa.completions.create(model=SMOLLM2, prompt=PROMPT, max_tokens=1, temperature=0, logprobs=3,
                                    extra_body={"logprobs_mode": "final"})

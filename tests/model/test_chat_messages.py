@@ -50,9 +50,26 @@ def test_a_template_that_refuses_a_system_message_says_so_naming_messages():
 
 
 def test_a_conversation_needs_the_chat_template_and_bad_messages_are_named(chat_service):
-    with pytest.raises(validation.InputError, match="prompt must be text"):
-        chat_service.encode(CHAT)  # chat off: a raw completion takes text
+    with pytest.raises(validation.InputError, match="prompt must be text, or a non-empty list of token ids"):
+        chat_service.encode(CHAT)  # chat off: a raw completion takes text, or token ids
     with pytest.raises(validation.InputError, match=r"messages\[1\]\.role: tool messages"):
         list(chat_service.generate([CHAT[1], {"role": "tool", "content": "42"}, CHAT[1]], chat=True))
     with pytest.raises(validation.InputError, match="must end with a user message"):
         chat_service.encode(CHAT[:3], chat=True)
+
+
+def test_a_tokenised_prompt_runs_as_its_text_does_and_bad_ids_are_named(chat_service):
+    # what the OpenAI route sends after tokenising once: the template's ids, chat off
+    settings = SamplingSettings(temperature=1.0, seed=5)
+    ids = chat_service.encode(CHAT, chat=True)
+    by_text = [r.token_id for r in chat_service.generate(CHAT, settings, 6, chat=True, ignore_eos=True)]
+    by_ids = [r.token_id for r in chat_service.generate(ids, settings, 6, ignore_eos=True)]
+    assert by_ids == by_text
+    batch = list(chat_service.generate_batch([{"prompt": ids, "settings": settings.to_dict(), "max_new_tokens": 6}]))
+    assert [s.rows[0].token_id for s in batch if s.rows[0]] == by_text[: len(batch)]
+    for bad, says in (([], "prompt must be text, or a non-empty list of token ids"),
+                      ([1, "2"], "prompt must be text, or a non-empty list of token ids"),
+                      ([1, True], "prompt must be text, or a non-empty list of token ids"),
+                      ([1, 10 ** 6], "prompt must be a whole number between 0 and 257")):
+        with pytest.raises(validation.InputError, match=says):
+            list(chat_service.generate(bad, settings, 2))

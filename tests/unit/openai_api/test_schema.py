@@ -135,7 +135,8 @@ def test_a_conversation_is_its_role_and_content_pairs_and_the_lab_gets_its_last_
                            ("user", "Name a colour.")), "developer is read as system; text parts are joined"
     assert plan.conversation and plan.lab_prompt == "Name a colour." and plan.chat
     hash(plan)  # frozen all the way down: a Plan, its Requests, the service's calls stay hashable
-    assert {r.prompt for r in plan.requests()} == {plan.prompt}
+    # each choice runs the token ids the route tokenised once (the template's, so chat is off in the request)
+    assert {(r.prompt, r.chat) for r in plan.requests([1, 2, 3])} == {((1, 2, 3), False)}
     # what the remote and ZeroGPU paths carry: the pairs as JSON, read back by the same validator
     assert validation.messages("messages", json.loads(json.dumps(plan.prompt))) == plan.prompt
     one = schema.parse({"messages": HI}, "chat")

@@ -83,3 +83,22 @@ def test_settings_built_directly_are_still_checked_naming_the_field():
         SamplingSettings(temperature=-1)
     with pytest.raises(validation.InputError, match="^seed must be a whole number"):
         SamplingSettings().with_seed("x")
+
+
+def test_stop_strings_are_checked_once_at_the_edge_and_taken_as_they_are_after(monkeypatch):
+    checked = collections.Counter()
+    text = validation.text
+
+    def counting(field, value, **kwargs):
+        checked[field] += 1
+        return text(field, value, **kwargs)
+
+    monkeypatch.setattr(validation, "text", counting)
+    request = parse_request("Hi", False, "0.7", "40", "0.9", "0.05", "3", "8", "\\n|.", "hf", *KNOBS_OFF)
+    assert request.stop == ("\n", ".") and checked["stop strings"] == 2  # one check per stop string
+    assert validation.stop_strings("stop", request.stop) is request.stop  # the service takes them as they are
+    plan = schema.parse({"prompt": "x", "stop": [".", "!"], "n": 2}, "completion")
+    checked.clear()
+    assert all(validation.stop_strings("stop", r.stop) is plan.stop for r in plan.requests([1]))
+    assert not checked
+    assert validation.stop_strings("stop", [".", "!"]) == plan.stop and checked["stop"] == 2  # JSON's list: checked

@@ -68,5 +68,6 @@ def test_the_pairs_survive_a_frozen_call_a_batch_row_json_and_a_pickle():
     row = json.loads(json.dumps(Request(PAIRS, chat=True).to_dict()))  # what a remote batch sends
     assert request_from(row) == Request(PAIRS, chat=True)
     assert request_from({"prompt": CHAT, "chat": True}).prompt == PAIRS
-    with pytest.raises(validation.InputError, match="prompt must be text"):  # a list needs the chat template
+    with pytest.raises(validation.InputError, match="prompt must be text"):  # messages need the chat template
         request_from({"prompt": CHAT})
+    assert request_from({"prompt": [5, 6, 7]}).prompt == (5, 6, 7)  # without it, a list is a tokenised prompt
