@@ -21,9 +21,12 @@ from ..compare import columns as compare
 from ..engine.table import table_rows, table_value
 from ..softmax.toy import parse_rows
 from ..softmax.toy_panel import SPACE_MARK
-from .links import FIELDS, TABS, compare_rows, parse_query, toy_defaults, toy_rows_of
+from .links import DEFAULTS, FIELDS, TABS, compare_rows, parse_query, toy_defaults, toy_rows_of
 
 LESSON_FIELDS = ("prompt", "fw_prompt", "compare_prompt")  # a scene's lesson prompt follows the page's language
+# what a whole page's query (a scene's) sets where it names nothing: every field's default, the lesson's prompt
+WHOLE_PAGE = {**{name: value for name, value in DEFAULTS.items() if name != "tab"},
+              **{name: LESSON_PROMPTS["en"] for name in LESSON_FIELDS}}
 
 
 class PageState:
@@ -47,13 +50,17 @@ class PageState:
         """Every component apply_state may set."""
         return [self.tabs, self.tab, *self.fields.values()]
 
-    def apply_state(self, query: Mapping[str, str], lang=None, lesson_follows_language: bool = False
-                    ) -> tuple[dict, list[str]]:
+    def apply_state(self, query: Mapping[str, str], lang=None, lesson_follows_language: bool = False,
+                    whole: bool = False) -> tuple[dict, list[str]]:
         """A query's fields as updates of their components; problems (each names its field, in the query's
         language, not yet escaped) for what was left as it was. lesson_follows_language: a lesson's prompt
         becomes `lang`'s version (a scene's, written once for both languages); a link's prompt stays as the
-        host wrote it."""
+        host wrote it. whole: the query is the whole page (a scene's): every field it does not name goes back to its
+        default (links.DEFAULTS; the forward tab's block, which depends on the model, stays), so nothing of the page
+        before is left beside it."""
         values, problems = parse_query(query)
+        if whole:
+            values = {**WHOLE_PAGE, **values}
         return self.updates(values, lang, lesson_follows_language), problems
 
     def updates(self, values: Mapping, lang=None, lesson_follows_language: bool = False) -> dict:

@@ -158,8 +158,10 @@ class SceneBar:
 
     def open_scene(self, state: PageState, scene: Scene, lang, extra: dict | None = None) -> dict:
         """Every update that opens `scene` (and then a link's other fields, `extra`), in `lang`."""
-        # a scene's lesson prompt follows the page's language; a link's own fields (extra) are as written
-        updates, problems = state.apply_state({**scene.query, "tab": scene.tab}, lang, lesson_follows_language=True)
+        # a scene is the whole page: every field it leaves out at its default (nothing of the scene before stays); its
+        # lesson prompt follows the page's language; a link's own fields (extra) are as written
+        updates, problems = state.apply_state({**scene.query, "tab": scene.tab}, lang, lesson_follows_language=True,
+                                              whole=True)
         if extra:
             more, more_problems = state.apply_state(extra, lang)
             updates, problems = updates | more, problems + more_problems

@@ -28,7 +28,7 @@ from ..common.i18n import LANGUAGES, language
 from .links import COMPARE_COLUMNS, TABS, parse_query
 
 SCENES_DIR = Path(__file__).resolve().parents[2] / "assets" / "scenes"
-BUILT_IN = ("lesson10.json", "lesson13.json")
+BUILT_IN = ("lesson10.json", "lesson13.json", "beyond.json")  # the lessons, then the samplers beyond them
 ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")  # safe in a link, an element id and a dropdown value
 KEYS = {"id", "tab", "settings", "focus", "run", "title", "caption"}
 MAX_SCENES = limits.MAX_SCENES

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from playground.workshop.scenes import load, scene_paths
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, open_accordion
 
 pytestmark = pytest.mark.browser
 
@@ -90,5 +90,26 @@ def test_keys_and_buttons_walk_the_scenes_and_a_vietnamese_link_captions_in_viet
         expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/30")
         page.locator("body").press("PageUp")  # the first scene stays the first
         expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/30")
+    finally:
+        context.close()
+
+
+def test_walking_on_from_a_scene_leaves_nothing_of_it_behind(browser, app_url):
+    # XTC (llama.cpp's order, XTC on) then → DRY, → no-repeat (the hf order): each as it opens alone, no XTC panel
+    # left on its chart and no "XTC probability is not part of the hf order" toast
+    context, page = open_fresh(browser, app_url + "?scene=l13-xtc", 1280, 720)
+    toasts = page.locator('[data-testid="toast-body"]')
+    try:
+        expect(page.locator("#stage-plot")).to_contain_text("after XTC", timeout=120_000)
+        # what each shows once run: DRY's panel on its last step; no-repeat's text, which goes on to " bed"
+        for scene_id, shown, says in (("l13-dry", "#stage-plot", "after DRY"), ("l13-no-repeat", "#chips", "bed")):
+            page.locator("body").press("PageDown")
+            expect(page.locator("#scene-caption")).to_contain_text(SCENES.get(scene_id).text("title", "en"))
+            expect(page.locator(shown)).to_contain_text(says, timeout=120_000)
+            expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
+            expect(page.locator("#stage-plot")).not_to_contain_text("after XTC")
+            assert toasts.count() == 0, toasts.all_inner_texts()
+        open_accordion(page, page.locator("#samplers > button").first, "#xtc-probability input[type=number]")
+        expect(page.locator("#xtc-probability input[type=number]")).to_have_value("0")  # back at its default
     finally:
         context.close()

@@ -100,3 +100,17 @@ def test_current_state_reads_the_compare_tab_as_run_would_take_it():
     assert state.current_state("compare", "hi", "A cat", "", 24, {"data": [[1, 0, 1, 0, "hf"]]})["compare_table"] is None
     hf_frequency = {"data": [[0.5, 0, 1, 0, "hf"], [1, 0, 1, 0, "hf", 1, 0.5, 0]]}  # transformers has none
     assert state.current_state("compare", "hi", "A cat", "", 24, hf_frequency)["compare_table"] is None
+
+
+def test_a_scene_is_the_whole_page_every_field_it_leaves_out_back_at_its_default():
+    from playground.workshop.links import DEFAULTS
+
+    state, f = a_page()
+    updates, _ = state.apply_state({"tab": "softmax", "toy_shift": "5"}, "vi", lesson_follows_language=True, whole=True)
+    assert updates[f["temperature"]] == DEFAULTS["temperature"]  # the scene before's 0.5 does not stay
+    assert updates[f["prompt"]] == limits.LESSON_PROMPT_VI  # the lesson's, in the page's language
+    assert updates[f["toy_logits"]] == [["␣Paris", 5.0], ["␣the", 3.2], ["␣a", 2.7], ["␣Lyon", 2.2], ["␣France", 1.4]]
+    assert updates[f["engine"]]["data"][0][0] == limits.LESSON_PROMPT  # the tab's own example table
+    named, _ = state.apply_state({"temperature": "0.5"}, "en", whole=True)
+    assert named[f["temperature"]] == 0.5  # what it names wins
+    assert f["toy_logits"] not in state.apply_state({"temperature": "0.5"}, "en")[0]  # a link sets what it names

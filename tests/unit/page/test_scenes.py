@@ -20,15 +20,19 @@ def lessons():
     return load(scene_paths(""))
 
 
-def test_the_lessons_scenes_load_in_the_issues_order(lessons):
-    ids = lessons.ids()
+def test_the_scenes_follow_the_lessons_sections_then_the_samplers_beyond_them(lessons):
+    ids, labels = lessons.ids(), {scene: label for label, scene in lessons.choices("en")}
     assert ids[:7] == ["l10-tokens", "l10-embedding", "l10-blocks", "l10-attention", "l10-logits", "l10-cost",
                        "l10-lens"]
-    assert ids[7:] == ["l13-lm-head", "l13-softmax", "l13-shift", "l13-temperature-05", "l13-temperature-15",
-                       "l13-temperature-0", "l13-greedy-loop", "l13-repetition-penalty", "l13-xtc", "l13-dry", "l13-no-repeat", "l13-mirostat", "l13-top-k",
-                       "l13-top-p-confident", "l13-top-p-unsure",
-                       "l13-min-p", "l13-order-hf", "l13-order-llamacpp", "l13-engine", "l13-stops", "l13-seed", "l13-busy-room",
-                       "l13-compare-temperatures"]
+    # Lesson 13: LM head, softmax, greedy or sample, temperature, cut the tail (and its order), the engine
+    assert ids[7:25] == ["l13-lm-head", "l13-softmax", "l13-shift", "l13-temperature-0", "l13-greedy-loop",
+                         "l13-temperature-05", "l13-temperature-15", "l13-top-k", "l13-top-p-confident",
+                         "l13-top-p-unsure", "l13-min-p", "l13-order-hf", "l13-order-llamacpp", "l13-engine",
+                         "l13-stops", "l13-seed", "l13-busy-room", "l13-compare-temperatures"]
+    # good material after the lesson, not inside it (their ids, and so every link to them, stay as they were)
+    assert ids[25:] == ["l13-repetition-penalty", "l13-xtc", "l13-dry", "l13-no-repeat", "l13-mirostat"]
+    assert labels["l13-xtc"].startswith("Beyond the lesson") and labels["l13-top-k"].startswith("Lesson 13")
+    assert {scene: label for label, scene in lessons.choices("vi")}["l13-xtc"].startswith("Ngoài bài học")
 
 
 def test_every_scene_has_a_tab_valid_settings_and_text_in_every_language(lessons):
@@ -58,7 +62,8 @@ def test_stepping_through_scenes_clamps_at_the_ends(lessons):
     assert lessons.step(None, 1).id == "l10-tokens"
     assert lessons.step("l10-tokens", -1).id == "l10-tokens"
     assert lessons.step("l10-tokens", 1).id == "l10-embedding"
-    assert lessons.step("l13-compare-temperatures", 1).id == "l13-compare-temperatures"
+    assert lessons.step("l13-compare-temperatures", 1).id == "l13-repetition-penalty"  # on to the samplers beyond
+    assert lessons.step("l13-mirostat", 1).id == "l13-mirostat"
     assert lessons.get("nope") is None
 
 
