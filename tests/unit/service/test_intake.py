@@ -20,18 +20,22 @@ from playground.openai_api import schema
 from ...app.lab_args import KNOBS_OFF
 
 
+def counted(monkeypatch, name: str) -> collections.Counter:
+    """field name -> how many times validation.<name> checked a value under it, from here on."""
+    counter, check = collections.Counter(), getattr(validation, name)
+
+    def counting(field, value, **kwargs):
+        counter[field] += 1
+        return check(field, value, **kwargs)
+
+    monkeypatch.setattr(validation, name, counting)
+    return counter
+
+
 @pytest.fixture()
 def checks(monkeypatch):
     """field name -> how many times a number was checked under it, from here on."""
-    counted = collections.Counter()
-    number = validation.number
-
-    def counting(field, value, **kwargs):
-        counted[field] += 1
-        return number(field, value, **kwargs)
-
-    monkeypatch.setattr(validation, "number", counting)
-    return counted
+    return counted(monkeypatch, "number")
 
 
 class RecordingService:
@@ -86,14 +90,7 @@ def test_settings_built_directly_are_still_checked_naming_the_field():
 
 
 def test_stop_strings_are_checked_once_at_the_edge_and_taken_as_they_are_after(monkeypatch):
-    checked = collections.Counter()
-    text = validation.text
-
-    def counting(field, value, **kwargs):
-        checked[field] += 1
-        return text(field, value, **kwargs)
-
-    monkeypatch.setattr(validation, "text", counting)
+    checked = counted(monkeypatch, "text")
     request = parse_request("Hi", False, "0.7", "40", "0.9", "0.05", "3", "8", "\\n|.", "hf", *KNOBS_OFF)
     assert request.stop == ("\n", ".") and checked["stop strings"] == 2  # one check per stop string
     assert validation.stop_strings("stop", request.stop) is request.stop  # the service takes them as they are
