@@ -112,27 +112,41 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
     return demo
 
 
+# The header's height as --ntp-header-h: where the header takes several rows the top band sticks at minus it, so the
+# scene's caption alone stays on screen (style.css, #top-band).
+BAND_JS = """() => {
+  const header = document.getElementById("header");
+  if (!header || window.ntpBand) return;
+  const keep = () => document.documentElement.style.setProperty("--ntp-header-h", header.offsetHeight + "px");
+  window.ntpBand = new ResizeObserver(keep);
+  window.ntpBand.observe(header);
+  keep();
+}"""
+
+
 def lay_out(service, policy: SwitchPolicy, scenes: SceneList) -> PageParts:
     """The header row (title, model, scenes, Share, Room, view, language), the room's line and the scene's
     caption under it, then one tab per lesson (each builds and wires its own)."""
     bar = SceneBar(scenes)
-    with gr.Row(elem_id="header", equal_height=True):  # one row at 1280 wide: what is open takes no space closed
-        gr.Markdown(T("page.header"), elem_id="title")
-        header = build_header(service, policy)  # the model line, and the picker in its menu
-        bar.render_controls()
-        opener(T("page.share"), "share")
-        with panel("share"):
-            with gr.Row():
-                bar.render_links()
-                link_btn = gr.Button(T("page.link.button"), size="sm", elem_id="make-link")
-            bar.link.render()  # the one box every link button writes
-        opener(T("page.room"), "room")
-        room_menu = build_room_menu()
-        view_toggles = build_toggles()
-        language = gr.Radio([(name, code) for code, name in LANGUAGES.items()], value="en", show_label=False,
-                            label=T("page.language"), elem_id="language", scale=0, min_width=0)
-    room = build_follow_bar(room_menu)
-    bar.render_caption()
+    # the header, the room's line and the scene's caption: one band that stays on screen as the page scrolls
+    with gr.Column(elem_id="top-band"):
+        with gr.Row(elem_id="header", equal_height=True):  # one row at 1280 wide: what is open takes no space closed
+            gr.Markdown(T("page.header"), elem_id="title")
+            header = build_header(service, policy)  # the model line, and the picker in its menu
+            bar.render_controls()
+            opener(T("page.share"), "share")
+            with panel("share"):
+                with gr.Row():
+                    bar.render_links()
+                    link_btn = gr.Button(T("page.link.button"), size="sm", elem_id="make-link")
+                bar.link.render()  # the one box every link button writes
+            opener(T("page.room"), "room")
+            room_menu = build_room_menu()
+            view_toggles = build_toggles()
+            language = gr.Radio([(name, code) for code, name in LANGUAGES.items()], value="en", show_label=False,
+                                label=T("page.language"), elem_id="language", scale=0, min_width=0)
+        room = build_follow_bar(room_menu)
+        bar.render_caption()
     with gr.Tabs(elem_id="tabs") as tabs:
         with gr.Tab(T(TAB_LABELS["lab"]), id="lab") as lab_tab:
             lab = build_lab(service, language=language)
@@ -182,6 +196,7 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
                                                    forward["select_outputs"]), host_lang=page.default_language)
     demo.load(None, None, None, js=KEYS_JS, api_visibility="private")
     demo.load(None, None, None, js=MENUS_JS, api_visibility="private")
+    demo.load(None, None, None, js=BAND_JS, api_visibility="private")
     demo.load(None, None, None, js=BAN_JS, api_visibility="private")  # a click on a candidate's bar bans it
     demo.load(None, None, None, js=CHAIN_JS, api_visibility="private")  # the custom chain's board moves its stages
     parts.link_button.click(bound(make_link), [*(lab.control(name) for name in CONTROLS), language], parts.link,

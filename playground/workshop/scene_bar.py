@@ -35,8 +35,10 @@ ACTION_JS = """(action) => {
     if (el) {
       const wrap = el.querySelector(":scope > .label-wrap, :scope > button.label-wrap");
       if (wrap && !wrap.classList.contains("open")) wrap.click();
-      const bar = document.getElementById("header");  // sticky on a wide screen: land just under it
-      const under = bar && getComputedStyle(bar).position === "sticky" ? bar.offsetHeight + 8 : 0;
+      // land just under the band that stays on screen (the header and the caption, or the caption alone: its
+      // sticky top is minus the part that scrolls away)
+      const band = document.getElementById("top-band");
+      const under = band ? band.offsetHeight + Math.min(0, parseFloat(getComputedStyle(band).top) || 0) + 8 : 0;
       window.scrollTo({top: el.getBoundingClientRect().top + window.scrollY - under});
     }
     // the run button wakes once the page's link is applied (page.run_buttons): a scene opened by a link waits

@@ -113,3 +113,29 @@ def test_walking_on_from_a_scene_leaves_nothing_of_it_behind(browser, app_url):
         expect(page.locator("#xtc-probability input[type=number]")).to_have_value("0")  # back at its default
     finally:
         context.close()
+
+
+CAPTION_SHOWN = """() => {
+  const box = document.getElementById("scene-caption"), r = box.getBoundingClientRect();
+  return {top: r.top, bottom: r.bottom, height: innerHeight, whole: box.scrollHeight <= box.clientHeight + 1,
+          scrolled: scrollY};
+}"""
+
+
+@pytest.mark.parametrize("width,height,extra", [(1280, 720, ""), (853, 480, ""), (390, 844, ""), (1280, 720, "&present=1")])
+def test_the_caption_stays_on_screen_in_full_when_the_scene_scrolls_to_its_fact(browser, app_url, width, height, extra):
+    scene = SCENES.get("l13-compare-temperatures")  # the longest caption
+    context, page = open_fresh(browser, f"{app_url}?scene={scene.id}{extra}", width, height)
+    try:
+        expect(page.locator("#scene-caption")).to_contain_text(scene.text("title", "en"), timeout=60_000)
+        page.wait_for_function("() => window.scrollY > 0", timeout=120_000)  # its run, then the scroll to its fact
+        page.wait_for_timeout(500)
+        shown = page.evaluate(CAPTION_SHOWN)
+        assert shown["top"] >= 0 and shown["bottom"] <= shown["height"] and shown["whole"], shown
+        page.mouse.wheel(0, 600)  # the room scrolls on: the caption stays
+        page.wait_for_timeout(300)
+        shown = page.evaluate(CAPTION_SHOWN)
+        assert shown["top"] >= 0 and shown["bottom"] <= shown["height"], shown
+        page.screenshot(path=str(ARTIFACTS / f"scene_caption_{width}x{height}{'_present' if extra else ''}.png"))
+    finally:
+        context.close()
