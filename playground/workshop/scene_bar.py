@@ -82,19 +82,28 @@ def caption_markdown(scene: Scene | None, scenes: SceneList, lang=DEFAULT) -> st
 
 def placeholder_js() -> str:
     """The picker's empty box says "choose a scene (→ or PageDown)" in the page's language (<html lang>, set on
-    load): run on load and after each language switch."""
+    load): run on load and after each language switch. The picker redraws its box when its choices change (a switch
+    relabels them), writing Gradio's placeholder back: an observer puts the page's language's back at once."""
     texts = json.dumps({code: tr(code, "scenes.choose") for code in LANGUAGES})
     return f"""() => {{
   const texts = {texts};
   const set = () => {{
     const input = document.querySelector("#scene-picker input");
     if (!input) return false;
-    input.placeholder = texts[document.documentElement.lang] || texts.en;
-    input.title = input.placeholder;
+    const text = texts[document.documentElement.lang] || texts.en;
+    if (input.placeholder !== text) input.placeholder = text;
+    if (input.title !== text) input.title = text;
     return true;
   }};
+  const watch = () => {{
+    const picker = document.getElementById("scene-picker");
+    if (!picker || window.ntpPlaceholderWatch) return;
+    window.ntpPlaceholderWatch = new MutationObserver(set);
+    window.ntpPlaceholderWatch.observe(picker, {{subtree: true, childList: true, attributes: true,
+                                                 attributeFilter: ["placeholder"]}});
+  }};
   let tries = 0;
-  const again = () => {{ if (!set() && tries++ < 20) setTimeout(again, 250); }};
+  const again = () => {{ if (!set() && tries++ < 20) setTimeout(again, 250); else watch(); }};
   setTimeout(again, 50);
 }}"""
 

@@ -130,3 +130,17 @@ def test_the_header_stays_one_slim_row_at_the_top_while_a_projector_scrolls(brow
     small.wait_for_timeout(300)
     assert small.locator("#header").bounding_box()["y"] < -50
     small.context.close()
+
+
+def test_in_vietnamese_the_header_stays_one_row_at_1280_and_the_picker_says_it_in_vietnamese(browser, app_url):
+    page = open_page(browser, app_url, 1280, 720)
+    page.locator("#language").get_by_text("Tiếng Việt").click()  # switched on the page: relabelled in place
+    expect(page.locator("#room-button")).to_contain_text("Phòng học")
+    expect(page.locator("#scene-picker input")).to_have_attribute("placeholder", "Chọn một cảnh")
+    page.wait_for_timeout(300)
+    assert rows(page.evaluate(GEOMETRY)["boxes"]) == 1, page.evaluate(GEOMETRY)["boxes"]
+    page.context.close()
+    linked = open_page(browser, app_url, 1280, 720, "?lang=vi")  # a Vietnamese link
+    assert rows(linked.evaluate(GEOMETRY)["boxes"]) == 1, linked.evaluate(GEOMETRY)["boxes"]
+    linked.screenshot(path=str(ARTIFACTS / "header_1280_vi.png"))
+    linked.context.close()
