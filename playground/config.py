@@ -26,6 +26,7 @@ LANG = "NTP_LANG"  # the page's language for every visitor
 HOST_KEY = "NTP_HOST_KEY"  # the key that lets the host (the teacher) switch the model
 SERVICE = "NTP_SERVICE"  # a model service elsewhere (Ray Serve): this process runs only the page
 SCENES = "NTP_SCENES"  # the host's scene files, comma-separated
+SCENE_RUNS = "NTP_SCENE_RUNS"  # run the lab scenes' runs once at start, to show them at once (true/false)
 API_KEY = "NTP_API_KEY"  # the key scripts send to the OpenAI-compatible API when the app serves a room (no flag:
 # a secret on a command line shows in process lists)
 
@@ -54,6 +55,7 @@ class Config:
     host_key: str | None
     service: str | None  # the URL of a model service elsewhere
     scenes: str  # the host's scene files, comma-separated ("" for none)
+    scene_runs: bool  # the lab scenes' runs computed once at start (playground/lab/replays.py)
     api_key: str | None
     machine: Machine  # where the app runs
     policy: SwitchPolicy  # who may switch the model
@@ -123,6 +125,9 @@ def parser(machine: Machine, cuda: bool, description: str = "") -> argparse.Argu
                         "process then runs only the page, and the model options above are the service's business")
     p.add_argument("--scenes", default=text(SCENES),
                    help="the host's scene files (JSON, comma-separated), after the lessons' (assets/scenes)")
+    p.add_argument("--scene-runs", type=_true_or_false("--scene-runs"), metavar="true|false",
+                   default=_variable(lambda name: env.text(name) is None or env.flag(name), SCENE_RUNS),
+                   help="run each lab scene's run once when the model is ready, so it shows at once (default true)")
     return p
 
 
@@ -150,8 +155,9 @@ def configure(argv, machine: Machine, cuda: bool, description: str = "") -> Conf
     return Config(model=model, models=models, device=args.device, bind=args.bind, port=args.port, share=args.share,
                   max_rows=args.max_rows, queue_size=args.queue_size, scheduler=args.scheduler,
                   batch_invariant=args.batch_invariant, lang=args.lang, host_key=args.host_key, service=args.service,
-                  scenes=args.scenes or "", api_key=_api_key(), machine=machine, policy=policy)
+                  scenes=args.scenes or "", scene_runs=args.scene_runs, api_key=_api_key(), machine=machine,
+                  policy=policy)
 
 
-__all__ = ["API_KEY", "Config", "ConfigError", "HOST", "HOST_KEY", "LANG", "LANGUAGE_MODELS", "PORT", "SCENES",
+__all__ = ["API_KEY", "Config", "ConfigError", "HOST", "HOST_KEY", "LANG", "LANGUAGE_MODELS", "PORT", "SCENE_RUNS", "SCENES",
            "SERVICE", "SHARE", "configure", "parser"]

@@ -37,6 +37,7 @@ from .lab.components import LabComponents
 from .lab.deep_link import CONTROLS, check_controls
 from .lab.greedy_loop import build_greedy_loop
 from .lab.handlers import watcher as lab_watcher
+from .lab.replays import Replays, scene_requests
 from .lab.run_files import build_run_files
 from .lab.tab import build_lab
 from .menus import MENUS_HEAD, MENUS_JS, opener, panel
@@ -94,21 +95,26 @@ class Page:
 
 
 def build_demo(service, default_language: str | None = None, policy: SwitchPolicy | None = None,
-               host_key: str | None = None, scenes: SceneList | None = None) -> gr.Blocks:
+               host_key: str | None = None, scenes: SceneList | None = None, warm_scenes: bool = False,
+               replays: Replays | None = None) -> gr.Blocks:
     """The page for a service (usually a LoadingService). default_language: the host's --lang (None: each
     browser's own language, English if neither); policy: who may switch the room's model
     (playground/hosting.py; default: nobody); host_key: the key it asks for, when it asks; scenes: the
-    scene bar's (default: the lessons' and NTP_SCENES' files, scenes.py)."""
+    scene bar's (default: the lessons' and NTP_SCENES' files, scenes.py); warm_scenes: run the lab scenes' runs
+    once in the background when the model is ready, so each shows at once (lab/replays.py; app.py does), into
+    `replays` (None: the page's own)."""
     policy = policy or default_policy(service)
     skip_absent_matplotlib()
     scenes = scenes if scenes is not None else load(scene_paths())
     with gr.Blocks(title=TITLE) as demo:
-        parts = lay_out(service, policy, scenes)
+        parts = lay_out(service, policy, scenes, replays if replays is not None else Replays())
         register_api(service)
         wire_presenter(demo, parts.view_toggles, parts.lab, parts.language)
         page = Page(service, policy, default_language, scenes, parts, page_state(parts))
         wire(demo, page, host_key)
         track_no_progress(demo)  # (inside: the Blocks' config is written on leaving it)
+    if warm_scenes:
+        parts.lab.replays.warm(service, scene_requests(scenes.scenes, LANGUAGES))
     return demo
 
 
@@ -124,7 +130,7 @@ BAND_JS = """() => {
 }"""
 
 
-def lay_out(service, policy: SwitchPolicy, scenes: SceneList) -> PageParts:
+def lay_out(service, policy: SwitchPolicy, scenes: SceneList, replays: Replays) -> PageParts:
     """The header row (title, model, scenes, Share, Room, view, language), the room's line and the scene's
     caption under it, then one tab per lesson (each builds and wires its own)."""
     bar = SceneBar(scenes)
@@ -149,7 +155,7 @@ def lay_out(service, policy: SwitchPolicy, scenes: SceneList) -> PageParts:
         bar.render_caption()
     with gr.Tabs(elem_id="tabs") as tabs:
         with gr.Tab(T(TAB_LABELS["lab"]), id="lab") as lab_tab:
-            lab = build_lab(service, language=language)
+            lab = build_lab(service, language=language, replays=replays)
             branch = build_branch_panel(service, lab, language)
             build_run_files(lab, language)
             with gr.Accordion(T("page.greedy_loop"), open=False, elem_id="greedy-loop-box"):

@@ -4,10 +4,11 @@ toggles, the LM head, the room) wire to."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gradio as gr
 
+from .replays import Replays
 from .request import KNOB_CONTROLS
 
 # the run's settings, by their names in links and run files (deep_link.CONTROLS, export.SETTINGS), in
@@ -58,6 +59,7 @@ class LabComponents:
     what_if_figures: gr.Textbox  # a what-if's figures as JSON, which the page draws itself (what_if.DRAW_JS)
     sweep_button: gr.Button  # Sweep T (sweep.py)
     sweep_frames: gr.Textbox  # its frames as JSON, which the page plays (sweep.SWEEP_JS)
+    replays: Replays = field(default_factory=Replays)  # the scenes' runs, kept to show again at once (replays.py)
 
     @property
     def controls(self) -> list:

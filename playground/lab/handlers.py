@@ -132,7 +132,10 @@ def generate(lab: LabComponents, page: gr.Request, *values):  # Gradio gives the
     lang, request = given.lang, given.request()
     run = Run(request, lang=lang, model=model_name(lab, lang), view=given.view, streaming="run", tag=new_tag(),
               keep=keep_key(page))
-    yield from streamed(lab, run, open_stream(lab, request, lang, keep=run.keep), cleared(lab, run, lang, given.view))
+    kept = lab.replays.get(lab.service, request)  # a scene's run, computed at start: shown at once
+    run.replayed = kept is not None
+    stream = iter(kept) if kept is not None else open_stream(lab, request, lang, keep=run.keep)
+    yield from streamed(lab, run, stream, cleared(lab, run, lang, given.view))
 
 
 def streamed(lab: LabComponents, run: Run, stream, first: dict):

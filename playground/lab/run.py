@@ -53,6 +53,7 @@ class Run:
     keep: str = ""
     what_if: object = None
     what_if_serial: int = 0
+    replayed: bool = False  # its records are a scene's run kept at start (replays.py), shown at once
 
     @property
     def finished(self) -> bool:
@@ -201,8 +202,10 @@ def status_markdown(run: Run, index: int | None = None, rate: float | None = Non
     batch = getattr(r, "batch_size", 1)
     if batch > 1:
         parts.append(tr(lang, "lab.status.batch", batch=batch))
-    if rate:
+    if rate and not run.replayed:  # (a kept run's tokens/s would be the page's, not the model's)
         parts.append(tr(lang, "lab.status.rate", rate=f"{rate:.1f}"))
+    if run.replayed:
+        parts.append(tr(lang, "lab.status.replayed"))
     last = run.records[-1]
     if last.stop_reason:
         parts.append(tr(lang, "lab.status.stopped", reason=stop_reason(last.stop_reason, lang)))

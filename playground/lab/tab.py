@@ -23,6 +23,7 @@ from .chips import COUNT_JS, PROBS_JS, STOP_JS, token_chips_html
 from .components import CONTROL_NAMES, LabComponents
 from .handlers import generate, page_has, step, stop_run
 from .inspect import build_inspect
+from .replays import Replays
 from .request import CHAIN_EXAMPLE, DEFAULTS, KNOB_CONTROLS, ORDER_LABELS, SLIDERS
 from .run import Run, order_note_text, placeholder_figures, status_markdown
 from .sweep import SWEEP_JS, sweep
@@ -30,15 +31,17 @@ from .view import View
 from .what_if import DRAW_JS, continue_run, rerendered, reset, scrubbed, what_if
 
 
-def build_lab(service, language: gr.Radio | None = None) -> LabComponents:
+def build_lab(service, language: gr.Radio | None = None, replays: Replays | None = None) -> LabComponents:
     """Create the tab's components inside the current Blocks context and wire their events.
-    `language`: the page's picker (None: English). Returns the components other tabs and the page read."""
-    lab = lay_out(service, language if language is not None else gr.State("en"))
+    `language`: the page's picker (None: English); replays: the scenes' kept runs (replays.py; None: a new, empty
+    one). Returns the components other tabs and the page read."""
+    replays = replays if replays is not None else Replays()  # (an empty one is falsy: it has a length)
+    lab = lay_out(service, language if language is not None else gr.State("en"), replays)
     wire(lab)
     return lab
 
 
-def lay_out(service, language) -> LabComponents:
+def lay_out(service, language, replays: Replays) -> LabComponents:
     """The settings on the left, the run on the right (with "Look inside this step" under its chart)."""
     run_state = gr.State(Run())
     view = gr.State(View())  # how this page draws the charts (playground/workshop/presenter.py sets it)
@@ -94,7 +97,7 @@ def lay_out(service, language) -> LabComponents:
         service, language, prompt, chat, temperature, top_k, top_p, min_p, order, order_note, seed, max_new, stop,
         {name: knobs[name] for name in KNOB_CONTROLS}, generate_btn, step_btn, stop_btn, chips, chip_probs,
         ban_box, status, stage_plot, draw_plot, scrub, run_plot, run_state, view, what_if_row, reset_btn, continue_btn,
-        what_if_figures, sweep_btn, sweep_frames,
+        what_if_figures, sweep_btn, sweep_frames, replays,
     )
 
 

@@ -15,7 +15,7 @@ import app
 from model_service.deploy import zero_gpu
 assert zero_gpu.spaces is None
 args = app.parse_args(["--model", sys.argv[2], "--port", sys.argv[3]])
-demo, _ = app.build(args)
+demo, *_ = app.build(args)
 demo.launch(prevent_thread_lock=True, server_name=args.bind, server_port=args.port, quiet=True, ssr_mode=False)
 from gradio_client import Client
 client = Client(f"http://127.0.0.1:{args.port}/", verbose=False)

@@ -139,3 +139,38 @@ def test_the_caption_stays_on_screen_in_full_when_the_scene_scrolls_to_its_fact(
         page.screenshot(path=str(ARTIFACTS / f"scene_caption_{width}x{height}{'_present' if extra else ''}.png"))
     finally:
         context.close()
+
+
+def test_a_warmed_pages_lab_scene_shows_its_kept_run_at_once_and_a_moved_knob_runs_live(browser, embedded):
+    from model_service.models.switching import LoadingService
+    from playground.lab.replays import Replays
+    from playground.page import build_demo
+
+    from ..conftest import launched
+
+    replays = Replays()
+    with launched(build_demo(LoadingService(service=embedded), warm_scenes=True, replays=replays)) as url:
+        replays.warming.join(timeout=600)  # every lab scene's run, once (a host's page has them before the room)
+        context, page = open_fresh(browser, f"{url}?scene=l13-top-p-confident", 1280, 720)
+        try:
+            status = page.locator("#run-status")
+            expect(status).to_contain_text("shown at once", timeout=60_000)
+            expect(page.locator("#stage-plot")).to_contain_text("after top-p")
+            kept = replays.get(embedded, kept_request("l13-top-p-confident"))
+            assert f"id {kept[-1].token_id}" in page.locator("#chips .ntp-chip").last.get_attribute("title")
+            page.locator("body").press("PageDown")  # the next lab scene: kept too
+            expect(status).to_contain_text("Step 1 of 1", timeout=60_000)
+            expect(page.locator("#scene-caption")).to_contain_text(SCENES.get("l13-top-p-unsure").text("title", "en"))
+            expect(status).to_contain_text("shown at once", timeout=60_000)
+            page.locator("#seed textarea, #seed input").first.fill("2")  # another request: live
+            page.locator("#generate").click()
+            expect(status).to_contain_text("seed 2", timeout=60_000)
+            expect(status).not_to_contain_text("shown at once")
+        finally:
+            context.close()
+
+
+def kept_request(scene_id: str):
+    from playground.lab.replays import scene_request
+
+    return scene_request(SCENES.get(scene_id).query, "en")

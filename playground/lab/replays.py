@@ -1,0 +1,123 @@
+"""The scenes' lab runs, computed once in the background when the model is ready and shown again at once.
+
+A lab scene runs the model when it opens (7-12 s on a 2-core CPU before this): a host walking the room through the
+scenes waited on every one. Each lab scene's run is a seeded (or greedy) request, so its records are determined by
+the model and the request: `warm` runs each one once, in the page's language and in Vietnamese where its prompt is the
+lesson's, and `Replays` keeps the records, keyed by the model's name, its epoch (a host's switch starts another) and
+the request. The lab's Generate shows kept records at once when its request is one of them (its status line says
+so); any other request runs live. The kept records are a solo run's: in a busy room under the default arithmetic a
+live run can differ by round-off (the Batch effect panel shows how often).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+
+from playground import limits
+
+from ..common.i18n import LESSON_PROMPTS
+from ..common.lab_link import LINK_DEFAULTS
+from .deep_link import parse_query
+from .request import RunRequest, parse_request
+
+log = logging.getLogger(__name__)
+
+# scenes whose point is the live run itself: "fix the seed and the same tokens come again" (a learner presses
+# Generate twice), and a seed in a busy room
+LIVE_SCENES = ("l13-seed", "l13-busy-room")
+
+
+def replayable(request: RunRequest) -> bool:
+    """A request whose records its settings determine: a seed, or temperature 0 (greedy: no draw decides)."""
+    return request.settings.seed is not None or request.settings.temperature == 0
+
+
+def scene_request(query: dict, lang: str) -> RunRequest | None:
+    """The lab's request a scene's settings make (every control it does not name at its default, as opening it sets
+    them), its lesson prompt in `lang`; None for settings a link would refuse."""
+    values, problems = parse_query(dict(query))
+    if problems:
+        return None
+    controls = {name: value for name, value in {**LINK_DEFAULTS, **values}.items() if name != "branch"}
+    if controls["prompt"] in LESSON_PROMPTS.values():
+        controls["prompt"] = LESSON_PROMPTS[lang]
+    try:
+        return parse_request(**controls)
+    except ValueError:
+        return None
+
+
+class Replays:
+    """Kept runs (model, epoch, request) -> records, at most limits.SCENE_REPLAYS, the oldest let go first."""
+
+    def __init__(self, limit: int = limits.SCENE_REPLAYS):
+        self.limit, self._runs, self._lock = limit, {}, threading.Lock()
+        self.warming: threading.Thread | None = None  # warm's thread, while or after it runs
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    @staticmethod
+    def key(service, request: RunRequest) -> tuple | None:
+        try:
+            return service.info.name, getattr(service, "epoch", None), request
+        except RuntimeError:  # loading, or a host's switch under way
+            return None
+
+    def get(self, service, request: RunRequest) -> tuple | None:
+        """The kept records of this request on the model serving now, or None."""
+        key = self.key(service, request)
+        with self._lock:
+            return self._runs.get(key) if key is not None else None
+
+    def keep(self, service, request: RunRequest, records) -> None:
+        key, records = self.key(service, request), tuple(records)
+        if key is None or not records or records[-1].stop_reason is None:
+            return
+        with self._lock:
+            self._runs.pop(key, None)
+            self._runs[key] = records
+            while len(self._runs) > self.limit:
+                self._runs.pop(next(iter(self._runs)))
+
+    def warm(self, service, requests: Iterable[RunRequest]) -> threading.Thread:
+        """Run each replayable request once, one after another, in a daemon thread started now: after the model is
+        ready, as any page's run (in the room's batch). A request that fails is skipped (the page runs it live)."""
+
+        def run_all():
+            status = service.wait(None)
+            if not getattr(status, "ready", False):
+                return
+            for request in requests:
+                if not replayable(request) or self.get(service, request) is not None:
+                    continue
+                try:
+                    records = list(service.generate(request.prompt, request.settings, request.max_new_tokens,
+                                                    request.stop, request.chat))
+                except (ValueError, RuntimeError) as e:
+                    log.info("scene run not kept (%s): %s", request.prompt[:30], e)
+                    continue
+                self.keep(service, request, records)
+            log.info("scene runs kept: %d", len(self))
+
+        self.warming = threading.Thread(target=run_all, name="scene-replays", daemon=True)
+        self.warming.start()
+        return self.warming
+
+
+def scene_requests(scenes, langs: Iterable[str]) -> list[RunRequest]:
+    """Every lab scene's request that can be kept, in each language (a lesson prompt differs by language), once."""
+    out: list[RunRequest] = []
+    for scene in scenes:
+        if scene.tab != "lab" or scene.run != "generate" or scene.id in LIVE_SCENES:  # (the greedy loop has its box)
+            continue
+        for lang in langs:
+            request = scene_request(scene.query, lang)
+            if request is not None and replayable(request) and request not in out:
+                out.append(request)
+    return out
+
+
+__all__ = ["Replays", "replayable", "scene_request", "scene_requests"]
