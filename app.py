@@ -107,7 +107,7 @@ def main(argv=None) -> None:
     announce(demo, config, service, api)
     if replays.warming is not None:  # the lab scenes' runs, one after another in the room
         replays.warming.join()
-        print(f"  scenes ready: {len(replays)} lab scene runs kept, each shows at once", flush=True)
+        print(f"  scenes ready: {replays.count} lab scene runs kept, each shows at once", flush=True)
     demo.block_thread()
 
 

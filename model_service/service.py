@@ -155,12 +155,12 @@ class ModelService(ModelClient):
             prompt = validation.text("prompt", prompt, required=False)
             messages = [{"role": "user", "content": prompt}]  # the lab's chat toggle: one user message
         if chat:
-            ids = self.tokenizer(self._chat_text(messages, isinstance(prompt, tuple)), add_special_tokens=False)
+            encoded = self.tokenizer(self._chat_text(messages, isinstance(prompt, tuple)), add_special_tokens=False)
         else:
-            ids = self.tokenizer(prompt)
-        if not ids["input_ids"]:
+            encoded = self.tokenizer(prompt)
+        if not encoded["input_ids"]:
             raise validation.InputError("prompt_empty")
-        return list(ids["input_ids"])
+        return list(encoded["input_ids"])
 
     def _chat_text(self, messages: list[dict], conversation: bool) -> str:
         """The model's chat template around the messages, ready for the assistant's turn. A template that refuses

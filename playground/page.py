@@ -107,7 +107,7 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
     skip_absent_matplotlib()
     scenes = scenes if scenes is not None else load(scene_paths())
     with gr.Blocks(title=TITLE) as demo:
-        parts = lay_out(service, policy, scenes, replays if replays is not None else Replays())
+        parts = lay_out(service, policy, scenes, replays)
         register_api(service)
         wire_presenter(demo, parts.view_toggles, parts.lab, parts.language)
         page = Page(service, policy, default_language, scenes, parts, page_state(parts))
@@ -130,7 +130,7 @@ BAND_JS = """() => {
 }"""
 
 
-def lay_out(service, policy: SwitchPolicy, scenes: SceneList, replays: Replays) -> PageParts:
+def lay_out(service, policy: SwitchPolicy, scenes: SceneList, replays: Replays | None) -> PageParts:
     """The header row (title, model, scenes, Share, Room, view, language), the room's line and the scene's
     caption under it, then one tab per lesson (each builds and wires its own)."""
     bar = SceneBar(scenes)

@@ -5,7 +5,8 @@ scenes waited on every one. Each lab scene's run is a seeded (or greedy) request
 the model and the request: `warm` runs each one once, in the page's language and in Vietnamese where its prompt is the
 lesson's, and `Replays` keeps the records, keyed by the model's name, its epoch (a host's switch starts another) and
 the request. The lab's Generate shows kept records at once when its request is one of them (its status line says
-so); any other request runs live. The kept records are a solo run's: in a busy room under the default arithmetic a
+so); any other request runs live, and so does every scene after a host switches the model (its runs are kept for the
+model that served when the page started). The kept records are a solo run's: in a busy room under the default arithmetic a
 live run can differ by round-off (the Batch effect panel shows how often).
 """
 
@@ -56,7 +57,9 @@ class Replays:
         self.limit, self._runs, self._lock = limit, {}, threading.Lock()
         self.warming: threading.Thread | None = None  # warm's thread, while or after it runs
 
-    def __len__(self) -> int:
+    @property
+    def count(self) -> int:
+        """How many runs are kept."""
         return len(self._runs)
 
     @staticmethod
@@ -100,7 +103,7 @@ class Replays:
                     log.info("scene run not kept (%s): %s", request.prompt[:30], e)
                     continue
                 self.keep(service, request, records)
-            log.info("scene runs kept: %d", len(self))
+            log.info("scene runs kept: %d", self.count)
 
         self.warming = threading.Thread(target=run_all, name="scene-replays", daemon=True)
         self.warming.start()

@@ -35,8 +35,7 @@ def build_lab(service, language: gr.Radio | None = None, replays: Replays | None
     """Create the tab's components inside the current Blocks context and wire their events.
     `language`: the page's picker (None: English); replays: the scenes' kept runs (replays.py; None: a new, empty
     one). Returns the components other tabs and the page read."""
-    replays = replays if replays is not None else Replays()  # (an empty one is falsy: it has a length)
-    lab = lay_out(service, language if language is not None else gr.State("en"), replays)
+    lab = lay_out(service, language if language is not None else gr.State("en"), replays or Replays())
     wire(lab)
     return lab
 
