@@ -83,7 +83,9 @@ def caption_markdown(scene: Scene | None, scenes: SceneList, lang=DEFAULT) -> st
 def placeholder_js() -> str:
     """The picker's empty box says "choose a scene (→ or PageDown)" in the page's language (<html lang>, set on
     load): run on load and after each language switch. The picker redraws its box when its choices change (a switch
-    relabels them), writing Gradio's placeholder back: an observer puts the page's language's back at once."""
+    relabels them), writing Gradio's placeholder back: an observer puts the page's language's back at once. The
+    language switch sets <html lang> only after Gradio's strings are swapped (an awaited import), possibly after this
+    ran: a second observer on <html lang> writes the text again then."""
     texts = json.dumps({code: tr(code, "scenes.choose") for code in LANGUAGES})
     return f"""() => {{
   const texts = {texts};
@@ -101,6 +103,7 @@ def placeholder_js() -> str:
     window.ntpPlaceholderWatch = new MutationObserver(set);
     window.ntpPlaceholderWatch.observe(picker, {{subtree: true, childList: true, attributes: true,
                                                  attributeFilter: ["placeholder"]}});
+    new MutationObserver(set).observe(document.documentElement, {{attributes: true, attributeFilter: ["lang"]}});
   }};
   let tries = 0;
   const again = () => {{ if (!set() && tries++ < 20) setTimeout(again, 250); else watch(); }};
