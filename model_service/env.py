@@ -90,6 +90,12 @@ def cuda_graphs() -> bool | None:
 
 
 
+def zero_gpu(env: Mapping[str, str] | None = None) -> bool:
+    """On a ZeroGPU Space: SPACES_ZERO_GPU as the `spaces` package reads it ("1", "t" or "true")."""
+    env = variables() if env is None else env
+    return (env.get(ZERO_GPU) or "").strip().lower() in ("1", "t", "true")
+
+
 def cache_dir() -> Path:
     return Path(text(CACHE_DIR) or Path.home() / ".cache" / "next-token-playground")
 
@@ -107,5 +113,5 @@ __all__ = [
     "ACCELERATOR", "BATCH_INVARIANT", "CACHE_DIR", "CUDA_GRAPHS", "DEVICE", "HUB_OFFLINE", "MAX_ROWS", "MODEL", "MODELS",
     "PYTHONPATH", "QUEUE_SIZE", "SCHEDULER", "SPACE_HOST", "SPACE_ID", "SYSTEM",
     "THREADS", "TOKENS", "ZERO_GPU", "cache_dir", "cuda_graphs", "flag", "has_token", "hub_offline", "max_rows",
-    "queue_size", "text", "threads", "variables", "whole",
+    "queue_size", "text", "threads", "variables", "whole", "zero_gpu",
 ]

@@ -56,7 +56,7 @@ def detect(env: Mapping[str, str] | None = None) -> Machine:
     accelerator = (env.get(environment.ACCELERATOR) or "").strip().lower()
     return Machine(
         space_id=space or None,
-        zero_gpu=(env.get(environment.ZERO_GPU) or "").strip().lower() in ("1", "t", "true"),
+        zero_gpu=environment.zero_gpu(env),
         accelerator=None if accelerator in ("", "none", "cpu") else accelerator,
         space_host=(env.get(environment.SPACE_HOST) or "").strip() or None,
     )

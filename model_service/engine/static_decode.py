@@ -12,8 +12,9 @@ forward pass launches its ~2,000 kernels one by one from Python. Here the runnin
 - one traced decode function per (slots, length) bucket, with no data-dependent Python (tests/model/
   test_static_decode.py compiles it with torch.compile(backend="aot_eager", fullgraph=True) on a CPU: no graph
   break, no recompile within a bucket over 50 steps). On CUDA the backend is "cudagraphs": the bucket's forward is
-  captured once and replayed, one launch per step. Opt-in (NTP_CUDA_GRAPHS=true) until a GPU run has measured it;
-  a failure falls back to the eager decoder (engine/scheduler.py:Scheduler._eager_from_now).
+  captured once and replayed, one launch per step. On by default on CUDA (measured: bench/bench_gpu.py (e)),
+  NTP_CUDA_GRAPHS=false turns it off; never on ZeroGPU (no torch.compile there); a failure falls back to the
+  eager decoder (engine/scheduler.py:Scheduler._eager_from_now).
 
 Prefill stays eager: a newcomer reads its prompt in its own runner.Decoder and its cache is copied into a free slot
 when it joins. A batch that outgrows its bucket moves to the next (a copy, and that bucket's graph); a row that
@@ -34,8 +35,9 @@ from .runner import Decoder, sync
 
 def uses_graphs(model) -> bool:
     """CUDA graphs for the room's decode step: NTP_CUDA_GRAPHS, else the device's default (limits.py); never with
-    the batch-invariant attention (a loop over rows that reads the mask: no static graph)."""
-    if model is None:
+    the batch-invariant attention (a loop over rows that reads the mask: no static graph), never on ZeroGPU (its
+    leases do not support torch.compile)."""
+    if model is None or env.zero_gpu():
         return False
     wanted = env.cuda_graphs()
     wanted = limits.CUDA_GRAPHS_DEFAULT.get(model.device.type, False) if wanted is None else wanted

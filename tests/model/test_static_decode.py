@@ -10,7 +10,7 @@ import torch
 
 from model_service import limits
 from model_service.engine.runner import Decoder
-from model_service.engine.static_decode import StaticDecoder, bucket, lengths
+from model_service.engine.static_decode import StaticDecoder, bucket, lengths, uses_graphs
 
 from ..conftest import tiny_llama
 
@@ -28,6 +28,26 @@ def newcomer(model, tokens):
     """A newcomer's prompt read eagerly in its own cache, as the scheduler does; its first logits."""
     decoder = Decoder(model)
     return decoder, decoder.prefill([tokens])
+
+
+class OnCard:
+    """A model as uses_graphs sees it: only its device and its batch-invariant mode are read."""
+
+    def __init__(self, device: str, invariant: bool = False):
+        self.device, self.ntp_batch_invariant = torch.device(device), invariant
+
+
+def test_graphs_are_the_default_on_a_card_only_and_never_on_zero_gpu_or_in_invariant_mode(monkeypatch):
+    monkeypatch.delenv("NTP_CUDA_GRAPHS", raising=False)
+    monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
+    assert uses_graphs(OnCard("cuda")) and not uses_graphs(OnCard("cpu")) and not uses_graphs(None)
+    assert not uses_graphs(OnCard("cuda", invariant=True))
+    monkeypatch.setenv("NTP_CUDA_GRAPHS", "false")
+    assert not uses_graphs(OnCard("cuda"))
+    monkeypatch.setenv("NTP_CUDA_GRAPHS", "true")
+    assert not uses_graphs(OnCard("cpu"))  # no graphs to replay on a CPU, whatever the variable says
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+    assert not uses_graphs(OnCard("cuda"))
 
 
 def test_buckets():
