@@ -29,6 +29,7 @@ from __future__ import annotations
 import atexit
 import sys
 import threading
+import traceback
 import weakref
 from collections import deque
 
@@ -155,6 +156,7 @@ class Scheduler:
         self._decoder = self._batch_decoder()
         print(f"the room's CUDA graphs are off, its decode step runs eagerly: {type(error).__name__}: {error}",
               file=sys.stderr, flush=True)
+        traceback.print_exception(error, file=sys.stderr)  # where: an empty message alone says nothing
 
     def _batch_decoder(self) -> Decoder | StaticDecoder:
         """The running batch's forward passes: static shapes and CUDA graphs on a GPU (engine/static_decode.py),

@@ -23,6 +23,8 @@ leaves is compacted away; leading columns that are pads in every row are cut (a 
 
 from __future__ import annotations
 
+import collections
+import threading
 import time
 
 import torch
@@ -42,6 +44,17 @@ def uses_graphs(model) -> bool:
     wanted = env.cuda_graphs()
     wanted = limits.CUDA_GRAPHS_DEFAULT.get(model.device.type, False) if wanted is None else wanted
     return wanted and model.device.type == "cuda" and not is_batch_invariant(model)
+
+
+def cudagraph_state_in_this_thread() -> None:
+    """CUDA graph trees keep their managers in thread-local state. torch 2.11 sets it up only in the thread that
+    imported them and asserts elsewhere: the room's thread, or a new room's after a model switch, would fall back to
+    eager (seen on an H200: tests/model/test_static_decode.py). Newer torch sets it up when missing; so does this."""
+    from torch._inductor import cudagraph_trees as trees
+
+    if not hasattr(trees.local, "tree_manager_containers"):
+        trees.local.tree_manager_containers = {}
+        trees.local.tree_manager_locks = collections.defaultdict(threading.Lock)
 
 
 def bucket(n: int, buckets) -> int:
@@ -115,6 +128,8 @@ class StaticDecoder:
             if self.backend is None:
                 self._steps[key] = decode
             else:
+                if self.backend == "cudagraphs":
+                    cudagraph_state_in_this_thread()
                 torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
                 self._steps[key] = torch.compile(decode, backend=self.backend, fullgraph=True, dynamic=False)
         return self._steps[key]

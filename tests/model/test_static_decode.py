@@ -193,3 +193,44 @@ def test_when_the_static_step_fails_the_room_goes_on_eagerly_and_says_why(monkey
     assert isinstance(service._scheduler._decoder, Decoder)
     assert "the room's CUDA graphs are off" in capsys.readouterr().err
     service.close()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the room's CUDA graphs are a card's")
+def test_on_a_card_the_rooms_cuda_graphs_draw_the_eager_rooms_tokens(monkeypatch):
+    """The default on a GPU (limits.CUDA_GRAPHS_DEFAULT): a room of four learners, prompts of other lengths, greedy
+    and seeded, draws on the captured graphs the tokens it draws eagerly, and never falls back, also when other
+    compiles ran in this process before and when a second room's thread captures again (torch 2.11 asserted there:
+    static_decode.cudagraph_state_in_this_thread)."""
+    import threading
+
+    from model_service import ModelService, SamplingSettings
+
+    from ..conftest import byte_tokenizer
+
+    asks = [("The capital of France is", SamplingSettings(temperature=0.0)),
+            ("Once upon a time", SamplingSettings(temperature=1.0, seed=7)),
+            ("a", SamplingSettings(temperature=0.8, top_p=0.9, seed=11)),
+            ("Hello, world! Hello again,", SamplingSettings(temperature=1.2, top_k=20, seed=3))]
+
+    def room(graphs: bool) -> list[list[int]]:
+        monkeypatch.setenv("NTP_CUDA_GRAPHS", "true" if graphs else "false")
+        service = ModelService(tiny_llama().to("cuda"), byte_tokenizer(), max_rows=4)
+        out: dict[int, list[int]] = {}
+
+        def one(i):
+            text, settings = asks[i]
+            out[i] = [r.token_id for r in service.generate(text, settings, 40, ignore_eos=True)]
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(asks))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert service._scheduler.graphs is graphs  # no fallback: every step ran on the graphs
+        assert isinstance(service._scheduler._decoder, StaticDecoder) is graphs
+        service.close()
+        return [out[i] for i in range(len(asks))]
+
+    eager, graphs = room(False), room(True)
+    assert graphs == eager and all(len(tokens) == 40 for tokens in graphs)
+    assert room(True) == eager  # a second room (as after a model switch): a new thread, still on its graphs
