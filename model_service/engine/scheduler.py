@@ -111,11 +111,9 @@ class Scheduler:
         with self._cond:
             waiting = sum(len(entry) for entry in self._queue)
             rows = list(self._running) + list(self._prefilling)
-        return Room(
-            rows=tuple(job.room_row() for job in rows if job.live), waiting=waiting, step=self.steps,
-            max_rows=self.max_rows, queue_size=self.queue_size,
-            batch_invariant=is_batch_invariant(self.loaded.model) if self.loaded.model is not None else False,
-        )
+        return Room(rows=tuple(job.room_row() for job in rows if job.live), waiting=waiting, step=self.steps,
+                    max_rows=self.max_rows, queue_size=self.queue_size,
+                    batch_invariant=self.loaded.model is not None and is_batch_invariant(self.loaded.model))
 
     # ---- the loop ------------------------------------------------------------------------------------------
 
@@ -154,9 +152,8 @@ class Scheduler:
         """The static step failed (its capture, or a step on it): the room goes on eagerly, and the log says why."""
         self.graphs = False
         self._decoder = self._batch_decoder()
-        print(f"the room's CUDA graphs are off, its decode step runs eagerly: {type(error).__name__}: {error}",
-              file=sys.stderr, flush=True)
-        traceback.print_exception(error, file=sys.stderr)  # where: an empty message alone says nothing
+        print("the room's CUDA graphs are off, its decode step runs eagerly:", *traceback.format_exception(error),
+              file=sys.stderr, flush=True)  # the traceback says where: a message alone may be empty
 
     def _batch_decoder(self) -> Decoder | StaticDecoder:
         """The running batch's forward passes: static shapes and CUDA graphs on a GPU (engine/static_decode.py),

@@ -29,15 +29,18 @@ from .branches import (
     Branch,
     Tree,
     branch_label,
+    branch_note,
     candidate_index,
     child_path,
-    forced_note,
     format_path,
+    last_switch,
     parent_of,
     parse_path,
+    switch_path,
 )
 from .chips import token_chips_html
 from .components import LabComponents
+from .deep_link import FIELDS, switch_between, switched
 from .export import controls_of
 from .request import field_labels, parse_request
 from .run import Pace, Run, new_tag, status_markdown
@@ -119,6 +122,10 @@ def wire(panel: BranchPanel) -> None:
     for button in (lab.generate_button, lab.step_button):  # a new run: a new tree
         button.click(on_new_run, None, [panel.tree_state, panel.tree_list, panel.path, panel.note, panel.link],
                      api_visibility="private", queue=False)
+    for event in lab.events.get("continued", ()):  # Continue from here, streamed or stopped: a branch of the tree
+        event.then(bound(adopt), [lab.run_state, panel.tree_state, language],
+                   [panel.tree_state, panel.tree_list, panel.path, panel.note], api_visibility="private",
+                   show_progress="hidden")
     panel.link_button.click(bound(make_link), [panel.tree_state, language], panel.link, api_name="branch_link",
                             show_progress="hidden")
     if isinstance(language, gr.Radio):
@@ -137,8 +144,10 @@ def eos_ids(panel: BranchPanel):
     return set(panel.service.info.eos_token_ids)
 
 
-def run_of(panel: BranchPanel, tree: Tree, records, lang):
-    return Run(tree.request, list(records), lang=lang, model=model_name(panel, lang))
+def run_of(panel: BranchPanel, tree: Tree, records, lang, path=()):
+    """The lab's Run of a branch's records: its request is the settings it draws with at its end."""
+    return Run(switched(tree.request, last_switch(path)), list(records), lang=lang, model=model_name(panel, lang),
+               branch_root=tree.request if path else None, branch_path=tuple(path))
 
 
 def tree_choices(tree: Tree, lang: str) -> list[tuple[str, int]]:
@@ -151,7 +160,6 @@ def show(panel: BranchPanel, run: Run, tree: Tree, lang: str, index: int | None 
     i = n - 1 if index is None else index
     r = run.records[i]
     b = tree.branches[tree.current] if tree.branches else None
-    forced = b.records[b.path[-1][0] - 1] if b and b.path else None
     return {
         lab.run_state: run, lab.chips: token_chips_html(run.records, lang=lang),
         lab.status: status_markdown(run, lang=lang),
@@ -160,7 +168,7 @@ def show(panel: BranchPanel, run: Run, tree: Tree, lang: str, index: int | None 
         lab.run_plot: charts.run_figure(run.records, lang=lang), panel.tree_state: tree,
         panel.tree_list: gr.Radio(choices=tree_choices(tree, lang), value=tree.current),
         panel.path: format_path(b.path) if b else "",
-        panel.note: escape_html(forced_note(forced, lang)) if forced is not None else "",
+        panel.note: escape_html(branch_note(b, lang)) if b is not None else "",
         panel.candidate: gr.Dropdown(choices=candidate_choices(r, lang), value=None),
     }
 
@@ -193,7 +201,7 @@ def force(panel: BranchPanel, index, token, current: Run, tree: Tree, lang):
     presses, current.streaming, current.tag, current.page_chips = current.stop_presses, "branch", new_tag(), None
     records = []
     try:
-        stream = branch_records(panel.service, tree.request, new_path, parent.records, eos_ids(panel))
+        stream = branch_records(panel.service, tree.request, new_path, parent.records, eos_ids(panel), parent.path)
         yield from stream_branch(panel, current, stream, i, records, presses, lang)
     except (ValueError, RuntimeError) as e:
         current.streaming = ""
@@ -230,12 +238,12 @@ def shown_branch(panel: BranchPanel, current: Run, tree: Tree, path, records: li
     seen = current.stop_seen if stopped else None
     keep = len(records) if seen is None else min(seen[1], len(records)) if seen[0] == current.tag else 0
     if keep == 0:
-        return show(panel, run_of(panel, tree, current.records, lang), tree, lang)
+        return show(panel, run_of(panel, tree, current.records, lang, tree.branches[tree.current].path), tree, lang)
     try:
         tree.add(Branch(path, tuple(records[:keep]), parent_of(tree, path)))
     except ValueError as e:
         raise user_error(e, lang, field_labels(lang)) from None
-    run = run_of(panel, tree, records[:keep], lang)
+    run = run_of(panel, tree, records[:keep], lang, path)
     run.stop_requested = stopped
     return show(panel, run, tree, lang)
 
@@ -248,7 +256,7 @@ def select(panel: BranchPanel, k, tree: Tree, lang):
     except ValueError as e:
         raise user_error(e, lang) from None
     tree.current = k
-    return show(panel, run_of(panel, tree, tree.branches[k].records, lang), tree, lang)
+    return show(panel, run_of(panel, tree, tree.branches[k].records, lang, tree.branches[k].path), tree, lang)
 
 
 def candidates_of(panel: BranchPanel, index, current: Run, lang):
@@ -273,14 +281,45 @@ def replay(panel: BranchPanel, request: gr.Request, *values):  # Gradio gives th
         return unchanged(panel.lab.chips)
     try:
         request = parse_request(*controls)
-        forced = parse_path(branch_text, request.max_new_tokens)
+        path = parse_path(branch_text, check=link_value)
         root = list(branch_records(panel.service, request, (), (), eos_ids(panel)))
         tree = Tree(request, [Branch((), tuple(root))])
-        records = list(branch_records(panel.service, request, forced, root, eos_ids(panel)))
-        tree.add(Branch(forced, tuple(records), 0))
+        records = list(branch_records(panel.service, request, path, root, eos_ids(panel)))
+        tree.add(Branch(path, tuple(records), 0))
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang, field_labels(lang)) from None
-    return show(panel, run_of(panel, tree, records, lang), tree, lang)
+    return show(panel, run_of(panel, tree, records, lang, path), tree, lang)
+
+
+def link_value(name: str, value: str):
+    """A switch's control value, read as a link reads that control (deep_link.FIELDS)."""
+    return FIELDS[name](value)
+
+
+def adopt(panel: BranchPanel, current: Run, tree: Tree, lang):
+    """After Continue from here (what_if.continue_run): the continued run joins the tree as a branch that switches
+    settings at the step it continued from, under the run it continued (a new tree when that run was none of
+    this one's). Continuing with the run's own settings adds nothing: it is the same run."""
+    origin = current.continued_from if current is not None else None
+    if origin is None or not current.records or current.mid_stream:
+        return unchanged(panel.tree_state)
+    parent_request, parent_records, i = origin
+    tokens = [r.token_id for r in parent_records]
+    if tree.request is None or tree.branches[tree.current].tokens != tokens:
+        tree = Tree(parent_request, [Branch((), tuple(parent_records))])
+    parent = tree.branches[tree.current]
+    switch = switch_between(tree.request, current.request)
+    if switch is None:
+        return unchanged(panel.tree_state)
+    path = switch_path(parent.path, i, switch)
+    try:
+        tree.add(Branch(path, tuple(current.records), parent_of(tree, path)))
+    except ValueError as e:
+        raise user_error(e, lang, field_labels(lang)) from None
+    b = tree.branches[tree.current]
+    current.branch_root, current.branch_path = tree.request, path  # what its run file says (export.run_json)
+    return {panel.tree_state: tree, panel.tree_list: gr.Radio(choices=tree_choices(tree, lang), value=tree.current),
+            panel.path: format_path(b.path), panel.note: escape_html(branch_note(b, lang))}
 
 
 def make_link(panel: BranchPanel, tree: Tree, lang, request: gr.Request = None):
@@ -299,7 +338,7 @@ def rerender(panel: BranchPanel, lang, tree: Tree, current: Run):
     out = {panel.tree_list: gr.Radio(choices=tree_choices(tree, lang), value=tree.current if tree.branches else None)}
     b = tree.branches[tree.current] if tree.branches else None
     if b is not None and b.path:
-        out[panel.note] = escape_html(forced_note(b.records[b.path[-1][0] - 1], lang))
+        out[panel.note] = escape_html(branch_note(b, lang))
     if current is None or not current.records:
         return out | candidates_of(panel, None, current, lang)
     step = current.shown_step()

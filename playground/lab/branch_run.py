@@ -3,7 +3,8 @@
 "Continue from step k with token t forced" is a request whose already-generated tokens are the run's
 tokens[:k] + [t], with the same seed: the service advances the seeded generator by one draw per token
 given (model_service/engine/step.py:RowState), so the continuation uses the u's the original run would
-have used from step k + 1 on, and replaying the same path gives the same tokens.
+have used from step k + 1 on, and replaying the same path gives the same tokens. A switch of settings at step k
+(Continue from here) is the same request with other knobs from step k on, over the same seed's u's.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dataclasses import replace
 
 from model_service.records.step import StepRecord
 
-from .branches import forced_record
+from .branches import forced_record, is_switch, valid_known
+from .deep_link import switched
 from .request import continued
 
 
@@ -26,20 +28,34 @@ def _stream(service, request, records: list[StepRecord], max_new: int) -> Iterat
         yield from (r for r in stream if isinstance(r, StepRecord))
 
 
-def branch_records(service, request, path, known: Sequence[StepRecord] = (), eos_ids=()) -> Iterator[StepRecord]:
-    """Yield the records of `request` (a RunRequest with a seed) with `path` forced, in step order.
+def branch_records(service, root, path, known: Sequence[StepRecord] = (), eos_ids=(),
+                   known_path=()) -> Iterator[StepRecord]:
+    """Yield the records of `root` (a RunRequest with a seed) with `path` forced and switched, in step order.
 
-    known: records of a run that shares the start (the parent branch): reused while they agree, so a
-    branch made from the page runs the model only from the forced step on. A ValueError (naming the
-    branch) when the run stops before a forced step, or a forced token is not among the step's candidates."""
-    if request.settings.seed is None:
+    known: records of a branch that shares the start (the parent, whose path is `known_path`): reused as far as
+    the two paths agree (branches.valid_known), so a branch made from the page runs the model only from its
+    forced or switched step on. A ValueError (naming the branch) when the run stops before a forced step, or a
+    forced token is not among the step's candidates."""
+    if root.settings.seed is None:
         raise ValueError("branch needs a seed: the same seed gives the same draws, so the branch can be replayed")
+    known = known[: valid_known(known_path, path)]
     records: list[StepRecord] = []
+    request = root
     for step, token in path:
         if step > request.max_new_tokens:
             raise ValueError(f"branch step {step} is past max new tokens ({request.max_new_tokens})")
         k = step - 1
-        if len(known) > k and [r.token_id for r in known[: len(records)]] == [r.token_id for r in records]:
+        if is_switch((step, token)):  # the steps before it as they were, then the switched settings from it on
+            before = list(known[len(records): k]) if len(known) >= k else list(_stream(service, request, records, k))
+            if before and before[-1].stop_reason == "max_tokens" and k < request.max_new_tokens:
+                before[-1] = replace(before[-1], stop_reason=None)  # streamed to k steps only: the run goes on
+            if len(records) + len(before) < k or any(r.stop_reason for r in before):
+                raise ValueError(f"branch step {step}: the run stopped before it")
+            yield from before
+            records.extend(before)
+            request = switched(root, token)
+            continue
+        if len(known) > k:
             new = list(known[len(records): k + 1])
         else:
             new = list(_stream(service, request, records, k + 1))

@@ -60,6 +60,8 @@ class LabComponents:
     sweep_button: gr.Button  # Sweep T (sweep.py)
     sweep_frames: gr.Textbox  # its frames as JSON, which the page plays (sweep.SWEEP_JS)
     replays: Replays = field(default_factory=Replays)  # the scenes' runs, kept to show again at once (replays.py)
+    # events other panels follow (tab.wire fills it): "continued", a Continue from here's stream and the Stop after it
+    events: dict = field(default_factory=dict)
 
     @property
     def controls(self) -> list:

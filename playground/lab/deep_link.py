@@ -10,6 +10,8 @@ escapes them before showing them (links are shared with strangers).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from model_service.records import validation
 from model_service.records.knobs import KNOBS
 from model_service.records.settings import ORDERS, parse_chain
@@ -17,9 +19,9 @@ from playground import limits
 
 from ..common.errors import in_language
 from ..common.i18n import tr
-from ..common.lab_link import LINK_FIELDS
-from .branches import format_path, parse_path
-from .request import SLIDERS
+from ..common.lab_link import LINK_FIELDS, run_controls
+from .branches import SWITCHABLE, Switch, format_path, parse_path
+from .request import SLIDERS, RunRequest, parse_request
 
 IGNORED = ("__theme", "view", "lang", "follow", "present")  # Gradio's and the page's own (the page reads lang and present, the room follow)
 
@@ -60,7 +62,8 @@ FIELDS = {
     "stop": lambda v: validation.format_stop_text(validation.parse_stop_text("stop", v)),
     "order": lambda v: validation.choice("order", v, ORDERS),
     **{knob.name: _knob_field(knob) for knob in KNOBS if knob.group != "lesson"},
-    "branch": lambda v: format_path(parse_path(v)),  # forced tokens, step:token_id pairs (lab/branches.py)
+    # forced tokens (step:token_id) and switched settings (step@name=value;...), lab/branches.py
+    "branch": lambda v: format_path(parse_path(v, check=lambda name, value: FIELDS[name](value))),
 }
 # the lab's controls a link sets, by name (a link's branch= is no control: the Branches panel runs it)
 CONTROLS = tuple(name for name in FIELDS if name != "branch")
@@ -91,3 +94,27 @@ def check_controls(values: dict) -> dict:
         if name in FIELDS and not (value is None or (isinstance(value, str) and not value.strip())):
             FIELDS[name](value)
     return values
+
+
+def controls_of(request: RunRequest) -> dict:
+    """The lab's control values (its keys) that make this request, as the boxes show them."""
+    return run_controls(request.prompt, request.chat, request.settings, request.max_new_tokens, request.stop)
+
+
+def switched(root: RunRequest, switch: Switch | None) -> RunRequest:
+    """The root's request with a switch's controls (checked as a link's, then as Generate reads them), its seed
+    kept. None: the root's."""
+    if switch is None:
+        return root
+    controls = controls_of(root) | {name: FIELDS[name](value) for name, value in switch.controls}
+    request = parse_request(**controls)
+    return replace(request, settings=request.settings.with_seed(root.settings.seed))
+
+
+def switch_between(root: RunRequest, request: RunRequest) -> Switch | None:
+    """The switch from the root's request to `request` (the controls that differ, as a link writes them); None when
+    nothing but the seed differs."""
+    theirs, mine = controls_of(root), controls_of(request)
+    changed = tuple((name, str(mine[name]).lower() if isinstance(mine[name], bool) else str(mine[name]))
+                    for name in SWITCHABLE if mine[name] != theirs[name])
+    return Switch(changed) if changed else None

@@ -13,17 +13,18 @@ import csv
 import io
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from model_service.records.settings import CHAIN_STAGES, LESSON_STAGES, ORDERS, stage_names
 from model_service.records.step import StepRecord
 from model_service.records.validation import InputError
 from playground import limits
 
-from ..common.lab_link import LINK_DEFAULTS, run_controls
+from ..common.lab_link import LINK_DEFAULTS
 from ..common.page_errors import PageInputError
 from ..common.text import show_steps
-from .deep_link import FIELDS
+from .branches import format_path, last_switch, parse_path
+from .deep_link import FIELDS, controls_of, switched
 from .request import KNOB_CONTROLS, RunRequest, parse_request
 
 FORMAT, VERSION = "next-token-playground/run", 1
@@ -57,22 +58,23 @@ class SavedRun:
     model: str
     records: tuple[StepRecord, ...]
     stopped_by_you: bool
+    root: RunRequest | None = None  # a branch's: the root run's request and the path from it (branches.py)
+    path: tuple = ()
 
 
 # ---- out ---------------------------------------------------------------------------------------------------
 
 
-def controls_of(request: RunRequest) -> dict:
-    """The lab's control values (its keys) that make this request, as the boxes show them."""
-    return run_controls(request.prompt, request.chat, request.settings, request.max_new_tokens, request.stop)
-
-
-def run_json(records, request: RunRequest, model: str, stopped_by_you: bool = False) -> str:
-    """The run as JSON text: records as their to_dict(), the settings that made it (the lab's controls)."""
-    controls = controls_of(request)
+def run_json(records, request: RunRequest, model: str, stopped_by_you: bool = False, branch=None) -> str:
+    """The run as JSON text: records as their to_dict(), the settings that made it (the lab's controls). A branch
+    of the Branches panel (`branch`: its root's request and its path) writes the root's settings and the path, as
+    its link does: the steps before a switch of settings were drawn with the root's."""
+    root, path = branch if branch and branch[1] else (request, ())
+    controls = controls_of(root)
     return json.dumps({
         "format": FORMAT, "version": VERSION, "model": model, "seed": records[0].seed if records else None,
         "stopped_by_you": bool(stopped_by_you), "settings": {k: controls.get(k) for k in SETTINGS},
+        **({"branch": format_path(path)} if path else {}),
         "records": [r.to_dict() for r in records],
     }, ensure_ascii=False, separators=(",", ":"))  # compact: a 512-step run stays ~1.5 MB
 
@@ -212,8 +214,9 @@ def parse_run(data: bytes | str) -> SavedRun:
     if d.get("format") != FORMAT or d.get("version") != VERSION:
         raise _bad("format", f"{FORMAT!r} version {VERSION}", d.get("format"))
     for name in d:
-        if name not in ("format", "version", "model", "seed", "stopped_by_you", "settings", "records"):
-            raise PageInputError("run_unknown", field=str(name)[:80], known="format, version, model, seed, settings, records")
+        if name not in ("format", "version", "model", "seed", "stopped_by_you", "settings", "branch", "records"):
+            raise PageInputError("run_unknown", field=str(name)[:80],
+                                 known="format, version, model, seed, settings, branch, records")
     model, stopped = d.get("model", ""), d.get("stopped_by_you", False)
     _check("model", "str", model)
     _check("stopped_by_you", "bool", stopped)
@@ -223,7 +226,9 @@ def parse_run(data: bytes | str) -> SavedRun:
     settings = {**{k: LINK_DEFAULTS[k] for k in ADDED}, **settings}
     # within the sliders' ranges, as a link's values are (the controls will show them), then as Generate reads them
     checked = {k: FIELDS[k](settings[k]) if settings[k] is not None else settings[k] for k in SETTINGS}
-    request = parse_request(*(checked[k] for k in SETTINGS))
+    root = parse_request(*(checked[k] for k in SETTINGS))
+    path = parse_path(d.get("branch", ""), check=lambda name, value: FIELDS[name](value))
+    request = switched(root, last_switch(path))  # what the run's last steps drew with
     records = d.get("records")
     if not isinstance(records, list) or not 1 <= len(records) <= limits.MAX_NEW_TOKENS:
         raise _bad("records", f"a list of 1 to {limits.MAX_NEW_TOKENS} steps", records)
@@ -232,4 +237,7 @@ def parse_run(data: bytes | str) -> SavedRun:
         raise _bad("records", "a run whose stop_reason is on its last step only", "an earlier stop")
     # the seed box gets the seed the run drew with, so Generate draws the same tokens again
     controls = {**controls_of(request), "seed": str(rebuilt[0].seed)}
-    return SavedRun(controls, request, model, rebuilt, stopped)
+    if path:
+        request = replace(request, settings=request.settings.with_seed(rebuilt[0].seed))
+        root = replace(root, settings=root.settings.with_seed(rebuilt[0].seed))
+    return SavedRun(controls, request, model, rebuilt, stopped, root if path else None, path)

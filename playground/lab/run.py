@@ -54,6 +54,13 @@ class Run:
     what_if: object = None
     what_if_serial: int = 0
     replayed: bool = False  # its records are a scene's run kept at start (replays.py), shown at once
+    # Continue from here (what_if.continue_run): (the run it continued: its request with its seed, its records, the
+    # 0-based step it switched settings at), which the Branches panel keeps as a branch (branch_panel.adopt)
+    continued_from: tuple | None = None
+    # a branch of the Branches panel's tree: the root run's request and the path from it (branches.py); a run file
+    # writes both, as a link does
+    branch_root: RunRequest | None = None
+    branch_path: tuple = ()
 
     @property
     def finished(self) -> bool:

@@ -38,7 +38,8 @@ def export_files(state: Run, lang: str = "en") -> tuple[str, str]:
     folder = Path(tempfile.mkdtemp(prefix="ntp-run-"))
     run = Run(state.request, records, model=state.model)
     json_path, csv_path = folder / _file_name(run, "json"), folder / _file_name(run, "csv")
-    json_path.write_text(run_json(records, state.request, state.model, state.stop_requested), encoding="utf-8")
+    branch = (state.branch_root, state.branch_path) if state.branch_path else None
+    json_path.write_text(run_json(records, state.request, state.model, state.stop_requested, branch), encoding="utf-8")
     csv_path.write_text(token_table_csv(records, lang), encoding="utf-8")
     return str(json_path), str(csv_path)
 
@@ -47,7 +48,9 @@ def imported_run(data: bytes, lang: str = "en"):
     """(the Run the lab keeps, the SavedRun) of an uploaded file; raises InputError naming the field."""
     saved = parse_run(data)
     finished_early = saved.stopped_by_you or saved.records[-1].stop_reason is None
-    return Run(saved.request, list(saved.records), stop_requested=finished_early, lang=lang, model=saved.model), saved
+    run = Run(saved.request, list(saved.records), stop_requested=finished_early, lang=lang, model=saved.model,
+              branch_root=saved.root, branch_path=saved.path)
+    return run, saved
 
 
 def build_run_files(lab: LabComponents, language) -> dict:

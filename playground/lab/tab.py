@@ -167,8 +167,10 @@ def wire(lab: LabComponents) -> None:
     # Stop's js fills `on_page` with what the page shows (chips.STOP_JS; an API caller leaves it blank); the
     # cancel comes after the handler's answer, by then the stream has ended (it stops anything that has not)
     on_page = gr.Textbox("", visible=False, label="chips on the page", elem_id="stop-on-page")
-    lab.stop_button.click(bound(stop_run), [lab.run_state, lab.language, lab.view, on_page], lab.live, js=STOP_JS,
-                          cancels=[gen_event, continue_event], api_name="stop", queue=False, show_progress="hidden")
+    stopped = lab.stop_button.click(bound(stop_run), [lab.run_state, lab.language, lab.view, on_page], lab.live,
+                                    js=STOP_JS, cancels=[gen_event, continue_event], api_name="stop", queue=False,
+                                    show_progress="hidden")
+    lab.events["continued"] = (continue_event, stopped)  # the Branches panel keeps a continued run (branch_panel.adopt)
     # the page has the chips' new value: what a streaming handler reads to stay one update ahead (run.Pace)
     lab.chips.change(bound(page_has), [lab.run_state, lab.chips], None, js=COUNT_JS, queue=False, preprocess=False,
                      postprocess=False, show_progress="hidden", api_visibility="private")

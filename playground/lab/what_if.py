@@ -216,6 +216,8 @@ def continue_run(lab: LabComponents, page: gr.Request, state: Run, *values):
     asked = replace(request, settings=settings, max_new_tokens=max(request.max_new_tokens, i + 1))
     run = Run(asked, list(state.records[:i]), lang=lang, model=model_name(lab, lang), view=given.view,
               streaming="run", tag=new_tag(), keep=keep_key(page))
+    run.continued_from = (replace(state.request, settings=state.request.settings.with_seed(state.records[0].seed)),
+                          tuple(state.records), i)
     stream = open_stream(lab, asked, lang, continue_from=[r.token_id for r in run.records], keep=run.keep)
     yield from streamed(lab, run, stream, cleared(lab, run, lang, given.view))
 

@@ -146,3 +146,34 @@ def test_sweep_t_plays_every_temperature_on_the_step_and_puts_it_back(ran):
     assert sharp > before > flat  # T 0.5 sharpens the run's T 1, T 2 flattens it
     page.wait_for_function(f"() => document.querySelector('{plot}').dataset.swept", timeout=30_000)
     assert top_of_stage(page, "temperature") == before  # the step on screen is back
+
+
+def test_continue_from_here_is_a_branch_the_tree_and_its_link_keep(ran, browser, app_url):
+    page = ran
+    original = page.locator("#chips .ntp-chip").all_inner_texts()
+    status_change(page, lambda: set_number(page, "temperature", "0.3"))
+    expect(page.locator("#run-status")).to_contain_text("What if T 0.3", timeout=30_000)
+    scrub = page.locator("#scrub input[type=number]")
+    status_change(page, lambda: (scrub.fill("3"), scrub.press("Enter")))
+    expect(page.locator("#run-status")).to_contain_text("step 3", timeout=30_000)
+    status_change(page, lambda: page.locator("#what-if-continue").click())
+    expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
+    branches = page.locator("#branch-list label")
+    expect(branches).to_have_count(2, timeout=30_000)  # the run it continued, then this one
+    expect(branches.nth(1)).to_contain_text("from step 3, temperature 0.3")
+    expect(page.locator("#branch-path textarea, #branch-path input")).to_have_value("3@temperature=0.3")
+    expect(page.locator("#branch-note")).to_contain_text("From step 3 on, this branch draws with temperature 0.3")
+    continued = page.locator("#chips .ntp-chip").all_inner_texts()
+    assert continued[:2] == original[:2]
+    page.locator("#branch-link-button").click()
+    link_box = page.locator("#branch-link textarea, #branch-link input")
+    expect(link_box).to_have_value(re.compile(r"branch=3%40temperature%3D0\.3"), timeout=30_000)
+    link = link_box.input_value()
+    branches.nth(0).click()  # the run it continued, as it was
+    expect(page.locator("#chips .ntp-chip")).to_have_text(original, timeout=30_000)
+    context, linked = opened(browser, link, 1440, 900)  # the link alone runs the root, then the branch
+    try:
+        expect(linked.locator("#branch-list label")).to_have_count(2, timeout=120_000)
+        expect(linked.locator("#chips .ntp-chip")).to_have_text(continued, timeout=30_000)
+    finally:
+        context.close()

@@ -108,3 +108,30 @@ def test_forcing_the_last_step_or_end_of_text_ends_the_branch(tiny_service, root
     assert len(ended) == 4 and ended[-1].stop_reason == "eos"
     with pytest.raises(ValueError, match="nothing after it to force"):
         list(branch_records(tiny_service, request, ((4, end), (6, 1)), records, eos_ids={end}))
+
+
+def test_a_switch_of_settings_is_the_run_continued_with_them_and_the_same_us(tiny_service, root):
+    from playground.lab.branches import Switch
+    from playground.lab.deep_link import switch_between, switched
+
+    request, records = root
+    switch = Switch((("temperature", "0.4"), ("top_k", "5")))
+    new = switched(request, switch)
+    assert new.settings.temperature == 0.4 and new.settings.top_k == 5 and new.settings.seed == 7
+    assert switch_between(request, new) == switch and switch_between(request, request) is None
+    branch = list(branch_records(tiny_service, request, ((6, switch),), records))
+    after = solo(tiny_service, new.settings, 14, continue_from=[r.token_id for r in records[:5]])
+    assert branch[:5] == records[:5] and [r.token_id for r in branch[5:]] == [r.token_id for r in after]
+    assert [r.draw.u for r in branch] == [r.draw.u for r in records]  # the seed's u's, step by step
+    assert all(s.name != "top_k" or s.kept_count <= 5 for r in branch[5:] for s in r.stages)
+    assert [r.token_id for r in branch] != [r.token_id for r in records]  # the settings changed the text
+    replayed = list(branch_records(tiny_service, request, ((6, switch),)))  # from a link: nothing known
+    assert [r.token_id for r in replayed] == [r.token_id for r in branch]
+    # a token forced after the switch is drawn among the switched step's candidates, and the known branch reused
+    forced = branch[8].candidates[1].id
+    path = ((6, switch), (9, forced))
+    child = list(branch_records(tiny_service, request, path, branch, known_path=((6, switch),)))
+    assert child[:8] == branch[:8] and child[8].token_id == forced
+    assert [r.token_id for r in child] == [r.token_id for r in branch_records(tiny_service, request, path)]
+    # the root's records are no help past the switch: the known run's steps after it are not this branch's
+    assert [r.token_id for r in branch_records(tiny_service, request, path, records)] == [r.token_id for r in child]

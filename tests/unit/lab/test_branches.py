@@ -85,3 +85,50 @@ def test_the_tree_finds_parents_replaces_a_repeated_path_and_labels_each_branch(
     assert branch_label(tree, 0) == "Original run · 4 tokens"
     assert branch_label(tree, 1) == "Branch 1: step 3 → '↵' (rank 4, 10.0%) · 4 tokens"
     assert branch_label(tree, 1, "vi").startswith("Nhánh 1: bước 3")
+
+
+def test_a_switch_of_settings_round_trips_in_a_path_and_in_a_link_with_its_values_checked():
+    from playground.lab.branches import Switch, is_switch, last_switch, switch_path
+
+    path = parse_path("3:7,5@temperature=0.5;top_k=10,5:42")
+    assert path == ((3, 7), (5, Switch((("temperature", "0.5"), ("top_k", "10")))), (5, 42))
+    assert format_path(path) == "3:7,5@temperature=0.5;top_k=10,5:42" and last_switch(path).label() == \
+        "temperature 0.5 · top_k 10" and is_switch(path[1]) and not is_switch(path[0])
+    stops = Switch((("stop", ", ;=@"),))  # any text: each value percent-quoted in the path
+    assert parse_path(format_path(((4, stops),))) == ((4, stops),)
+    values, problems = parse_query({"seed": "3", "branch": "5@temperature=0.50"})
+    assert values["branch"] == "5@temperature=0.5" and not problems  # read as the link's temperature is
+    for bad in ("5@temperature=9", "5@prompt=hi", "5@seed=4", "5@temperature=1;temperature=2", "5@", "5:1,5@top_k=3"):
+        values, problems = parse_query({"branch": bad})
+        assert "branch" not in values and len(problems) == 1, bad
+    assert switch_path(((3, 7), (6, 9)), 4, stops) == ((3, 7), (5, stops))
+    assert child_path(((5, stops),), 4, 11) == ((5, stops), (5, 11))  # the forced step draws with the switch
+
+
+def test_a_known_branch_is_reused_only_as_far_as_its_path_agrees():
+    from playground.lab.branches import Switch, valid_known
+
+    switch = Switch((("temperature", "0.5"),))
+    assert valid_known((), ((5, 12),)) == 5  # the drawn step 5 makes the forced one
+    assert valid_known((), ((5, switch),)) == 4  # step 5 draws with other settings
+    assert valid_known(((5, switch),), ((5, switch), (9, 3))) == 9
+    assert valid_known(((5, switch),), ((7, 3),)) == 4  # the known steps after its switch are not this branch's
+    assert valid_known(((3, 1),), ((3, 1),)) >= 512
+
+
+def test_a_branch_run_file_keeps_the_root_and_the_path_and_reads_back_the_settings_of_its_last_steps():
+    from model_service import SamplingSettings
+    from playground.lab.export import parse_run, run_json
+    from playground.lab.request import RunRequest
+
+    root = RunRequest("The capital of France is", False, SamplingSettings(temperature=1.0, seed=5), 8, ())
+    path = parse_path("3@temperature=0.5;top_k=10")
+    records = [make_record(chosen=0, u=0.3)]
+    text = run_json(records, root, "tiny", branch=(root, path))
+    assert '"branch":"3@temperature=0.5;top_k=10"' in text and '"temperature":1.0' in text
+    saved = parse_run(text)
+    assert saved.path == path and saved.root.settings.temperature == 1.0
+    assert saved.request.settings.temperature == 0.5 and saved.request.settings.top_k == 10
+    assert saved.controls["temperature"] == 0.5  # the knobs show what the run's last steps drew with
+    with pytest.raises(ValueError, match="branch"):
+        parse_run(text.replace("3@temperature=0.5", "3@temperature=7"))
