@@ -40,6 +40,9 @@ from .lab.handlers import watcher as lab_watcher
 from .lab.replays import Replays, scene_requests
 from .lab.run_files import build_run_files
 from .lab.tab import build_lab
+from .language_fit import build_fit_note
+from .language_fit import note_update as fit_note
+from .language_fit import watcher as fit_watcher
 from .menus import MENUS_HEAD, MENUS_JS, opener, panel
 from .softmax.tab import build_softmax_tab
 from .workshop.follow.bar import FollowBar, build_follow_bar, build_room_menu, wire_follow
@@ -153,6 +156,7 @@ def lay_out(service, policy: SwitchPolicy, scenes: SceneList, replays: Replays |
                                 label=T("page.language"), elem_id="language", scale=0, min_width=0)
         room = build_follow_bar(room_menu)
         bar.render_caption()
+    header["fit"] = build_fit_note()  # a Vietnamese page on a model that reads it as bytes says so (not sticky: once)
     with gr.Tabs(elem_id="tabs") as tabs:
         with gr.Tab(T(TAB_LABELS["lab"]), id="lab") as lab_tab:
             lab = build_lab(service, language=language, replays=replays)
@@ -222,11 +226,12 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
     parts.bar.then(applied)
     resume_room(applied)  # a reloaded host page hosts its room again, after its own link (the room's is newer)
     parts.branch.wire_replay(applied)  # a link with branch=: the Branches panel runs it
-    wire_header(loaded, page.service, parts.header, [lab_watcher(lab), parts.softmax["watch"], forward["watch"]],
+    fits = fit_watcher(page.service, parts.header["fit"], page.policy.enabled)
+    wire_header(loaded, page.service, parts.header, [lab_watcher(lab), parts.softmax["watch"], forward["watch"], fits],
                 page.policy, host_key, language)
     language.change(None, language, None, js=SWITCH_JS, api_visibility="private", show_progress="hidden")
     language.change(bound(relabel), language, [parts.header["status"], parts.header["line"], parts.header["note"],
-                                             *parts.tab_items.values()],
+                                             parts.header["fit"], *parts.tab_items.values()],
                     api_visibility="private", show_progress="hidden", preprocess=False)
 
 
@@ -276,6 +281,7 @@ def relabel(page: Page, lang):
     line = model_line(service.status, lang, getattr(service, "switching", None))
     return {header["status"]: line, header["line"]: line,
             header["note"]: picker_note(service, page.policy, lang),
+            header["fit"]: fit_note(service, lang, page.policy.enabled),
             **{page.parts.tab_items[tab_id]: gr.Tab(label=tr(lang, key)) for tab_id, key in TAB_LABELS.items()}}
 
 

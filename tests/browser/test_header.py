@@ -144,3 +144,19 @@ def test_in_vietnamese_the_header_stays_one_row_at_1280_and_the_picker_says_it_i
     assert rows(linked.evaluate(GEOMETRY)["boxes"]) == 1, linked.evaluate(GEOMETRY)["boxes"]
     linked.screenshot(path=str(ARTIFACTS / "header_1280_vi.png"))
     linked.context.close()
+
+
+def test_a_vietnamese_page_is_told_the_model_reads_vietnamese_as_bytes_and_an_english_one_is_not(browser, app_url):
+    page = open_page(browser, app_url, 1280, 720)
+    expect(page.locator("#model-status")).to_contain_text("SmolLM2", timeout=60_000)
+    expect(page.locator("#language-fit")).to_have_count(0)  # English: nothing, and no room taken
+    page.locator("#language").get_by_text("Tiếng Việt").click()
+    note = page.locator("#language-fit")
+    expect(note).to_contain_text("đọc tiếng Việt theo byte", timeout=30_000)
+    expect(note).to_contain_text("(5 từ) thành 15 token")
+    expect(note).to_contain_text("Gemma 3 270M")
+    assert note.bounding_box()["height"] < 80  # two lines at most on a projector
+    page.screenshot(path=str(ARTIFACTS / "language_fit_vi_1280.png"))
+    page.locator("#language").get_by_text("English").click()
+    expect(page.locator("#language-fit")).to_be_hidden(timeout=30_000)
+    page.context.close()

@@ -27,3 +27,16 @@ def test_gemma_streams_records(gemma):
 def test_gemma_traces_the_lesson_prompt_with_its_bos(gemma):
     s = gemma.trace("The capital of France is").shapes
     assert (s.input_ids, s.num_hidden_states, s.hidden_state, s.logits) == ((1, 6), 19, (1, 6, 640), (1, 6, 262144))
+
+
+def test_a_vietnamese_page_is_told_when_the_model_reads_vietnamese_as_bytes_and_gemma_reads_it_as_words(gemma,
+                                                                                                       embedded):
+    from playground.language_fit import fit, fit_markdown
+
+    smol = fit(embedded, "vi")
+    assert smol.splits and smol.words == 5 and smol.tokens == len(embedded.encode("Thủ đô của Pháp là"))
+    assert smol.byte_pieces >= 5 and smol.tokens >= 3 * smol.words  # 15 pieces for 5 words
+    assert not fit(gemma, "vi").splits and fit(gemma, "vi").tokens <= 7
+    assert fit(embedded, "en") is None and fit_markdown(gemma, "vi", can_switch=True) == ""
+    note = fit_markdown(embedded, "vi", can_switch=True)
+    assert f"thành {smol.tokens} token" in note and "Gemma 3 270M" in note and "menu" in note
