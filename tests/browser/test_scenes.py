@@ -174,3 +174,25 @@ def kept_request(scene_id: str):
     from playground.lab.replays import scene_request
 
     return scene_request(SCENES.get(scene_id).query, "en")
+
+
+def test_on_a_phone_the_stage_chart_scrolls_sideways_to_the_lessons_point(browser, app_url):
+    """The top-p scene's point is the panel after top-p (kept 10 of 49,152): on a 390-wide phone the six panels are
+    wider than the screen, and the chart scrolls sideways to it (Gradio's inline overflow: hidden clipped it)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        page.goto(app_url + "?scene=l13-top-p-confident", wait_until="domcontentloaded")
+        expect(page.locator("#chips .ntp-chip").first).to_be_visible(timeout=120_000)
+        plot = page.locator("#stage-plot")
+        expect(plot.locator(".js-plotly-plot")).to_be_visible(timeout=60_000)
+        wide = plot.evaluate("(el) => [getComputedStyle(el).overflowX, el.scrollWidth, el.clientWidth]")
+        assert wide[0] == "auto" and wide[1] > wide[2] + 100, wide
+        plot.evaluate("(el) => { el.scrollLeft = el.scrollWidth; }")  # a swipe to the last panels
+        title = plot.locator("text.annotation-text", has_text="after top-p")
+        box = title.bounding_box()
+        assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 390, box
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390  # the page itself does not scroll
+        page.screenshot(path=str(ARTIFACTS / "phone_stage_scrolled.png"))
+    finally:
+        context.close()
