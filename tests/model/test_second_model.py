@@ -39,4 +39,4 @@ def test_a_vietnamese_page_is_told_when_the_model_reads_vietnamese_as_bytes_and_
     assert not fit(gemma, "vi").splits and fit(gemma, "vi").tokens <= 7
     assert fit(embedded, "en") is None and fit_markdown(gemma, "vi", can_switch=True) == ""
     note = fit_markdown(embedded, "vi", can_switch=True)
-    assert f"thành {smol.tokens} token" in note and "Gemma 3 270M" in note and "menu" in note
+    assert f"thành {smol.tokens} token" in note and "Gemma 3 270M" in note and "--model gemma3-270m" in note
