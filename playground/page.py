@@ -157,7 +157,7 @@ def lay_out(service, policy: SwitchPolicy, scenes: SceneList, replays: Replays |
         room = build_follow_bar(room_menu)
         bar.render_caption()
     header["fit"] = build_fit_note()  # a Vietnamese page on a model that reads it as bytes says so (not sticky: once)
-    with gr.Tabs(elem_id="tabs") as tabs:
+    with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as tabs:  # a phone: every lesson a tap away, no "⋯"
         with gr.Tab(T(TAB_LABELS["lab"]), id="lab") as lab_tab:
             lab = build_lab(service, language=language, replays=replays)
             branch = build_branch_panel(service, lab, language)

@@ -160,3 +160,18 @@ def test_a_vietnamese_page_is_told_the_model_reads_vietnamese_as_bytes_and_an_en
     page.locator("#language").get_by_text("English").click()
     expect(page.locator("#language-fit")).to_be_hidden(timeout=30_000)
     page.context.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "vi"])
+def test_on_a_phone_every_tab_is_a_tap_away(browser, app_url, lang):
+    page = open_page(browser, app_url, 390, 844, f"?lang={lang}")
+    tabs = page.locator("#tabs [role=tab]")
+    expect(tabs).to_have_count(5)
+    for i in range(5):
+        box = tabs.nth(i).bounding_box()
+        assert tabs.nth(i).is_visible() and box["x"] >= 0 and box["x"] + box["width"] <= 390, (i, box)
+        assert box["height"] >= 24, box  # a finger's target
+    expect(page.locator("#tabs .overflow-menu")).to_have_count(0)  # no "⋯" hiding lessons
+    tabs.nth(4).click()  # the last lesson, in one tap
+    expect(page.locator("#fw-trace")).to_be_visible(timeout=30_000)
+    page.context.close()
