@@ -49,6 +49,11 @@ def lay_out(service, language, replays: Replays) -> LabComponents:
         with gr.Column(scale=1, min_width=320, elem_id="lab-controls"):
             prompt = gr.Textbox(limits.LESSON_PROMPT, label=T("lab.prompt"), lines=3, elem_id="prompt")
             chat = gr.Checkbox(False, label=T("lab.chat"))
+            # under the prompt, in the first screen: the lesson's knobs follow, the rest opens on demand below
+            with gr.Row(elem_id="lab-buttons"):
+                generate_btn = gr.Button(T("lab.generate"), variant="primary", elem_id="generate", interactive=False)
+                step_btn = gr.Button(T("lab.step"), elem_id="step", interactive=False)
+                stop_btn = gr.Button(T("lab.stop_button"), variant="stop", elem_id="stop")
             temperature = _slider("temperature", T("lab.temperature"))
             # the filters' names are the same in both languages
             top_k, top_p, min_p = (_slider(name, label) for name, label in (("top_k", "Top-k"), ("top_p", "Top-p"),
@@ -65,10 +70,6 @@ def lay_out(service, language, replays: Replays) -> LabComponents:
                                 elem_id="max-new")
             stop = gr.Textbox("", label=T("lab.stop"), placeholder=T("lab.stop.placeholder"), lines=1,
                               elem_id="stop-strings")
-            with gr.Row(elem_id="lab-buttons"):
-                generate_btn = gr.Button(T("lab.generate"), variant="primary", elem_id="generate", interactive=False)
-                step_btn = gr.Button(T("lab.step"), elem_id="step", interactive=False)
-                stop_btn = gr.Button(T("lab.stop_button"), variant="stop", elem_id="stop")
             gr.Markdown(T("lab.defaults_note"), elem_classes=["ntp-note"])
         with gr.Column(scale=3):
             chips = gr.HTML(token_chips_html([]), elem_id="chips")
