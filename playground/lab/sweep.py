@@ -82,7 +82,7 @@ def sweep(lab: LabComponents, page: gr.Request, state: Run, *values):
             what = lab.service.what_if(request.prompt, settings, state.request.max_new_tokens, request.stop,
                                        request.chat, continue_from=before, keep=state.keep)
             label = json.dumps(tr(given.lang, "lab.sweep.frame", t=f"{t:g}"), ensure_ascii=False)
-            figure = stage_chart(what.record, given.view, given.lang).to_json()  # serialised once, by plotly
+            figure = stage_chart(what.record, given.view, given.lang, fold=False).to_json()  # serialised once
             frames.append(f'{{"t":{t},"label":{label},{figure[1:]}')  # the figure's own data and layout beside them
     except (ValueError, RuntimeError) as e:
         raise bad(e, given.lang) from None

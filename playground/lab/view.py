@@ -23,10 +23,12 @@ class View:
     dark: bool = False  # the page's dark theme
 
 
-def stage_chart(record, view: View = View(), lang: str = "en"):
+def stage_chart(record, view: View = View(), lang: str = "en", fold: bool = True):
+    """The stage chart; panels that change nothing fold into one note (a sweep keeps every panel: its frames share
+    one layout)."""
     if not view.present:
-        return for_view(charts.stage_figure(record, lang=lang, log=view.log), False, view.dark)
-    fig = charts.stage_figure(record, lang=lang, fold=True, log=view.log, rows=charts.PRESENT_ROWS, present=True)
+        return for_view(charts.stage_figure(record, lang=lang, log=view.log, fold=fold), False, view.dark)
+    fig = charts.stage_figure(record, lang=lang, fold=fold, log=view.log, rows=charts.PRESENT_ROWS, present=True)
     big = for_view(fig, True, view.dark)
     # the figure's own height and margins were made for its 14 px text: for_view's growth is for the others
     return big.update_layout(height=fig.layout.height, margin=fig.layout.margin)

@@ -19,9 +19,10 @@ def test_generate_shows_the_stage_charts_and_the_text(page):
     page.locator("#generate").click()
     expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
     expect(page.locator("#chips")).to_contain_text("Paris")
-    # one subplot per stage: six titled panels, with the stage names readable
+    # one subplot per stage that changes something, with the stage names readable; the stages that change nothing
+    # (every filter off) fold into one note under them
     stage = page.locator("#stage-plot")
-    for title in ("raw softmax", "after temperature", "after top-k", "after top-p", "after min-p", "final"):
+    for title in ("raw softmax", "final", "top-k, top-p, min-p: same as the stage before"):
         expect(stage).to_contain_text(title)
     expect(page.locator("#draw-plot")).to_contain_text("argmax")
     expect(page.locator("#scrub")).to_be_visible()

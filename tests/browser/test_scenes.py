@@ -188,8 +188,9 @@ def test_on_a_phone_the_stage_chart_scrolls_sideways_to_the_lessons_point(browse
         expect(plot.locator(".js-plotly-plot")).to_be_visible(timeout=60_000)
         wide = plot.evaluate("(el) => [getComputedStyle(el).overflowX, el.scrollWidth, el.clientWidth]")
         assert wide[0] == "auto" and wide[1] > wide[2] + 100, wide
-        plot.evaluate("(el) => { el.scrollLeft = el.scrollWidth; }")  # a swipe to the last panels
         title = plot.locator("text.annotation-text", has_text="after top-p")
+        title.evaluate("(el) => el.scrollIntoView({inline: 'center', block: 'nearest'})")  # a swipe to its panel
+        assert plot.evaluate("(el) => el.scrollLeft") > 0
         box = title.bounding_box()
         assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 390, box
         assert page.evaluate("document.documentElement.scrollWidth") <= 390  # the page itself does not scroll

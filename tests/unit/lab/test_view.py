@@ -130,4 +130,4 @@ def test_dark_charts_let_the_page_through_with_light_ink():
     assert draw.data[0].marker.line.color == DARK_GAP  # the gaps between segments are the dark page, not white
     assert all(p.layout.paper_bgcolor == "rgba(0,0,0,0)" for p in placeholders(View(dark=True)))
     light = stage_chart(make_record())
-    assert light.to_json() == charts.stage_figure(make_record()).to_json()  # the normal view is untouched
+    assert light.to_json() == charts.stage_figure(make_record(), fold=True).to_json()  # the normal view: folded only
