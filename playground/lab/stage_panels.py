@@ -211,7 +211,7 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     n = len(labels)
     layout = copy.deepcopy(_stage_layout(len(stages), n, height, lang, log, present))
     titles = [_stage_title(stage, greedy, lang) for stage in stages]
-    if fold:  # folded (presenter) titles take a line per fact: a wide line would run into its neighbour's
+    if present:  # the presenter's titles take a line per fact: a wide line would run into its neighbour's
         titles = [title.replace(" · ", "<br>") for title in titles]
     elif max(title.count("<br>") for title in titles) > 1:  # a third line (XTC's chance, the dynamic T) needs room
         layout["margin"]["t"] += 12

@@ -51,9 +51,11 @@ def lay_out(service, language, replays: Replays) -> LabComponents:
             chat = gr.Checkbox(False, label=T("lab.chat"))
             # under the prompt, in the first screen: the lesson's knobs follow, the rest opens on demand below
             with gr.Row(elem_id="lab-buttons"):
-                generate_btn = gr.Button(T("lab.generate"), variant="primary", elem_id="generate", interactive=False)
-                step_btn = gr.Button(T("lab.step"), elem_id="step", interactive=False)
-                stop_btn = gr.Button(T("lab.stop_button"), variant="stop", elem_id="stop")
+                # side by side in the settings column (Gradio's 160 px minimum would stack them)
+                generate_btn = gr.Button(T("lab.generate"), variant="primary", elem_id="generate", interactive=False,
+                                         min_width=60)
+                step_btn = gr.Button(T("lab.step"), elem_id="step", interactive=False, min_width=60)
+                stop_btn = gr.Button(T("lab.stop_button"), variant="stop", elem_id="stop", min_width=60)
             temperature = _slider("temperature", T("lab.temperature"))
             # the filters' names are the same in both languages
             top_k, top_p, min_p = (_slider(name, label) for name, label in (("top_k", "Top-k"), ("top_p", "Top-p"),

@@ -38,9 +38,11 @@ def test_panels_that_change_nothing_fold_into_one_note():
     assert [s.name for s in kept] == ["raw", "top_k", "top_p", "final"] and same == ["temperature", "min_p"]
     fig = charts.stage_figure(record, fold=True)
     titles = [a.text for a in fig.layout.annotations]
-    assert len(fig.data) == 4 and titles[2].startswith("after top-p<br>kept 2<br>mass")  # a line per fact
+    assert len(fig.data) == 4 and titles[2].startswith("after top-p<br>kept 2 · mass")  # the lab's two lines
+    presenter = charts.stage_figure(record, fold=True, present=True).layout.annotations
+    assert presenter[2].text.startswith("after top-p<br>kept 2<br>mass")  # the presenter's: a line per fact
     assert "temperature, min-p: same as the stage before (nothing removed)" in titles
-    assert len(charts.stage_figure(record).data) == 6  # the lab's normal view keeps every panel
+    assert len(charts.stage_figure(record).data) == 6  # unfolded (a sweep's frames): every panel
     assert "giống hệt bước trước" in json.dumps(charts.stage_figure(record, lang="vi", fold=True).to_plotly_json(),
                                                   ensure_ascii=False)
 
