@@ -175,3 +175,17 @@ def test_on_a_phone_every_tab_is_a_tap_away(browser, app_url, lang):
     tabs.nth(4).click()  # the last lesson, in one tap
     expect(page.locator("#fw-trace")).to_be_visible(timeout=30_000)
     page.context.close()
+
+
+@pytest.mark.parametrize("width, height, knobs", [(1440, 900, ("temperature", "top-k", "top-p", "min-p")),
+                                                  (1280, 720, ("temperature", "top-k", "top-p"))])
+def test_the_first_screen_holds_the_prompt_generate_the_lessons_knobs_and_the_stage_chart(browser, app_url, width,
+                                                                                          height, knobs):
+    page = open_page(browser, app_url, width, height)
+    for elem_id in ("prompt", "generate", "step", "stop", *knobs):
+        box = page.locator(f"#{elem_id}").bounding_box()
+        assert box["y"] + box["height"] <= height, (elem_id, box)
+    assert page.locator("#stage-plot").bounding_box()["y"] < height / 2  # the charts beside the knobs, not below
+    buttons = [page.locator(f"#{b}").bounding_box() for b in ("generate", "step", "stop")]
+    assert buttons[0]["y"] == buttons[1]["y"] == buttons[2]["y"]  # side by side
+    page.context.close()

@@ -106,7 +106,7 @@ def test_stop_freezes_compare_on_the_steps_shown(browser, process_url):
 
 
 def test_stop_freezes_a_branch_on_the_chips_shown(browser, process_url):
-    page = open_page(browser, f"{process_url}?max_new_tokens=60&temperature=0.8&seed=3")
+    page = open_page(browser, f"{process_url}?max_new_tokens=160&temperature=0.8&seed=3")
     page.locator("#generate").click()
     expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
     box = page.locator("#scrub input[type=number]")
