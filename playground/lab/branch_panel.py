@@ -40,7 +40,7 @@ from .branches import (
 )
 from .chips import token_chips_html
 from .components import LabComponents
-from .deep_link import FIELDS, switch_between, switched
+from .deep_link import link_value, switch_between, switched
 from .export import controls_of
 from .request import field_labels, parse_request
 from .run import Pace, Run, new_tag, status_markdown
@@ -289,11 +289,6 @@ def replay(panel: BranchPanel, request: gr.Request, *values):  # Gradio gives th
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang, field_labels(lang)) from None
     return show(panel, run_of(panel, tree, records, lang, path), tree, lang)
-
-
-def link_value(name: str, value: str):
-    """A switch's control value, read as a link reads that control (deep_link.FIELDS)."""
-    return FIELDS[name](value)
 
 
 def adopt(panel: BranchPanel, current: Run, tree: Tree, lang):

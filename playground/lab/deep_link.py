@@ -63,7 +63,7 @@ FIELDS = {
     "order": lambda v: validation.choice("order", v, ORDERS),
     **{knob.name: _knob_field(knob) for knob in KNOBS if knob.group != "lesson"},
     # forced tokens (step:token_id) and switched settings (step@name=value;...), lab/branches.py
-    "branch": lambda v: format_path(parse_path(v, check=lambda name, value: FIELDS[name](value))),
+    "branch": lambda v: format_path(parse_path(v, check=link_value)),
 }
 # the lab's controls a link sets, by name (a link's branch= is no control: the Branches panel runs it)
 CONTROLS = tuple(name for name in FIELDS if name != "branch")
@@ -94,6 +94,11 @@ def check_controls(values: dict) -> dict:
         if name in FIELDS and not (value is None or (isinstance(value, str) and not value.strip())):
             FIELDS[name](value)
     return values
+
+
+def link_value(name: str, value: str):
+    """A control's value read as a link reads it (FIELDS): a branch's switch of settings is checked so."""
+    return FIELDS[name](value)
 
 
 def controls_of(request: RunRequest) -> dict:

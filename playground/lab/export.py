@@ -24,7 +24,7 @@ from ..common.lab_link import LINK_DEFAULTS
 from ..common.page_errors import PageInputError
 from ..common.text import show_steps
 from .branches import format_path, last_switch, parse_path
-from .deep_link import FIELDS, controls_of, switched
+from .deep_link import FIELDS, controls_of, link_value, switched
 from .request import KNOB_CONTROLS, RunRequest, parse_request
 
 FORMAT, VERSION = "next-token-playground/run", 1
@@ -227,7 +227,7 @@ def parse_run(data: bytes | str) -> SavedRun:
     # within the sliders' ranges, as a link's values are (the controls will show them), then as Generate reads them
     checked = {k: FIELDS[k](settings[k]) if settings[k] is not None else settings[k] for k in SETTINGS}
     root = parse_request(*(checked[k] for k in SETTINGS))
-    path = parse_path(d.get("branch", ""), check=lambda name, value: FIELDS[name](value))
+    path = parse_path(d.get("branch", ""), check=link_value)
     request = switched(root, last_switch(path))  # what the run's last steps drew with
     records = d.get("records")
     if not isinstance(records, list) or not 1 <= len(records) <= limits.MAX_NEW_TOKENS:
