@@ -116,22 +116,27 @@ def stream_columns(c: CompareComponents, current: CompareRun, steps, lang):
 def finish(c: CompareComponents, current: CompareRun, lang) -> dict:
     """The ended comparison's views at the step where its columns part (the last step if they never do)."""
     i = current.shown = current.divergence if current.divergence is not None else current.length - 1
-    return {c.texts: views.columns_html(current, lang, selected=i), c.status: views.status_markdown(current, lang),
-            c.scrub: _scrub(current, i), c.step_table: views.step_table_html(current, i, lang),
+    # still tagged: a Stop pressed as this update left (the page showing fewer steps) still cuts it there (stop)
+    return {c.texts: views.columns_html(current, lang, selected=i, tag=current.tag),
+            c.status: views.status_markdown(current, lang), c.scrub: _scrub(current, i), c.step_table: views.step_table_html(current, i, lang),
             c.overlay: views.overlay_figure(current, i, lang), c.state: current}
 
 
 def stop(c: CompareComponents, current: CompareRun, lang, on_page=None):
     """Stop: the comparison freezes on the steps the page showed (`on_page`, views.STOP_JS). A streaming Run sends
-    the frozen views itself, last in its own stream: this waits for that; nothing streaming, nothing changes."""
+    the frozen views itself, last in its own stream: this waits for that. Nothing streaming, nothing changes, but
+    for a Stop pressed as the comparison's last update left: the page counted fewer of its steps than that update
+    had (it hides the rest, STOP_JS), and the comparison is cut there."""
     try:
         seen = parse_seen(on_page)
     except ValueError as e:
         raise user_error(e, lang) from None
     current.stop_seen, current.stop_presses = seen, current.stop_presses + 1
     if not current.streaming or wait_until(lambda: not current.streaming):
-        return unchanged(c.texts)
-    current.freeze()  # the stream did not answer in time (waiting for rows): freeze here; Stop's cancel ends it
+        late = current.done and not current.stopped and seen is not None and current.tag
+        if not late or seen[0] != current.tag or seen[1] >= current.length:
+            return unchanged(c.texts)
+    current.freeze()  # a late Stop, or the stream did not answer in time (waiting for rows); Stop's cancel ends it
     return finish(c, current, lang)
 
 
@@ -178,5 +183,6 @@ def views_of(c: CompareComponents, current: CompareRun, lang: str) -> dict:
         return {c.texts: views.columns_html(None, lang), c.status: views.status_markdown(None, lang),
                 c.overlay: views.overlay_figure(None, 0, lang)}
     i = current.shown if current.shown is not None and 0 <= current.shown < current.length else current.length - 1
-    return {c.texts: views.columns_html(current, lang, selected=i), c.status: views.status_markdown(current, lang),
+    # still tagged: a Stop pressed as this update left (the page showing fewer steps) still cuts it there (stop)
+    return {c.texts: views.columns_html(current, lang, selected=i, tag=current.tag), c.status: views.status_markdown(current, lang),
             c.step_table: views.step_table_html(current, i, lang), c.overlay: views.overlay_figure(current, i, lang)}

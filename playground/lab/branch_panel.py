@@ -126,6 +126,10 @@ def wire(panel: BranchPanel) -> None:
         event.then(bound(adopt), [lab.run_state, panel.tree_state, language],
                    [panel.tree_state, panel.tree_list, panel.path, panel.note], api_visibility="private",
                    show_progress="hidden")
+    stopped = lab.events.get("stopped")
+    if stopped is not None:  # a Stop that came as a branch's last update left: the tree keeps what the page showed
+        stopped.then(bound(cut_short), [lab.run_state, panel.tree_state, language],
+                     [panel.tree_state, panel.tree_list, panel.note], api_visibility="private", show_progress="hidden")
     panel.link_button.click(bound(make_link), [panel.tree_state, language], panel.link, api_name="branch_link",
                             show_progress="hidden")
     if isinstance(language, gr.Radio):
@@ -161,7 +165,7 @@ def show(panel: BranchPanel, run: Run, tree: Tree, lang: str, index: int | None 
     r = run.records[i]
     b = tree.branches[tree.current] if tree.branches else None
     return {
-        lab.run_state: run, lab.chips: token_chips_html(run.records, lang=lang),
+        lab.run_state: run, lab.chips: token_chips_html(run.records, lang=lang, tag=run.tag),
         lab.status: status_markdown(run, lang=lang),
         lab.stage_plot: charts.stage_figure(r, lang=lang), lab.draw_plot: charts.draw_figure(r, lang=lang),
         lab.scrub: scrub_update(run.records, i),
@@ -244,7 +248,9 @@ def shown_branch(panel: BranchPanel, current: Run, tree: Tree, path, records: li
     except ValueError as e:
         raise user_error(e, lang, field_labels(lang)) from None
     run = run_of(panel, tree, records[:keep], lang, path)
-    run.stop_requested = stopped
+    # its chips keep the branch's tag: a Stop pressed as this update left still cuts the branch where the page was
+    # (handlers.stop_run, then cut_short)
+    run.stop_requested, run.tag = stopped, current.tag
     return show(panel, run, tree, lang)
 
 
@@ -315,6 +321,22 @@ def adopt(panel: BranchPanel, current: Run, tree: Tree, lang):
     current.branch_root, current.branch_path = tree.request, path  # what its run file says (export.run_json)
     return {panel.tree_state: tree, panel.tree_list: gr.Radio(choices=tree_choices(tree, lang), value=tree.current),
             panel.path: format_path(b.path), panel.note: escape_html(branch_note(b, lang))}
+
+
+def cut_short(panel: BranchPanel, current: Run, tree: Tree, lang):
+    """After Stop: a branch of the tree that the lab's Stop cut (pressed as the branch's last update left, the
+    page showing fewer of its chips: handlers.stop_run) keeps the steps the page showed, as a branch stopped while
+    it streamed does (shown_branch)."""
+    b = tree.branches[tree.current] if tree.branches and current is not None else None
+    if b is None or not current.stop_requested or current.branch_path != b.path or not current.records:
+        return unchanged(panel.tree_state)
+    kept = tuple(current.records)
+    if len(kept) >= len(b.records) or [r.token_id for r in kept] != list(b.tokens[:len(kept)]):
+        return unchanged(panel.tree_state)
+    tree.add(replace(b, records=kept))
+    b = tree.branches[tree.current]
+    return {panel.tree_state: tree, panel.tree_list: gr.Radio(choices=tree_choices(tree, lang), value=tree.current),
+            panel.note: escape_html(branch_note(b, lang))}
 
 
 def make_link(panel: BranchPanel, tree: Tree, lang, request: gr.Request = None):

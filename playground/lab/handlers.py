@@ -183,8 +183,9 @@ def stream_views(lab: LabComponents, run: Run, stream):
             continue
         if record.stop_reason is not None and pace.last(lambda: run.stop_presses):  # Stop, while the page caught up
             return
-        # an ended run's chips: untagged, and the last step's moved logits underline the earlier chips they hit
-        shown = token_chips_html(run.records, lang=run.lang) if record.stop_reason else prefix + chips
+        # an ended run's chips: the last step's moved logits underline the earlier chips they hit; still tagged,
+        # so a Stop pressed as this update left (the page showing fewer) still cuts the run there (stop_run)
+        shown = token_chips_html(run.records, lang=run.lang, tag=run.tag) if record.stop_reason else prefix + chips
         out, now = {lab.chips: shown, lab.run_state: run}, time.monotonic()
         if record.stop_reason or now - last_chart >= CHART_INTERVAL:
             # the status line re-renders as Markdown in the browser: it keeps the charts' pace
@@ -239,7 +240,10 @@ def stop_run(lab: LabComponents, state: Run, lang, shown: View = View(), on_page
     A handler streaming into the views (Generate, a branch) sees the press before its next update and sends
     the frozen views itself, as the last update of its own stream: the page renders a stream's updates in
     order, so none that was on its way can come after them. This waits for that (a step, STOP_WAIT_S at
-    most), then has nothing left to send but to an API caller; with nothing streaming it freezes the views."""
+    most), then has nothing left to send but to an API caller; with nothing streaming it freezes the views: on
+    the chips the page showed, if it counted the chips of this run's last update but fewer than it sent (a Stop
+    pressed as the page took in the update before, its run's last on its way: those chips stay hidden, STOP_JS),
+    else on every record."""
     try:
         seen = parse_seen(on_page)
     except ValueError as e:
@@ -250,10 +254,11 @@ def stop_run(lab: LabComponents, state: Run, lang, shown: View = View(), on_page
         return frozen(lab, state, shown) if streaming == "run" and seen is None else unchanged(lab.chips)
     if streaming == "branch":  # the branch did not answer in time: its parent stays on the page
         return {lab.chips: token_chips_html(state.records, lang=lang), lab.status: status_markdown(state, lang=lang)}
-    if not streaming:  # nothing streams (a run that ended, a Step): every record is on the page
+    if not streaming:  # nothing streams (a run that ended, a Step)
         if state.request is None and not state.records:  # no run yet
             return unchanged(lab.chips)
-        state.stop_seen = None
+        if not state.tag or seen is None or seen[0] != state.tag:  # the page counted none of its stream's chips
+            state.stop_seen = None
     return frozen(lab, state, shown)
 
 

@@ -173,6 +173,7 @@ def wire(lab: LabComponents) -> None:
     stopped = lab.stop_button.click(bound(stop_run), [lab.run_state, lab.language, lab.view, on_page], lab.live,
                                     js=STOP_JS, cancels=[gen_event, continue_event], api_name="stop", queue=False,
                                     show_progress="hidden")
+    lab.events["stopped"] = stopped  # and a branch cut by a Stop as its last update left (branch_panel.cut_short)
     lab.events["continued"] = (continue_event, stopped)  # the Branches panel keeps a continued run (branch_panel.adopt)
     # the page has the chips' new value: what a streaming handler reads to stay one update ahead (run.Pace)
     lab.chips.change(bound(page_has), [lab.run_state, lab.chips], None, js=COUNT_JS, queue=False, preprocess=False,

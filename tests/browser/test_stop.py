@@ -5,6 +5,8 @@ presenter view, Compare and a branch; and Stop before the first token says so.""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from playwright.sync_api import expect
 
@@ -40,6 +42,24 @@ def process_url():
         service.close()
 
 
+def stop_lands_late(page, button: str = "stop", seconds: float = 4.0) -> None:
+    """Hold the request of every press of the Stop `button` (its elem_id) `seconds` before it leaves the page: the
+    run on screen ends on the server meanwhile, and its last update reaches the page after the press (the race a
+    busy machine makes)."""
+    stop = page.evaluate("""(button) => {
+      const config = window.gradio_config, id = config.components.find(c => c.props.elem_id === button).id;
+      return config.dependencies.find(d => d.targets.some(([target, event]) => target === id && event === "click")).id;
+    }""", button)
+
+    def hold(route):
+        body = route.request.post_data_json or {}
+        if body.get("fn_index") == stop:
+            time.sleep(seconds)
+        route.continue_()
+
+    page.route("**/run/predict*", hold)
+
+
 def open_page(browser, url):
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
     page = context.new_page()
@@ -68,6 +88,22 @@ def test_stop_freezes_the_lab_on_the_chips_shown(browser, process_url, view):
     expect(status).to_contain_text(f"stopped by you at step {shown}")
     expect(status).to_contain_text(f"Step {shown} of {shown}")
     expect(page.locator("#scrub")).to_be_visible()
+    page.context.close()
+
+
+def test_stop_on_the_first_chips_of_a_run_that_ends_at_once_cuts_it_there(browser, process_url):
+    # the model ends long before the page has drawn the first update, so the last update (every chip) leaves as
+    # the page takes in the first: a Stop pressed on the first chips lands after the stream ended, and must still
+    # cut the run where the page was (the last update's chips keep the run's tag: the page hides the rest)
+    page = open_page(browser, f"{process_url}?max_new_tokens=24&temperature=0.8&seed=3")
+    stop_lands_late(page)
+    page.locator("#generate").click()
+    shown = press_stop_after(page, "#chips", ".ntp-chip", "#stop", 1)
+    expect(page.locator("#run-status")).to_contain_text("stopped by you at step", timeout=30_000)
+    print(f"short run: {shown} chips at the click, at most {page.evaluate('window.__most')} after")
+    assert page.evaluate("window.__most") <= shown + 1
+    expect(page.locator("#chips .ntp-chip")).to_have_count(shown)
+    expect(page.locator("#run-status")).to_contain_text(f"stopped by you at step {shown}")
     page.context.close()
 
 
@@ -105,6 +141,23 @@ def test_stop_freezes_compare_on_the_steps_shown(browser, process_url):
     page.context.close()
 
 
+def test_stop_on_the_first_steps_of_a_comparison_that_ends_at_once_cuts_it_there(browser, process_url):
+    page = open_page(browser, process_url)
+    page.get_by_role("tab", name="Compare").click()
+    page.locator("#compare-max-new input[type=number]").fill("24")
+    page.locator("#compare-max-new input[type=number]").press("Enter")
+    stop_lands_late(page, "compare-stop")
+    page.locator("#compare-run").click()
+    shown = press_stop_after(page, "#compare-texts .ntp-col", ".ntp-ctok", "#compare-stop", 1)
+    status = page.locator("#compare-status")
+    expect(status).to_contain_text("stopped by you at step", timeout=30_000)
+    print(f"short comparison: {shown} steps at the click, at most {page.evaluate('window.__most')} after")
+    assert page.evaluate("window.__most") <= shown + 1
+    expect(status).to_contain_text(f"stopped by you at step {shown}")
+    assert max(page.locator(f"#compare-col-{c} .ntp-ctok").count() for c in "AB") == shown
+    page.context.close()
+
+
 def test_stop_freezes_a_branch_on_the_chips_shown(browser, process_url):
     page = open_page(browser, f"{process_url}?max_new_tokens=160&temperature=0.8&seed=3")
     page.locator("#generate").click()
@@ -126,4 +179,29 @@ def test_stop_freezes_a_branch_on_the_chips_shown(browser, process_url):
     expect(page.locator("#chips .ntp-chip")).to_have_count(shown)
     expect(page.locator("#run-status")).to_contain_text(f"stopped by you at step {shown}")
     expect(page.locator("#branch-list")).to_contain_text(f"{shown} tokens")  # the branch as far as it was shown
+    page.context.close()
+
+
+def test_stop_on_the_first_chips_of_a_branch_that_ends_at_once_cuts_it_there(browser, process_url):
+    # as for a short run: the branch's last update leaves as the page takes in its first, and a Stop on that one
+    # lands after the branch ended; the lab and the tree keep what the page showed (branch_panel.cut_short)
+    page = open_page(browser, f"{process_url}?max_new_tokens=24&temperature=0.8&seed=3")
+    page.locator("#generate").click()
+    expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
+    box = page.locator("#scrub input[type=number]")
+    box.fill("3")
+    box.press("Enter")
+    expect(page.locator("#run-status")).to_contain_text("Step 3 of", timeout=60_000)
+    page.locator("#branch-candidate input").click()
+    page.get_by_role("option").nth(1).click()
+    parent = page.locator("#chips .ntp-chips").get_attribute("data-run") or ""
+    stop_lands_late(page)
+    page.locator("#branch-force").click()
+    shown = press_stop_after(page, f'#chips .ntp-chips[data-run]:not([data-run="{parent}"])', ".ntp-chip", "#stop", 3)
+    expect(page.locator("#run-status")).to_contain_text("stopped by you at step", timeout=30_000)
+    print(f"short branch: {shown} chips at the click, at most {page.evaluate('window.__most')} after")
+    assert page.evaluate("window.__most") <= shown + 1
+    expect(page.locator("#chips .ntp-chip")).to_have_count(shown)
+    expect(page.locator("#run-status")).to_contain_text(f"stopped by you at step {shown}")
+    expect(page.locator("#branch-list")).to_contain_text(f"{shown} tokens")
     page.context.close()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import fields
 
+import gradio as gr
+
 from playground.compare import handlers, views
 from playground.compare.views import COUNT_JS, STOP_JS, columns_html, status_markdown
 
@@ -68,3 +70,15 @@ def test_a_language_change_redraws_the_step_the_comparison_says_the_page_shows()
     run.streaming, run.tag = True, "ab12"  # one still streaming keeps its tag, which Stop reads
     out = handlers.rerender(c, "vi", run, None, "")
     assert 'data-run="ab12"' in out[c.texts] and c.step_table not in out
+
+
+def test_a_stop_pressed_as_the_last_update_left_cuts_the_comparison_where_the_page_was():
+    c = handlers.CompareComponents(**{f.name: f.name for f in fields(handlers.CompareComponents)})
+    run = two_columns()
+    run.done, run.tag = True, "ab12"
+    out = handlers.finish(c, run, "en")  # the comparison's last update keeps its tag: the page can hide its tail
+    assert '<div class="ntp-compare" data-run="ab12">' in out[c.texts]
+    assert handlers.stop(c, run, "en", "ab12:2") == {c.texts: gr.skip()}  # the page had every step: nothing to cut
+    assert handlers.stop(c, run, "en", "ffff:1") == {c.texts: gr.skip()}  # another comparison's steps
+    out = handlers.stop(c, run, "en", "ab12:1")  # it had one step when Stop was pressed
+    assert run.length == 1 and run.stopped and out[c.status].endswith("**stopped by you at step 1**")

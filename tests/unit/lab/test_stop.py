@@ -139,9 +139,28 @@ def test_an_api_caller_without_a_page_count_stops_on_everything_the_server_has(l
 
 def test_stop_on_a_run_that_ended_redraws_it_whole(lab):
     run = Run(request=object(), records=records(4), lang="en", tag="ab12cd34")
-    out = handlers.stop_run(lab, run, "vi", View(), "ab12cd34:2")  # nothing streams: every record is on the page
+    out = handlers.stop_run(lab, run, "vi", View(), ":4")  # nothing streams: every record is on the page
+    assert chips_in(out[lab.chips]) == 4 and len(run.records) == 4
+    run = Run(request=object(), records=records(4), lang="en", tag="ab12cd34")
+    out = handlers.stop_run(lab, run, "vi", View(), "ab12cd34:4")  # all of its last update on the page
     assert chips_in(out[lab.chips]) == 4 and len(run.records) == 4
     assert handlers.stop_run(lab, Run(), "en", View(), "") == {lab.chips: gr.skip()}  # no run yet
+
+
+def test_a_stop_pressed_as_the_last_update_left_cuts_the_run_where_the_page_was(lab):
+    # the page had the update before the last (so the last went out), and Stop was pressed on it: the server sees
+    # the press after the stream ended. The last update's chips keep the run's tag, so the page hides those past
+    # the ones it counted (chips.STOP_JS), and Stop cuts the run there as if it had come in time.
+    gen, run = start(lab)
+    next(gen)
+    handlers.page_has(lab, run, f"{run.tag}:1")
+    *_, last = gen  # the model ended: its last update, then the stream ends
+    assert chips_in(last[lab.chips]) == 20 and f'data-run="{run.tag}"' in last[lab.chips] and not run.streaming
+    out = handlers.stop_run(lab, run, "en", View(), f"{run.tag}:1")
+    assert chips_in(out[lab.chips]) == 1 and len(run.records) == 1 and "stopped by you at step 1" in out[lab.status]
+    assert out[lab.scrub]["value"] == 1 and not out[lab.scrub]["interactive"]  # the scrubber for that one step
+    again = handlers.stop_run(lab, run, "en", View(), ":1")  # pressed again on the frozen (untagged) chips
+    assert chips_in(again[lab.chips]) == 1
 
 
 @pytest.mark.parametrize("value", ["15", "ab:x", "ab:-1", "ab:1.5", "XYZ:3", 7, ["ab", 3]])

@@ -1,0 +1,47 @@
+"""The Branches panel's handlers without a model: a branch that a late Stop cut (pressed as its last update left,
+handlers.stop_run) keeps, in the tree, the steps the page showed."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import gradio as gr
+
+from playground.lab.branch_panel import cut_short
+from playground.lab.branches import Branch, Tree
+from playground.lab.run import Run
+
+from .test_charts import make_record
+
+
+def panel():
+    return SimpleNamespace(tree_state="tree_state", tree_list="tree_list", note="note")
+
+
+def tree_with_branch(n: int) -> tuple[Tree, tuple]:
+    root = tuple(make_record(step=i) for i in range(n))
+    forced = tuple(make_record(step=i, chosen=1 if i == 2 else 0) for i in range(n))
+    path = ((3, 101),)
+    return Tree(object(), [Branch((), root), Branch(path, forced, 0)], current=1), path
+
+
+def test_a_branch_cut_by_a_late_stop_keeps_what_the_page_showed_in_the_tree():
+    tree, path = tree_with_branch(8)
+    run = Run(object(), list(tree.branches[1].records[:5]), stop_requested=True, branch_path=path)
+    out = cut_short(panel(), run, tree, "en")
+    assert len(tree.branches) == 2 and tree.current == 1 and len(tree.branches[1].records) == 5
+    assert out["tree_state"] is tree and "5 tokens" in dict((v, k) for k, v in out["tree_list"].choices)[1]
+    assert len(tree.branches[0].records) == 8  # the run it was forced from keeps every step
+
+
+def test_anything_else_leaves_the_tree_as_it_is():
+    tree, path = tree_with_branch(8)
+    unchanged = {"tree_state": gr.skip()}
+    whole = Run(object(), list(tree.branches[1].records), stop_requested=True, branch_path=path)
+    assert cut_short(panel(), whole, tree, "en") == unchanged  # the page had all of it
+    not_stopped = Run(object(), list(tree.branches[1].records[:5]), branch_path=path)
+    assert cut_short(panel(), not_stopped, tree, "en") == unchanged
+    other = Run(object(), list(tree.branches[0].records[:5]), stop_requested=True, branch_path=((4, 100),))
+    assert cut_short(panel(), other, tree, "en") == unchanged  # a run that is not the tree's current branch
+    assert cut_short(panel(), whole, Tree(), "en") == unchanged  # no tree yet
+    assert len(tree.branches[1].records) == 8
