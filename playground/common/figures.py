@@ -8,7 +8,8 @@ import plotly.graph_objects as go
 from .colours import INK
 from .text import escape_plotly
 
-FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=10, color=INK)
+TEXT = 12  # px: the smallest text of any chart, read at 1280x720 (the presenter view's is BIG_TEXT)
+FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=TEXT, color=INK)
 
 
 def base_layout(fig: go.Figure, height: int, margin: dict, **extra) -> go.Figure:
@@ -16,7 +17,7 @@ def base_layout(fig: go.Figure, height: int, margin: dict, **extra) -> go.Figure
     extra.setdefault("plot_bgcolor", "white")
     extra.setdefault("font", FONT)
     fig.update_layout(
-        template="none", height=height, margin=margin, paper_bgcolor="white", hoverlabel=dict(font_size=11), **extra,
+        template="none", height=height, margin=margin, paper_bgcolor="white", hoverlabel=dict(font_size=TEXT + 1), **extra,
     )
     return fig
 

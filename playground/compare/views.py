@@ -10,7 +10,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from ..common.colours import GREY, VERMILLION, prob_colour, text_colour
-from ..common.figures import base_layout, empty_figure
+from ..common.figures import TEXT, base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import escape_html, pct, piece_hover, piece_html, piece_label, show_steps, show_token, stop_reason
 from ..lab.charts import candidate_segments
@@ -189,7 +189,7 @@ def overlay_figure(run: CompareRun | None, step: int, lang: str = "en", height: 
     if u is not None:
         fig.add_vline(x=u, line=dict(color="black", width=2), row=2, col=1)
         fig.add_annotation(text=f"u = {u:.3f}", x=u, y=1.0, xref="x2", yref="y2 domain", showarrow=False,
-                           yanchor="bottom", xanchor="left" if u < 0.5 else "right", font=dict(size=11))
+                           yanchor="bottom", xanchor="left" if u < 0.5 else "right", font=dict(size=TEXT))
     fig.update_yaxes(autorange="reversed", automargin=True, row=1, col=1)
     fig.update_yaxes(autorange="reversed", fixedrange=True, row=2, col=1)
     fig.update_xaxes(tickformat=".0%", title_text=tr(lang, "compare.overlay.x"), row=1, col=1, rangemode="tozero")

@@ -15,7 +15,7 @@ from model_service.records.settings import SamplingSettings
 from model_service.records.step import BatchStep, StepRecord
 
 from ..common.colours import MASS_SCALE, VERMILLION
-from ..common.figures import base_layout, empty_figure
+from ..common.figures import TEXT, base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import (
     escape_html,
@@ -118,23 +118,23 @@ def batch_heatmap(step: BatchStep, labels: Sequence[str] | None = None, finished
         shapes.append(dict(type="rect", x0=chosen - 0.5, x1=chosen + 0.5, y0=i - 0.5, y1=i + 0.5,
                            line=dict(color=VERMILLION, width=2.5), xref="x", yref="y"))
     fig = go.Figure(go.Heatmap(
-        z=z, text=text, texttemplate="%{text}", textfont=dict(size=10), hovertext=hover,
+        z=z, text=text, texttemplate="%{text}", textfont=dict(size=TEXT), hovertext=hover,
         hovertemplate="%{hovertext}<extra></extra>", zmin=0, zmax=1, colorscale=MASS_SCALE, xgap=1, ygap=2,
-        colorbar=dict(title=dict(text=tr(lang, "engine.heatmap.colorbar"), side="top", font=dict(size=9)), thickness=10,
-                      len=0.9, tickvals=[0, 0.1, 0.3, 0.6, 1], ticktext=["0", ".1", ".3", ".6", "1"], tickfont=dict(size=9)),
+        colorbar=dict(title=dict(text=tr(lang, "engine.heatmap.colorbar"), side="top", font=dict(size=TEXT)), thickness=10,
+                      len=0.9, tickvals=[0, 0.1, 0.3, 0.6, 1], ticktext=["0", ".1", ".3", ".6", "1"], tickfont=dict(size=TEXT)),
     ))
     for i, note in notes:
         fig.add_annotation(text=escape_plotly(note), x=top / 2, y=i, xref="x", yref="y", showarrow=False,
-                           font=dict(size=10, color="#888"))
+                           font=dict(size=TEXT, color="#888"))
     fig.update_layout(shapes=shapes)
     ranks = [str(k + 1) for k in range(top)] + [tr(lang, "engine.heatmap.rest")]
     fig.update_xaxes(tickvals=list(range(top + 1)), ticktext=ranks,
                      side="top", range=[-0.5, top + 0.5], fixedrange=True, showgrid=False, zeroline=False,
-                     tickfont=dict(size=9), ticks="",
-                     title=dict(text=tr(lang, "engine.heatmap.x_title"), font=dict(size=9), standoff=2))
+                     tickfont=dict(size=TEXT), ticks="",
+                     title=dict(text=tr(lang, "engine.heatmap.x_title"), font=dict(size=TEXT), standoff=2))
     fig.update_yaxes(tickvals=list(range(rows)), ticktext=[escape_plotly(shorten(label, 34)) for label in labels],
                      range=[rows - 0.5, -0.5], fixedrange=True, showgrid=False, zeroline=False, automargin=True,
-                     tickfont=dict(size=10), ticks="", ticklabelstandoff=6)
+                     tickfont=dict(size=TEXT), ticks="", ticklabelstandoff=6)
     return base_layout(fig, 70 + 34 * rows, dict(l=6, r=6, t=46, b=8))
 
 

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 from model_service.records.trace import AttentionMap, Trace
 
 from ..common.colours import BLUE, INK, MASKED, PROBABILITY_SCALE, SKY, VERMILLION
-from ..common.figures import base_layout, empty_figure
+from ..common.figures import TEXT, base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import Shown, nbytes, pct, piece_hover, piece_label, show_token, show_tokens, token_bytes
 
@@ -96,7 +96,7 @@ def residual_figure(trace: Trace, height: int | None = None, lang: str = "en") -
                      showgrid=False, zeroline=False, fixedrange=True, row=1, col=1)
     fig.update_yaxes(showgrid=False, zeroline=False, fixedrange=True, row=1, col=2)
     fig.update_xaxes(showgrid=False, zeroline=False, **_position_ticks(trace, pos))
-    fig.update_annotations(font=dict(size=11, color=INK))
+    fig.update_annotations(font=dict(size=TEXT, color=INK))
     return base_layout(fig, height or max(260, 12 * (L + 2) + 110), dict(l=90, r=10, t=36, b=60))
 
 
@@ -158,7 +158,7 @@ def attention_figure(a: AttentionMap | None, head: int | None = None, note: str 
         xs = ys = dict(showticklabels=False)
     fig.update_xaxes(showgrid=False, zeroline=False, fixedrange=True, tickangle=-45, side="bottom", **xs)
     fig.update_yaxes(showgrid=False, zeroline=False, fixedrange=True, autorange="reversed", **ys)
-    fig.update_annotations(font=dict(size=11, color=INK))
+    fig.update_annotations(font=dict(size=TEXT, color=INK))
     per = 420 if len(heads) == 1 else (190 if show_labels else 200)
     return base_layout(fig, per * nrows + 60, dict(l=70 if show_labels else 10, r=10, t=30, b=60 if show_labels else 10),
                    plot_bgcolor=MASKED)
@@ -191,14 +191,14 @@ def predictions_figure(trace: Trace, lang: str = "en") -> go.Figure:
                 prob=pct(p.next_prob))] if nxt is not None else [tr(lang, "forward.predictions.hover_none")]))
     ys = [p.position for p in preds]
     fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(n + 1)), y=ys, text=text, customdata=hover, texttemplate="%{text}", textfont=dict(size=10),
+        z=z, x=list(range(n + 1)), y=ys, text=text, customdata=hover, texttemplate="%{text}", textfont=dict(size=TEXT),
         colorscale=PROBABILITY_SCALE, zmin=0, zmax=1, xgap=2, ygap=2, hovertemplate="%{customdata}<extra></extra>",
         colorbar=dict(thickness=10, len=0.8, title=dict(text="p", side="top")),
     ))
     last = ys[-1]
     fig.add_shape(type="rect", x0=-0.5, x1=n + 0.5, y0=last - 0.5, y1=last + 0.5, line=dict(color=VERMILLION, width=3))
     fig.add_annotation(x=n + 0.5, y=last, xanchor="left", text=tr(lang, "forward.predictions.note"), showarrow=False,
-                       font=dict(color=VERMILLION, size=11), xshift=6)
+                       font=dict(color=VERMILLION, size=TEXT), xshift=6)
     fig.update_xaxes(tickvals=list(range(n + 1)), ticktext=[f"#{i + 1}" for i in range(n)] + [tr(lang, "forward.predictions.actual")], side="top",
                      showgrid=False, zeroline=False, fixedrange=True)
     fig.update_yaxes(tickvals=ys, ticktext=[f"{p.position}: {label(at[p.position])}" for p in preds],
@@ -246,7 +246,7 @@ def cost_figure(trace: Trace, height: int = 280, lang: str = "en") -> go.Figure:
                                  lang, "forward.cost.hover_here", tokens=c.tokens, vocab=c.vocab_size, size=nbytes(here))
                              + "<extra></extra>"))
     fig.add_annotation(x=math.log10(c.tokens), y=math.log10(here), text=tr(lang, "forward.cost.here", size=nbytes(here)), showarrow=True,
-                       arrowhead=0, ax=40, ay=-28, font=dict(size=11, color=VERMILLION))
+                       arrowhead=0, ax=40, ay=-28, font=dict(size=TEXT, color=VERMILLION))
     lo, hi = min(c.keep_one_bf16, c.bytes_bf16[0]), max(c.bytes_fp32)
     decades = list(range(int(math.floor(math.log10(lo))), int(math.ceil(math.log10(hi))) + 1))
     fig.update_yaxes(type="log", tickvals=[10**d for d in decades], ticktext=[nbytes(10**d) for d in decades],
@@ -255,7 +255,7 @@ def cost_figure(trace: Trace, height: int = 280, lang: str = "en") -> go.Figure:
     fig.update_xaxes(type="log", title_text=tr(lang, "forward.cost.x"), gridcolor="#EEE", fixedrange=True,
                      tickvals=[4**k for k in range(int(top / math.log10(4)) + 1)], range=[-0.05, top + 0.05])
     return base_layout(fig, height, dict(l=70, r=10, t=10, b=46), showlegend=True,
-                   legend=dict(x=0.01, y=0.99, bgcolor="rgba(255,255,255,0.8)", font=dict(size=10)))
+                   legend=dict(x=0.01, y=0.99, bgcolor="rgba(255,255,255,0.8)", font=dict(size=TEXT)))
 
 
 # ---- the logit lens ------------------------------------------------------------------------------------
@@ -280,12 +280,12 @@ def lens_figure(trace: Trace, lang: str = "en") -> go.Figure:
     hover = [[tr(lang, "forward.lens.hover", layer=k, piece=piece_hover(s), prob=pct(c.prob)) for s, c in zip(row, layer.top)]
              for k, layer, row in zip(ks, layers, shown)]
     fig.add_trace(go.Heatmap(z=z, x=list(range(n)), y=ks, text=text, customdata=hover, texttemplate="%{text}",
-                             textfont=dict(size=10), colorscale=PROBABILITY_SCALE, zmin=0, zmax=1, xgap=2, ygap=1, showscale=False,
+                             textfont=dict(size=TEXT), colorscale=PROBABILITY_SCALE, zmin=0, zmax=1, xgap=2, ygap=1, showscale=False,
                              hovertemplate="%{customdata}<extra></extra>"), row=1, col=1)
     fig.add_trace(go.Bar(x=[layer.target_prob for layer in layers], y=ks, orientation="h",
                          marker_color=[VERMILLION if layer.target_rank == 0 else BLUE for layer in layers],
                          text=[f"#{layer.target_rank + 1}" for layer in layers], textposition="outside", cliponaxis=False,
-                         textfont=dict(size=9),
+                         textfont=dict(size=TEXT),
                          hovertext=[tr(lang, "forward.lens.hover_target", layer=k, prob=pct(layer.target_prob),
                                        rank=layer.target_rank + 1) for k, layer in zip(ks, layers)],
                          hoverinfo="text"), row=1, col=2)
@@ -296,7 +296,7 @@ def lens_figure(trace: Trace, lang: str = "en") -> go.Figure:
     fig.update_xaxes(tickvals=list(range(n)), ticktext=[f"#{i + 1}" for i in range(n)], showgrid=False,
                      zeroline=False, fixedrange=True, row=1, col=1)
     fig.update_xaxes(range=[0, 1.18], tickvals=[0, 0.5, 1], tickformat=".0%", gridcolor="#EEE", fixedrange=True, row=1, col=2)
-    fig.update_annotations(font=dict(size=11, color=INK))
+    fig.update_annotations(font=dict(size=TEXT, color=INK))
     return base_layout(fig, max(260, 17 * (L + 1) + 90), dict(l=80, r=20, t=36, b=30), bargap=0.2)
 
 

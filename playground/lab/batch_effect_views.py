@@ -16,7 +16,7 @@ from model_service.records.batch_effect import ArithmeticCheck, BatchEffect
 from playground import limits
 
 from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
-from ..common.figures import base_layout, empty_figure
+from ..common.figures import TEXT, base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import piece_hover, piece_label, piece_markdown, show_token, show_tokens, unique_labels
 
@@ -57,11 +57,11 @@ def batch_effect_figure(effect: BatchEffect | None, lang: str = "en", height: in
     reach = max([abs(d) for check, _, _ in modes for d in check.deltas[:n]] + [1e-9]) * 1.15
     fig.update_xaxes(range=[-reach, reach], exponentformat="e", tickformat=".1e", nticks=5, gridcolor="#EEEEEE",
                      zeroline=True, zerolinecolor=INK, fixedrange=True, title_text=tr(lang, "batch.delta_axis"),
-                     title_font=dict(size=10), row=2, col=1)
+                     title_font=dict(size=TEXT), row=2, col=1)
     fig.update_yaxes(tickvals=rows, ticktext=labels, range=[n - 0.5, -0.5], fixedrange=True, row=2, col=1)
     left = min(150, 12 + 6 * max(len(label) for label in labels))
     return base_layout(fig, height, dict(l=left, r=14, t=28, b=40), showlegend=True, barmode="group",
-                       legend=dict(orientation="h", x=0, y=-0.2, yanchor="top", font=dict(size=10)))
+                       legend=dict(orientation="h", x=0, y=-0.2, yanchor="top", font=dict(size=TEXT)))
 
 
 def _bar(fig: go.Figure, effect: BatchEffect, labels: list[str], hovers: list[str], lang: str) -> None:
@@ -81,12 +81,12 @@ def _bar(fig: go.Figure, effect: BatchEffect, labels: list[str], hovers: list[st
     side = "left" if mid > 0.6 else "right"  # the label stays inside the chart at either end of the bar
     fig.add_trace(go.Scatter(x=[mid], y=[0.62], mode="markers+text", marker=dict(symbol="triangle-down", size=11,
                              color=VERMILLION), text=[tr(lang, "batch.max_here")], textposition=f"middle {side}",
-                             textfont=dict(size=10, color=VERMILLION), showlegend=False, hoverinfo="skip"), row=1, col=1)
+                             textfont=dict(size=TEXT, color=VERMILLION), showlegend=False, hoverinfo="skip"), row=1, col=1)
     if effect.u is not None:
         fig.add_shape(type="line", x0=effect.u, x1=effect.u, y0=-0.55, y1=0.45, line=dict(color=INK, width=2),
                       row=1, col=1)
         fig.add_annotation(x=effect.u, y=-0.55, yanchor="top", text=f"u = {effect.u:.4f}", showarrow=False,
-                           font=dict(size=10), row=1, col=1)
+                           font=dict(size=TEXT), row=1, col=1)
     fig.update_xaxes(range=[0, 1], showticklabels=False, showgrid=False, fixedrange=True, row=1, col=1)
     fig.update_yaxes(visible=False, range=[-1.3, 0.9], fixedrange=True, row=1, col=1)
 

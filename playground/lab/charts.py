@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 from model_service.records.step import Stage, StepRecord
 
 from ..common.colours import BLUE, GREEN, GREY, INK, SKY, VERMILLION
-from ..common.figures import base_layout, empty_figure
+from ..common.figures import TEXT, base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import pct, piece_hover, piece_label, prob_text, show_steps, show_token, tick_count
 from .stage_panels import PRESENT_ROWS, chosen_row, folded, stage_figure, stage_or_none, top_rows, wrapped
@@ -93,7 +93,7 @@ def draw_figure(record: StepRecord, height: int = 120, lang: str = "en") -> go.F
             x=segs["x"], base=segs["base"], y=[0] * len(segs["x"]), orientation="h", width=0.9,
             marker=dict(color=segs["colour"], line=dict(color="white", width=1)),
             text=segs["text"], textposition="inside", insidetextanchor="middle",
-            textfont=dict(size=10, color=segs["text_colour"]),
+            textfont=dict(size=TEXT, color=segs["text_colour"]),
             hovertext=segs["hover"], hovertemplate="%{hovertext}<extra></extra>",
         )
     )
@@ -104,12 +104,12 @@ def draw_figure(record: StepRecord, height: int = 120, lang: str = "en") -> go.F
         fig.add_shape(type="line", x0=u, x1=u, y0=-0.55, y1=0.55, line=dict(color="black", width=2))
         anchor = "left" if u < 0.12 else "right" if u > 0.88 else "center"
         note = dict(text=f"u = {u:.3f}", x=u, xanchor=anchor)
-    fig.add_annotation(**note, y=0.55, yanchor="bottom", xref="x", yref="y", showarrow=False, font=dict(size=11))
+    fig.add_annotation(**note, y=0.55, yanchor="bottom", xref="x", yref="y", showarrow=False, font=dict(size=TEXT))
     fig.update_xaxes(range=[0, 1], tickvals=[0, 0.25, 0.5, 0.75, 1], tickformat=".2~f", fixedrange=True,
-                     showgrid=False, zeroline=False, tickfont=dict(size=9))
+                     showgrid=False, zeroline=False, tickfont=dict(size=TEXT))
     fig.update_yaxes(visible=False, range=[-0.5, 0.85], fixedrange=True)
     return base_layout(fig, height, dict(l=10, r=10, t=6, b=22), barmode="overlay",
-                        uniformtext=dict(minsize=8, mode="hide"))
+                        uniformtext=dict(minsize=TEXT, mode="hide"))
 
 
 # ---- the whole run ------------------------------------------------------------------------------------
@@ -174,13 +174,13 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
     fig.update_yaxes(type="log", range=[0, top * math.log10(2)], title_text=tr(lang, "lab.run.kept_axis"), row=2, col=1, secondary_y=True,
                      showgrid=False, tickfont=dict(color="#555"),
                      tickvals=decades, ticktext=[tick_count(d) for d in decades])
-    fig.update_yaxes(title_font=dict(size=9), zeroline=False, gridcolor="#EEEEEE", fixedrange=True)
+    fig.update_yaxes(title_font=dict(size=TEXT), zeroline=False, gridcolor="#EEEEEE", fixedrange=True)
     span = max(steps) - min(steps)
     fig.update_xaxes(tick0=1, dtick=max(1, math.ceil((span + 1) / 12)), range=[min(steps) - 0.5, max(steps) + 0.5],
                      showgrid=False, zeroline=False)
-    fig.update_xaxes(title_text=tr(lang, "lab.run.step_axis"), title_font=dict(size=9), row=2, col=1)
+    fig.update_xaxes(title_text=tr(lang, "lab.run.step_axis"), title_font=dict(size=TEXT), row=2, col=1)
     if selected is not None and 0 <= selected < len(records):  # the step the page shows (an index into records)
         fig.add_vline(x=records[selected].step + 1, line=dict(color=INK, width=1, dash="dash"))
     return base_layout(fig, height, dict(l=44, r=44, t=22, b=34), showlegend=True,
-                        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=dict(size=9)),
+                        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=dict(size=TEXT)),
                         hovermode="closest")

@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 from model_service.records.step import ManyDraws, StepRecord, json_size
 
 from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
-from ..common.figures import base_layout, empty_figure
+from ..common.figures import TEXT, base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import nbytes, pct, piece_hover, piece_label, show_token, show_tokens, unique_labels
 from .stage_panels import FOLD_NAMES, used
@@ -64,11 +64,11 @@ def many_draws_figure(m: ManyDraws | None, lang: str = "en", height: int = 300) 
     ))
     top = max(max(observed), max(theory)) * 1.1 or 1.0
     fig.update_xaxes(range=[0, top], tickformat=".0%", gridcolor="#EEEEEE", zeroline=False, fixedrange=True,
-                     title_text=tr(lang, "inspect.many.x_axis"), title_font=dict(size=9))
+                     title_text=tr(lang, "inspect.many.x_axis"), title_font=dict(size=TEXT))
     fig.update_yaxes(tickvals=rows, ticktext=labels, range=[len(rows) - 0.5, -0.5], fixedrange=True)
     left = min(150, 12 + 6 * max(len(label) for label in labels))
     return base_layout(fig, height, dict(l=left, r=10, t=26, b=34), showlegend=True, barmode="overlay",
-                       legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", font=dict(size=9)))
+                       legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", font=dict(size=TEXT)))
 
 
 def many_draws_markdown(m: ManyDraws | None, lang: str = "en") -> str:
@@ -127,12 +127,12 @@ def logits_figure(record: StepRecord | None, lang: str = "en", height: int = 380
     powers = range(round(math.log10(TAIL_FLOOR)) + 1, 1, 2)  # 10^-6, 10^-4, 0.01, 1: few ticks fit a phone
     fig.update_xaxes(type="log", range=[math.log10(TAIL_FLOOR) - 0.3, 0.05], tickvals=[10.0**e for e in powers],
                      ticktext=[f"{10.0**e:g}" if e >= -2 else f"10<sup>{e}</sup>" for e in powers], row=1, col=3)
-    fig.update_xaxes(gridcolor="#EEEEEE", fixedrange=True, tickfont=dict(size=9))
+    fig.update_xaxes(gridcolor="#EEEEEE", fixedrange=True, tickfont=dict(size=TEXT))
     fig.update_yaxes(tickvals=rows, ticktext=labels, range=[len(rows) - 0.5, -0.5], fixedrange=True)
-    fig.update_annotations(font=dict(size=10))
+    fig.update_annotations(font=dict(size=TEXT))
     left = min(150, 12 + 6 * max(len(label) for label in labels))
     return base_layout(fig, height, dict(l=left, r=10, t=34, b=24), showlegend=True,
-                       legend=dict(orientation="h", x=0.7, y=-0.04, yanchor="top", font=dict(size=9)))
+                       legend=dict(orientation="h", x=0.7, y=-0.04, yanchor="top", font=dict(size=TEXT)))
 
 
 def logits_markdown(record: StepRecord | None, lang: str = "en") -> str:
@@ -175,13 +175,13 @@ def cost_figure(records: list[StepRecord], selected: int | None = None, lang: st
                   row=2, col=1)
     fig.update_yaxes(title_text="ms", row=1, col=1)
     fig.update_yaxes(title_text=tr(lang, "inspect.cost.bytes_axis"), rangemode="tozero", row=2, col=1)
-    fig.update_yaxes(title_font=dict(size=9), gridcolor="#EEEEEE", zeroline=False, fixedrange=True, tickfont=dict(size=9))
-    fig.update_xaxes(fixedrange=True, showgrid=False, tickfont=dict(size=9))
-    fig.update_xaxes(title_text=tr(lang, "lab.run.step_axis"), title_font=dict(size=9), row=2, col=1)
+    fig.update_yaxes(title_font=dict(size=TEXT), gridcolor="#EEEEEE", zeroline=False, fixedrange=True, tickfont=dict(size=TEXT))
+    fig.update_xaxes(fixedrange=True, showgrid=False, tickfont=dict(size=TEXT))
+    fig.update_xaxes(title_text=tr(lang, "lab.run.step_axis"), title_font=dict(size=TEXT), row=2, col=1)
     if selected is not None:
         fig.add_vline(x=selected, line=dict(color=INK, width=1, dash="dash"))
     return base_layout(fig, height, dict(l=48, r=10, t=20, b=30), barmode="stack", showlegend=True, bargap=0.15,
-                       legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", font=dict(size=9), traceorder="normal"))
+                       legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", font=dict(size=TEXT), traceorder="normal"))
 
 
 def cost_markdown(records: list[StepRecord], head_bytes: int = 0, selected: int | None = None,

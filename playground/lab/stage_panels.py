@@ -21,7 +21,7 @@ from model_service.records.settings import ADJUSTERS, BANS, LESSON_STAGES
 from model_service.records.step import Stage, StepRecord
 
 from ..common.colours import BLUE, GREY, INK, VERMILLION
-from ..common.figures import base_layout, empty_figure
+from ..common.figures import TEXT, base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import Shown, pct, piece_hover, piece_label, show_token
 
@@ -32,6 +32,7 @@ FILTER_NAMES = {**{name: label for name, (label, _) in STAGES.items() if name no
 FOLD_NAMES = {**FILTER_NAMES, **{name: label for name, (label, _) in STAGES.items()}}
 
 PRESENT_ROWS = 10  # candidate rows in the presenter view: the step fits a screen with the chips and the draw
+WIDE_TITLES_UP_TO = 4  # panels whose titles keep "kept 20 · mass 0.93" on one line in the lab (more: a line per fact)
 PRESENT_TEXT = 14  # px, every text of the presenter view's figure (playground/common/figures.py BIG_TEXT)
 ROW_PX = 20  # one candidate's row in the presenter view: a 14 px label and the bar's 14 px percentage
 LINE_PX = 18  # one line of 14 px text (titles, the key, the note)
@@ -211,10 +212,12 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     n = len(labels)
     layout = copy.deepcopy(_stage_layout(len(stages), n, height, lang, log, present))
     titles = [_stage_title(stage, greedy, lang) for stage in stages]
-    if present:  # the presenter's titles take a line per fact: a wide line would run into its neighbour's
+    # the presenter's titles take a line per fact, and so do five or more panels' (each ~100 px wide at 1024 px): a
+    # wide line would run into its neighbour's
+    if present or len(stages) >= WIDE_TITLES_UP_TO + 1:
         titles = [title.replace(" · ", "<br>") for title in titles]
-    elif max(title.count("<br>") for title in titles) > 1:  # a third line (XTC's chance, the dynamic T) needs room
-        layout["margin"]["t"] += 12
+    if not present and max(title.count("<br>") for title in titles) > 1:  # a third line needs room
+        layout["margin"]["t"] += 15
     for annotation, title in zip(layout["annotations"], titles):  # the first annotations are the subplot titles
         annotation["text"] = title
     for col in range(1, len(stages) + 1):
@@ -222,7 +225,7 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     # a fixed left margin sized to the labels: automargin would make the browser measure every redraw
     longest = max(len(_plain(label)) for label in labels)
     # (the presenter's key stands in that margin, over the labels)
-    layout["margin"]["l"] = max(110, min(230, 18 + 9 * longest)) if present else min(150, 12 + 6 * longest)
+    layout["margin"]["l"] = max(110, min(230, 18 + 9 * longest)) if present else min(180, 14 + 7 * longest)
     note_lines = _add_note(layout, same, lang, present)
     if present:
         _present_size(layout, n, max(title.count("<br>") + 1 for title in titles), note_lines)
@@ -231,7 +234,7 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     for col, stage in enumerate(stages, start=1):
         prev = stages[col - 2] if col > 1 else None
         bars = _stage_bars(stage, prev, removed_by, n - 1 if extra else chosen, extra, greedy, lang, shown,
-                           PRESENT_TEXT if present else 9, ids)
+                           PRESENT_TEXT if present else TEXT, ids)
         data.append({**bars, "xaxis": f"x{col if col > 1 else ''}", "yaxis": f"y{col if col > 1 else ''}"})
     return go.Figure(data=data, layout=layout, _validate=False)
 
@@ -243,13 +246,13 @@ def _add_note(layout: dict, same: list[str], lang: str, present: bool) -> int:
     names = ", ".join(FOLD_NAMES.get(name, name) for name in same)
     text = wrapped(tr(lang, "lab.stage.folded", names=names), NOTE_CHARS[present])
     # the presenter's note starts at the figure's left edge, under the labels: the width of the whole figure
-    size, xshift, yshift = (PRESENT_TEXT, 6 - layout["margin"]["l"], -TICKS_PX) if present else (9, 0, -36)
+    size, xshift, yshift = (PRESENT_TEXT, 6 - layout["margin"]["l"], -TICKS_PX) if present else (TEXT, 0, -40)
     layout["annotations"].append(dict(
         text=text, x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", align="left",
         xshift=xshift, yshift=yshift, showarrow=False, font=dict(size=size, color="#555")))
     lines = text.count("<br>") + 1
     if not present:
-        layout["margin"]["b"] += 18 + 12 * (lines - 1)
+        layout["margin"]["b"] += 20 + 15 * (lines - 1)
     return lines
 
 
@@ -272,12 +275,12 @@ def _stage_layout(cols: int, rows: int, height: int, lang: str = "en", log: bool
                   present: bool = False) -> dict:
     """The validated layout of a stage figure with `cols` panels and `rows` bars, titles blank, key in `lang`;
     `log`: the x axes on a log scale from 0.01 % to 100 %; `present`: every text PRESENT_TEXT px."""
-    small = PRESENT_TEXT if present else 9
+    small = PRESENT_TEXT if present else TEXT
     fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, horizontal_spacing=0.04 if present else 0.028,
                         subplot_titles=[" "] * cols)
-    # the presenter's 14 px "100%" would run into the next panel's "0": its grid line says where 100 % is
+    # a "100%" would run into the next panel's "0": its grid line says where 100 % is
     fig.update_xaxes(
-        range=[0, 1], tickvals=[0, 0.5, 1], ticktext=["0", "50%", "" if present else "100%"], showgrid=True,
+        range=[0, 1], tickvals=[0, 0.5, 1], ticktext=["0", "50%", ""], showgrid=True,
         gridcolor="#EEEEEE",
         zeroline=False, fixedrange=True, tickfont=dict(size=small), ticks="",
     )
@@ -286,11 +289,11 @@ def _stage_layout(cols: int, rows: int, height: int, lang: str = "en", log: bool
         fig.update_xaxes(type="log", range=[-4, 0.02], tickvals=[1e-3, 0.1], ticktext=["0.1%", "10%"])
     fig.update_yaxes(
         tickvals=list(range(rows)), range=[rows - 0.5, -0.5], fixedrange=True,
-        showgrid=False, zeroline=False, ticks="", tickfont=dict(size=PRESENT_TEXT if present else 10),
+        showgrid=False, zeroline=False, ticks="", tickfont=dict(size=small),
     )
-    fig.update_annotations(font=dict(size=PRESENT_TEXT if present else 10, color=INK))  # the subplot titles
+    fig.update_annotations(font=dict(size=small, color=INK))  # the subplot titles
     _key(fig, lang, present)
-    base_layout(fig, height, dict(l=6, r=24 if present else 16, t=36, b=34), bargap=0.18,
+    base_layout(fig, height, dict(l=6, r=24 if present else 16, t=40, b=40), bargap=0.18,
                 uniformtext=dict(minsize=small, mode="show"))
     return fig.layout.to_plotly_json()
 
@@ -308,6 +311,6 @@ def _key(fig: go.Figure, lang: str, present: bool = False) -> None:
                            font=dict(size=PRESENT_TEXT, color="#555"))
         return
     fig.add_annotation(
-        text="   ".join(keys), x=1, y=0, xref="paper", yref="paper", xanchor="right", yanchor="top", yshift=-18,
-        showarrow=False, font=dict(size=9, color="#555"),
+        text="   ".join(keys), x=1, y=0, xref="paper", yref="paper", xanchor="right", yanchor="top", yshift=-20,
+        showarrow=False, font=dict(size=TEXT, color="#555"),
     )

@@ -73,7 +73,9 @@ def lay_out(service, language, replays: Replays) -> LabComponents:
             stop = gr.Textbox("", label=T("lab.stop"), placeholder=T("lab.stop.placeholder"), lines=1,
                               elem_id="stop-strings")
             gr.Markdown(T("lab.defaults_note"), elem_classes=["ntp-note"])
-        with gr.Column(scale=3):
+        # under ~940 px of page (a projector at 150 %, a phone) the run goes under the settings: its six stage panels
+        # need the width (a chart squeezed to a third of the page cannot be read)
+        with gr.Column(scale=3, min_width=600):
             chips = gr.HTML(token_chips_html([]), elem_id="chips")
             chip_probs = gr.Radio([(T("lab.logprobs.raw"), "raw"), (T("lab.logprobs.final"), "final")], value="raw",
                                   label=T("lab.logprobs"), show_label=False, container=False, elem_id="chip-probs")

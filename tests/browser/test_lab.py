@@ -142,3 +142,26 @@ def test_a_vietnamese_prompt_reads_as_letters_with_no_byte_escapes(page):
     visible = page.evaluate("document.body.innerText") + " ".join(page.locator("svg text").all_text_contents())
     assert "\\x" not in visible
     page.screenshot(path=str(ARTIFACTS / "sampling_lab_vietnamese.png"), full_page=True)
+
+
+# the smallest text the page shows in a chart (an SVG text of Plotly's, visible, not blank), in CSS px
+SMALLEST_CHART_TEXT = """(plots) => Math.min(...plots.flatMap(id => [...document.querySelectorAll(`#${id} svg text`)])
+  .filter(t => t.textContent.trim() && t.checkVisibility()).map(t => parseFloat(getComputedStyle(t).fontSize)))"""
+
+
+@pytest.mark.parametrize("width, height", [(1280, 720), (853, 480)])
+def test_every_chart_text_is_readable_and_the_stages_get_the_width_they_need(browser, app_url, width, height):
+    # at 1280x720 every chart text is 12 px at least; at 853x480 (a projector at 150 %) the run goes under the
+    # settings, so the six stage panels have the page's width, not a third of it
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.goto(f"{app_url}?temperature=0.8&top_k=20&top_p=0.9&min_p=0.05&seed=3&max_new_tokens=4",
+              wait_until="domcontentloaded")
+    expect(page.locator("#model-status")).to_contain_text("Model:", timeout=60_000)
+    page.locator("#generate").click()
+    expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
+    expect(page.locator("#stage-plot")).to_contain_text("after top-p")
+    expect(page.locator("#run-plot")).to_contain_text("step")
+    assert page.evaluate(SMALLEST_CHART_TEXT, ["stage-plot", "draw-plot", "run-plot"]) >= 12
+    assert page.locator("#stage-plot").bounding_box()["width"] >= 600  # side by side at 853: 368 px
+    context.close()

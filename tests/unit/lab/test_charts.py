@@ -13,6 +13,7 @@ import pytest
 from model_service.records.step import DrawInfo, Stage, StepRecord, Token
 from playground.common.text import visible_piece
 from playground.lab.charts import BLUE, GREY, VERMILLION, draw_figure, empty_figure, run_figure, stage_figure
+from playground.lab.stage_panels import WIDE_TITLES_UP_TO
 
 ROOT = Path(__file__).resolve().parents[3]
 PIECES = [" Paris", " the", " London", "\n", "<b>"]
@@ -102,10 +103,29 @@ def test_one_panel_per_stage_in_record_order_with_titles():
     titles = [a.text for a in fig.layout.annotations][:6]
     assert titles[0] == "raw softmax<br>49,152 tokens"
     assert titles[1].startswith("after temperature")
-    assert titles[2] == "after top-k<br>kept 3 · mass 0.92"
-    assert titles[3] == "after top-p<br>kept 2 · mass 0.87"
+    # six panels: a line per fact (at 1024 px a panel is ~100 px wide)
+    assert titles[2] == "after top-k<br>kept 3<br>mass 0.92"
+    assert titles[3] == "after top-p<br>kept 2<br>mass 0.87"
     assert titles[4].startswith("after min-p") and "kept 2" in titles[4]
     assert titles[5].startswith("final (sampled from)")
+    folded = [a.text for a in stage_figure(make_record(), fold=True).layout.annotations]
+    assert len(stage_figure(make_record(), fold=True).data) <= WIDE_TITLES_UP_TO or "kept 3<br>mass" in folded[2]
+
+
+def test_every_chart_text_is_at_least_12_px_in_the_lab_and_14_in_the_presenter_view():
+    from playground.common.figures import BIG_TEXT, TEXT
+    from playground.lab.view import View, draw_chart, run_chart, stage_chart
+
+    from .test_view import font_sizes
+
+    records = [make_record(step=0), make_record(step=1)]
+    for present, least in ((False, TEXT), (True, BIG_TEXT)):
+        view = View(present=present)
+        for fig in (stage_chart(records[0], view), stage_chart(records[0], view, fold=False),
+                    draw_chart(records[0], view), run_chart(records, 1, view)):
+            spec = fig.to_plotly_json()
+            assert min(font_sizes(spec)) >= least
+            assert spec["layout"].get("uniformtext", {}).get("minsize", least) >= least
 
 
 def test_bars_follow_candidates_top_first_in_every_panel():
@@ -322,7 +342,7 @@ def test_stage_figure_in_vietnamese_titles_key_and_hover():
     fig = stage_figure(make_record(), lang="vi")
     titles = [a.text for a in fig.layout.annotations][:6]
     assert titles[0] == "softmax gốc<br>49,152 token"  # numbers keep the UI's formatting
-    assert titles[2] == "sau top-k<br>giữ 3 · tổng 0.92"
+    assert titles[2] == "sau top-k<br>giữ 3<br>tổng 0.92"
     assert titles[5] == "cuối (lấy mẫu từ đây)<br>giữ 2"
     assert "được giữ" in fig.layout.annotations[6].text and "bị giai đoạn này cắt bỏ" in fig.layout.annotations[6].text
     assert fig.data[2].hovertext[3] == "'\\n' · bị top-k cắt bỏ (trước đó 6.0%)"
