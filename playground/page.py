@@ -37,7 +37,7 @@ from .lab.components import LabComponents
 from .lab.deep_link import CONTROLS, check_controls
 from .lab.greedy_loop import build_greedy_loop
 from .lab.handlers import watcher as lab_watcher
-from .lab.replays import Replays, scene_requests
+from .lab.replays import Replays, scene_requests, scene_runs
 from .lab.run_files import build_run_files
 from .lab.tab import build_lab
 from .language_fit import build_fit_note
@@ -160,6 +160,7 @@ def lay_out(service, policy: SwitchPolicy, scenes: SceneList, replays: Replays |
     with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as tabs:  # a phone: every lesson a tap away, no "⋯"
         with gr.Tab(T(TAB_LABELS["lab"]), id="lab") as lab_tab:
             lab = build_lab(service, language=language, replays=replays)
+            bar.records_of = scene_runs(service, lab.replays)  # a caption's facts read the scene's run
             branch = build_branch_panel(service, lab, language)
             build_run_files(lab, language)
             with gr.Accordion(T("page.greedy_loop"), open=False, elem_id="greedy-loop-box"):

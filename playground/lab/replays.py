@@ -16,6 +16,7 @@ import logging
 import threading
 from collections.abc import Iterable
 
+from model_service.records.step import StepRecord
 from playground import limits
 
 from ..common.i18n import LESSON_PROMPTS
@@ -85,6 +86,21 @@ class Replays:
             while len(self._runs) > self.limit:
                 self._runs.pop(next(iter(self._runs)))
 
+    def records(self, service, request: RunRequest) -> tuple | None:
+        """The kept records of this request, or its run now (kept for the next ask: a scene's Generate); None if the
+        model cannot run it (loading, a switch under way, a request it refuses)."""
+        kept = self.get(service, request)
+        if kept is not None or not replayable(request):
+            return kept
+        try:
+            records = [r for r in service.generate(request.prompt, request.settings, request.max_new_tokens,
+                                                   request.stop, request.chat) if isinstance(r, StepRecord)]
+        except (ValueError, RuntimeError) as e:
+            log.info("scene run not computed (%s): %s", request.prompt[:30], e)
+            return None
+        self.keep(service, request, records)
+        return tuple(records)
+
     def warm(self, service, requests: Iterable[RunRequest]) -> threading.Thread:
         """Run each replayable request once, one after another, in a daemon thread started now: after the model is
         ready, as any page's run (in the room's batch). A request that fails is skipped (the page runs it live)."""
@@ -110,6 +126,20 @@ class Replays:
         return self.warming
 
 
+def scene_runs(service, replays: Replays):
+    """(scene, lang, compute=True) -> the records of a lab scene's run in `lang` (kept, or run now if `compute`),
+    None for a scene whose run is not determined by its settings or that the model cannot run: what a caption's
+    facts read (workshop/caption_facts.py)."""
+
+    def records_of(scene, lang: str, compute: bool = True):
+        request = scene_request(scene.query, lang)
+        if request is None or not replayable(request):
+            return None
+        return replays.records(service, request) if compute else replays.get(service, request)
+
+    return records_of
+
+
 def scene_requests(scenes, langs: Iterable[str]) -> list[RunRequest]:
     """Every lab scene's request that can be kept, in each language (a lesson prompt differs by language), once."""
     out: list[RunRequest] = []
@@ -123,4 +153,4 @@ def scene_requests(scenes, langs: Iterable[str]) -> list[RunRequest]:
     return out
 
 
-__all__ = ["Replays", "replayable", "scene_request", "scene_requests"]
+__all__ = ["Replays", "replayable", "scene_request", "scene_requests", "scene_runs"]

@@ -17,8 +17,9 @@ from model_service.records import validation
 
 from ..common.address import absolute, base_url
 from ..common.errors import unchanged, user_error, warn
-from ..common.i18n import DEFAULT, LANGUAGES, T, tr
+from ..common.i18n import DEFAULT, LANGUAGES, T, language, tr
 from ..common.text import escape_html
+from .caption_facts import fill
 from .links import make_query
 from .page_state import PageState
 from .scenes import Scene, SceneList
@@ -71,13 +72,14 @@ KEYS_JS = """() => {
 }"""
 
 
-def caption_markdown(scene: Scene | None, scenes: SceneList, lang=DEFAULT) -> str:
-    """The caption under the bar: the scene's title and paragraph (the host's Markdown, HTML escaped)."""
+def caption_markdown(scene: Scene | None, scenes: SceneList, lang=DEFAULT, records=None) -> str:
+    """The caption under the bar: the scene's title and paragraph (the host's Markdown, HTML escaped), its facts
+    read from `records`, the scene's run in `lang` (None: not run yet; caption_facts.py)."""
     if scene is None:  # nothing under the header: the picker's own box says how to start (placeholder_js)
         return ""
     n = scenes.ids().index(scene.id) + 1
-    return tr(lang, "scenes.caption", n=n, total=len(scenes), title=escape_html(scene.label(lang)),
-              caption=escape_html(scene.text("caption", lang)))
+    caption = fill(escape_html(scene.text("caption", lang)), scene.facts, records, lang)
+    return tr(lang, "scenes.caption", n=n, total=len(scenes), title=escape_html(scene.label(lang)), caption=caption)
 
 
 def placeholder_js() -> str:
@@ -115,16 +117,19 @@ def relabel_js(scenes: SceneList) -> str:
     """A language switch: the picker's labels and the open scene's caption in the new language, built in the browser
     from the picker's value at that moment. A server handler would read the picker when the switch's turn comes (the
     page runs a change's handlers one after another: seconds on a busy machine) and write that value back when it
-    answers, undoing a ← / → (or a host's scene, on a follower's page) that landed in between."""
+    answers, undoing a ← / → (or a host's scene, on a follower's page) that landed in between. A caption whose facts
+    were read from the scene's run comes from what the opening left (`filled`: {"id", "captions"} by language)."""
     texts = {code: {"choices": scenes.choices(code),
                     "captions": {scene.id: caption_markdown(scene, scenes, code) for scene in scenes.scenes}}
              for code in LANGUAGES}
     data = json.dumps(texts).replace("<", "\\u003c")  # the host's text stays a string: no "<" in the script
-    return f"""(lang, id) => {{
+    return f"""(lang, id, filled) => {{
   const texts = {data};
   const t = texts[lang] || texts[{json.dumps(DEFAULT)}];
   const open = Object.prototype.hasOwnProperty.call(t.captions, id);
-  return [{{__type__: "update", choices: t.choices, value: open ? id : null}}, open ? t.captions[id] : ""];
+  let f = null; try {{ f = JSON.parse(filled || "null"); }} catch (e) {{}}
+  const caption = f && f.id === id && f.captions[lang] ? f.captions[lang] : open ? t.captions[id] : "";
+  return [{{__type__: "update", choices: t.choices, value: open ? id : null}}, caption, filled];
 }}"""
 
 
@@ -152,6 +157,10 @@ class SceneBar:
                                elem_id="link", max_lines=1, render=False)
         # the browser's part of opening a scene (ACTION_JS reads it after each opening)
         self.action = gr.Textbox("", visible=False, elem_id="scene-action", render=False)
+        # the open scene's caption in every language with its facts read from its run (relabel_js reads it)
+        self.filled = gr.Textbox("", visible=False, elem_id="scene-filled", render=False)
+        # (scene, lang) -> the records of the scene's run in that language, or None (set by the page: the lab's)
+        self.records_of = lambda scene, lang: None
 
     def render_controls(self) -> None:
         """← picker → (in the header row)."""
@@ -169,6 +178,7 @@ class SceneBar:
         """The open scene's caption (under the header row; nothing while no scene is open)."""
         self.caption.render()
         self.action.render()
+        self.filled.render()
 
     def open_scene(self, state: PageState, scene: Scene, lang, extra: dict | None = None) -> dict:
         """Every update that opens `scene` (and then a link's other fields, `extra`), in `lang`."""
@@ -181,13 +191,20 @@ class SceneBar:
             updates, problems = updates | more, problems + more_problems
         for problem in problems:
             warn(tr(lang, "page.link.problem", problem=problem))
-        return updates | {self.picker: gr.Dropdown(value=scene.id), self.caption: caption_markdown(scene, self.scenes, lang),
-                          self.action: action(scene)}
+        captions = self.captions(scene)
+        return updates | {self.picker: gr.Dropdown(value=scene.id), self.caption: captions[language(lang)],
+                          self.action: action(scene), self.filled: json.dumps({"id": scene.id, "captions": captions})}
+
+    def captions(self, scene: Scene) -> dict[str, str]:
+        """The scene's caption in every language, its facts read from its run in that language (computed now, and
+        kept for its Generate, if it was not kept yet)."""
+        return {code: caption_markdown(scene, self.scenes, code, self.records_of(scene, code) if scene.facts else None)
+                for code in LANGUAGES}
 
     def wire(self, state: PageState, language: gr.Radio, follow=None, host_lang=None) -> list:
         """The bar's events. follow: (fn, inputs, outputs) run after a scene's values are set (the forward
         tab traces its prompt there). Returns the outputs of an opening, for the page's load."""
-        outputs = [*state.outputs, self.picker, self.caption, self.action]
+        outputs = [*state.outputs, self.picker, self.caption, self.action, self.filled]
 
         def go(scene_id, lang, by: int):
             scene = self.scenes.step(scene_id, by) if by else self.scenes.get(scene_id)
@@ -239,7 +256,8 @@ class SceneBar:
                                  show_progress="hidden", preprocess=False)
 
         # in the browser, from the picker's value then (relabel_js): a server handler's stale read undid a ← / →
-        language.change(None, [language, self.picker], [self.picker, self.caption], js=relabel_js(self.scenes),
+        language.change(None, [language, self.picker, self.filled], [self.picker, self.caption, self.filled],
+                        js=relabel_js(self.scenes),
                         api_visibility="private", show_progress="hidden").then(
             None, None, None, js=placeholder_js(), api_visibility="private")
         self.then = then

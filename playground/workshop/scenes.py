@@ -25,12 +25,13 @@ from pathlib import Path
 from playground import limits
 
 from ..common.i18n import LANGUAGES, language
+from .caption_facts import Fact, parse_facts
 from .links import COMPARE_COLUMNS, TABS, parse_query
 
 SCENES_DIR = Path(__file__).resolve().parents[2] / "assets" / "scenes"
 BUILT_IN = ("lesson10.json", "lesson13.json", "beyond.json")  # the lessons, then the samplers beyond them
 ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")  # safe in a link, an element id and a dropdown value
-KEYS = {"id", "tab", "settings", "focus", "run", "title", "caption"}
+KEYS = {"id", "tab", "settings", "focus", "run", "title", "caption", "facts"}
 MAX_SCENES = limits.MAX_SCENES
 RUN_BUTTONS = {"lab": "generate", "softmax": "lm-head-show", "engine": "engine-run", "compare": "compare-run",
                "forward": "fw-trace"}  # run: true
@@ -50,6 +51,8 @@ class Scene:
     caption: Mapping[str, str]  # language -> Markdown (the host's text; the page escapes HTML)
     focus: str | None = None  # the element to scroll to (and open, if it is a closed accordion)
     run: str | None = None  # the element id of the button that opening the scene presses
+    # the caption's {name}s, read from the scene's own run (caption_facts.py): true for whichever model serves
+    facts: Mapping[str, Fact] = field(default_factory=dict)
 
 
     def text(self, what: str, lang) -> str:
@@ -61,7 +64,8 @@ class Scene:
 
     def to_dict(self) -> dict:
         return {"id": self.id, "lesson": dict(self.lesson), "tab": self.tab, "query": dict(self.query),
-                "title": dict(self.title), "caption": dict(self.caption), "focus": self.focus, "run": self.run}
+                "title": dict(self.title), "caption": dict(self.caption), "focus": self.focus, "run": self.run,
+                "facts": {name: fact.to_dict() for name, fact in self.facts.items()}}
 
 
 @dataclass(frozen=True)
@@ -149,8 +153,14 @@ def parse_scene(raw, lesson: Mapping[str, str], where: str) -> Scene:
         run = None
     elif not isinstance(run, str) or not ID.match(run):
         raise SceneError(f"{where}: field 'run' must be true, false or a button's element id, got {json.dumps(run)}")
-    return Scene(scene_id, lesson, tab, query, _texts(where, "title", raw.get("title")),
-                 _texts(where, "caption", raw.get("caption")), focus, run)
+    caption = _texts(where, "caption", raw.get("caption"))
+    try:
+        facts = parse_facts(raw.get("facts"), caption, where)
+    except ValueError as e:
+        raise SceneError(str(e)) from None
+    if facts and (tab != "lab" or run != RUN_BUTTONS["lab"]):
+        raise SceneError(f"{where}: field 'facts' reads the lab's run: the scene's tab must be lab, with run true")
+    return Scene(scene_id, lesson, tab, query, _texts(where, "title", raw.get("title")), caption, focus, run, facts)
 
 
 def parse_file(data, name: str) -> list[Scene]:

@@ -4,6 +4,7 @@ settings. One browser, a fresh context per scene; a couple of control values eac
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from gradio_client import Client
@@ -195,5 +196,21 @@ def test_on_a_phone_the_stage_chart_scrolls_sideways_to_the_lessons_point(browse
         assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 390, box
         assert page.evaluate("document.documentElement.scrollWidth") <= 390  # the page itself does not scroll
         page.screenshot(path=str(ARTIFACTS / "phone_stage_scrolled.png"))
+    finally:
+        context.close()
+
+
+def test_a_captions_numbers_are_the_runs_own_in_both_languages(browser, app_url):
+    # the repetition penalty's caption: the top token at step 1, its probability before and after the penalty and
+    # greedy's pick, read from the scene's run (caption_facts.py), also after a switch to Vietnamese
+    context, page = open_fresh(browser, app_url + "?scene=l13-repetition-penalty", 1280, 720)
+    caption = page.locator("#scene-caption")
+    try:
+        expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
+        expect(caption).to_contain_text(re.compile(r'at step 1, "␣mat" falls from 14\.7% to 0\.4% .* greedy picks "␣bed"'))
+        expect(page.locator("#chips")).to_contain_text("bed")  # the run on screen drew the token the caption names
+        page.locator("#language").get_by_text("Tiếng Việt").click()
+        expect(caption).to_contain_text(re.compile(r'"␣mat" tụt từ 14\.7% xuống 0\.4% .* greedy chọn "␣bed"'))
+        assert "{" not in caption.inner_text() and "(xem lượt chạy)" not in caption.inner_text()
     finally:
         context.close()

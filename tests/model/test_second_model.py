@@ -40,3 +40,9 @@ def test_a_vietnamese_page_is_told_when_the_model_reads_vietnamese_as_bytes_and_
     assert fit(embedded, "en") is None and fit_markdown(gemma, "vi", can_switch=True) == ""
     note = fit_markdown(embedded, "vi", can_switch=True)
     assert f"thành {smol.tokens} token" in note and "Gemma 3 270M" in note and "--model gemma3-270m" in note
+
+
+def test_every_filled_claim_of_the_captions_holds_on_gemma(gemma):
+    from .caption_claims import check_every_scene
+
+    assert check_every_scene(gemma) >= 20

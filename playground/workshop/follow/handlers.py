@@ -204,12 +204,16 @@ def scene_views(room: Room, scene_id, shown: dict, lang) -> dict:
     (its focus) when the scene changed. An id that is none of this page's scenes opens nothing."""
     scenes = room.scenes
     scene = scenes.scenes.get(scene_id) if isinstance(scene_id, str) else None
-    key = (scene.id if scene else None, language(lang))
+    # a caption's facts, from the scene's run the host's opening kept (never a run on a follower's tick)
+    records = scenes.records_of(scene, language(lang), False) if scene is not None and scene.facts else None
+    key = (scene.id if scene else None, language(lang), records is not None)
     if shown.get("scene") == key:
         return {scenes.picker: gr.skip(), scenes.caption: gr.skip(), room.bar.cue: gr.skip()}
+    cue = gr.skip() if shown.get("scene", (None,))[:2] == key[:2] else json.dumps(
+        {"focus": scene.focus if scene else "", "scene": key[0] or ""})
     shown["scene"] = key
-    cue = json.dumps({"focus": scene.focus if scene else "", "scene": key[0] or ""})
-    return {scenes.picker: key[0], scenes.caption: caption_markdown(scene, scenes.scenes, lang), room.bar.cue: cue}
+    return {scenes.picker: key[0], scenes.caption: caption_markdown(scene, scenes.scenes, lang, records),
+            room.bar.cue: cue}
 
 
 def resume_room(room: Room, s: Seat, kept, lang, request: gr.Request):
