@@ -285,7 +285,10 @@ def frozen(lab: LabComponents, run: Run, shown: View = View()) -> dict:
 
 
 def scrub_to(lab: LabComponents, index, state: Run, lang, shown: View = View()):
-    if not state.records:
+    """The run's step `index` (1-based) in the views. Not while something streams into them (a branch forced from
+    this run, a new run): a scrub's answer that comes late (queued behind another) would put this run's chips over
+    the stream's, and a Stop pressed then would count the wrong chips (clean run 54)."""
+    if not state.records or state.streaming:
         return unchanged(lab.chips)
     try:
         i = validation.number("scrub step", index, integer=True, low=1, high=len(state.records)) - 1

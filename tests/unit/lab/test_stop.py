@@ -285,3 +285,12 @@ def test_views_drawn_while_the_run_moved_on_are_drawn_again(lab, monkeypatch):
     monkeypatch.setattr(handlers, "run_chart", scrubbed_while_drawing)
     out = handlers.rerender(lab, "vi", run, "hf", "", View())
     assert len(calls) == 2 and 'ntp-selected" data-step="1"' in out[lab.chips]
+
+
+def test_a_scrub_that_lands_while_a_branch_streams_leaves_the_branchs_chips(lab):
+    # a scrub's answer queued behind another can land after a branch began streaming from the run: redrawing the
+    # run's own chips then would hide the branch's, and a Stop would count the run's (clean run 54's failure)
+    run = Run(request=object(), records=records(6), lang="en", tag="ab12cd34")
+    assert chips_in(handlers.scrub_to(lab, 3, run, "en")[lab.chips]) == 6  # at rest: the step, with every chip
+    run.streaming = "branch"
+    assert handlers.scrub_to(lab, 3, run, "en") == {lab.chips: gr.skip()}
