@@ -158,8 +158,10 @@ def test_stop_on_the_first_steps_of_a_comparison_that_ends_at_once_cuts_it_there
     page.context.close()
 
 
-def test_stop_freezes_a_branch_on_the_chips_shown(browser, process_url):
-    page = open_page(browser, f"{process_url}?max_new_tokens=160&temperature=0.8&seed=3")
+def stop_a_branch(browser, url: str, at_least: int, late: bool = False) -> tuple:
+    """A run of `url`'s settings, a branch forced at its step 3, and Stop pressed by the page's own script once the
+    branch shows `at_least` chips (held `late` in the page: stop_lands_late); returns (page, chips at the click)."""
+    page = open_page(browser, url)
     page.locator("#generate").click()
     expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
     box = page.locator("#scrub input[type=number]")
@@ -169,39 +171,33 @@ def test_stop_freezes_a_branch_on_the_chips_shown(browser, process_url):
     page.locator("#branch-candidate input").click()
     page.get_by_role("option").nth(1).click()
     parent = page.locator("#chips .ntp-chips").get_attribute("data-run") or ""
+    if late:
+        stop_lands_late(page)
     page.locator("#branch-force").click()
     # the branch's streaming chips carry a tag of their own (the parent's last chips keep the parent's: Stop on
     # them would reach the finished parent, before the branch began)
-    shown = press_stop_after(page, f'#chips .ntp-chips[data-run]:not([data-run="{parent}"])', ".ntp-chip", "#stop", 12)
+    groups = f'#chips .ntp-chips[data-run]:not([data-run="{parent}"])'
+    return page, press_stop_after(page, groups, ".ntp-chip", "#stop", at_least)
+
+
+def expect_branch_stopped_at(page, shown: int) -> None:
+    """The lab and the tree keep the branch as far as the page showed it at the click."""
     expect(page.locator("#run-status")).to_contain_text("stopped by you at step", timeout=30_000)
     print(f"branch: {shown} chips at the click, at most {page.evaluate('window.__most')} after")
     assert page.evaluate("window.__most") <= shown + 1
     expect(page.locator("#chips .ntp-chip")).to_have_count(shown)
     expect(page.locator("#run-status")).to_contain_text(f"stopped by you at step {shown}")
-    expect(page.locator("#branch-list")).to_contain_text(f"{shown} tokens")  # the branch as far as it was shown
+    expect(page.locator("#branch-list")).to_contain_text(f"{shown} tokens")
     page.context.close()
+
+
+def test_stop_freezes_a_branch_on_the_chips_shown(browser, process_url):
+    page, shown = stop_a_branch(browser, f"{process_url}?max_new_tokens=160&temperature=0.8&seed=3", 12)
+    expect_branch_stopped_at(page, shown)
 
 
 def test_stop_on_the_first_chips_of_a_branch_that_ends_at_once_cuts_it_there(browser, process_url):
     # as for a short run: the branch's last update leaves as the page takes in its first, and a Stop on that one
     # lands after the branch ended; the lab and the tree keep what the page showed (branch_panel.cut_short)
-    page = open_page(browser, f"{process_url}?max_new_tokens=24&temperature=0.8&seed=3")
-    page.locator("#generate").click()
-    expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
-    box = page.locator("#scrub input[type=number]")
-    box.fill("3")
-    box.press("Enter")
-    expect(page.locator("#run-status")).to_contain_text("Step 3 of", timeout=60_000)
-    page.locator("#branch-candidate input").click()
-    page.get_by_role("option").nth(1).click()
-    parent = page.locator("#chips .ntp-chips").get_attribute("data-run") or ""
-    stop_lands_late(page)
-    page.locator("#branch-force").click()
-    shown = press_stop_after(page, f'#chips .ntp-chips[data-run]:not([data-run="{parent}"])', ".ntp-chip", "#stop", 3)
-    expect(page.locator("#run-status")).to_contain_text("stopped by you at step", timeout=30_000)
-    print(f"short branch: {shown} chips at the click, at most {page.evaluate('window.__most')} after")
-    assert page.evaluate("window.__most") <= shown + 1
-    expect(page.locator("#chips .ntp-chip")).to_have_count(shown)
-    expect(page.locator("#run-status")).to_contain_text(f"stopped by you at step {shown}")
-    expect(page.locator("#branch-list")).to_contain_text(f"{shown} tokens")
-    page.context.close()
+    page, shown = stop_a_branch(browser, f"{process_url}?max_new_tokens=24&temperature=0.8&seed=3", 3, late=True)
+    expect_branch_stopped_at(page, shown)
