@@ -216,6 +216,8 @@ def force(panel: BranchPanel, index, token, current: Run, tree: Tree, lang):
     try:
         stopped = current.stop_presses > presses
         yield shown_branch(panel, current, tree, new_path, records, lang, stopped)
+        if not stopped and current.stop_presses > presses:  # Stop came while that update was on its way: the
+            yield shown_branch(panel, current, tree, new_path, records, lang, True)  # branch as far as the page had it
     finally:
         current.streaming = ""  # (after the update has gone out: the lab's Stop waits for this)
 

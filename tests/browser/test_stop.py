@@ -5,8 +5,6 @@ presenter view, Compare and a branch; and Stop before the first token says so.""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from playwright.sync_api import expect
 
@@ -42,22 +40,33 @@ def process_url():
         service.close()
 
 
-def stop_lands_late(page, button: str = "stop", seconds: float = 4.0) -> None:
-    """Hold the request of every press of the Stop `button` (its elem_id) `seconds` before it leaves the page: the
-    run on screen ends on the server meanwhile, and its last update reaches the page after the press (the race a
-    busy machine makes)."""
+def stop_lands_late(page, button: str = "stop", status: str = "#run-status", ended: str = "reached max new tokens"):
+    """Hold the request of every press of the Stop `button` (its elem_id) in the page until the run on screen has
+    ended on the server (`status` says `ended`): its last update reaches the page after the press (the race a busy
+    machine makes). Returns what lets them go (press_stop_after calls it). Only the Stop's requests wait: the page's
+    other requests (its "I have these chips") go on, and the route's handler returns at once (a sleep there would
+    hold every other route and the test's own calls)."""
     stop = page.evaluate("""(button) => {
       const config = window.gradio_config, id = config.components.find(c => c.props.elem_id === button).id;
       return config.dependencies.find(d => d.targets.some(([target, event]) => target === id && event === "click")).id;
     }""", button)
+    held = []
 
     def hold(route):
-        body = route.request.post_data_json or {}
-        if body.get("fn_index") == stop:
-            time.sleep(seconds)
-        route.continue_()
+        if (route.request.post_data_json or {}).get("fn_index") == stop:
+            held.append(route)
+        else:
+            route.continue_()
+
+    def release() -> None:
+        try:
+            expect(page.locator(status)).to_contain_text(ended, timeout=120_000)
+        finally:
+            while held:
+                held.pop(0).continue_()
 
     page.route("**/run/predict*", hold)
+    return release
 
 
 def open_page(browser, url):
@@ -68,9 +77,12 @@ def open_page(browser, url):
     return page
 
 
-def press_stop_after(page, groups: str, chips: str, button: str, at_least: int) -> int:
+def press_stop_after(page, groups: str, chips: str, button: str, at_least: int, release=None) -> int:
+    """Press Stop (the page's own script) once `at_least` chips show; `release`: a held Stop's (stop_lands_late)."""
     expect(page.locator(f"{groups} {chips}").nth(at_least - 1)).to_be_attached(timeout=120_000)
     shown = page.evaluate(PRESS, [groups, chips, button])
+    if release is not None:
+        release()
     page.wait_for_timeout(3000)
     return shown
 
@@ -96,9 +108,9 @@ def test_stop_on_the_first_chips_of_a_run_that_ends_at_once_cuts_it_there(browse
     # the page takes in the first: a Stop pressed on the first chips lands after the stream ended, and must still
     # cut the run where the page was (the last update's chips keep the run's tag: the page hides the rest)
     page = open_page(browser, f"{process_url}?max_new_tokens=24&temperature=0.8&seed=3")
-    stop_lands_late(page)
+    release = stop_lands_late(page)
     page.locator("#generate").click()
-    shown = press_stop_after(page, "#chips", ".ntp-chip", "#stop", 1)
+    shown = press_stop_after(page, "#chips", ".ntp-chip", "#stop", 1, release)
     expect(page.locator("#run-status")).to_contain_text("stopped by you at step", timeout=30_000)
     print(f"short run: {shown} chips at the click, at most {page.evaluate('window.__most')} after")
     assert page.evaluate("window.__most") <= shown + 1
@@ -146,9 +158,9 @@ def test_stop_on_the_first_steps_of_a_comparison_that_ends_at_once_cuts_it_there
     page.get_by_role("tab", name="Compare").click()
     page.locator("#compare-max-new input[type=number]").fill("24")
     page.locator("#compare-max-new input[type=number]").press("Enter")
-    stop_lands_late(page, "compare-stop")
+    release = stop_lands_late(page, "compare-stop", "#compare-status", "done")
     page.locator("#compare-run").click()
-    shown = press_stop_after(page, "#compare-texts .ntp-col", ".ntp-ctok", "#compare-stop", 1)
+    shown = press_stop_after(page, "#compare-texts .ntp-col", ".ntp-ctok", "#compare-stop", 1, release)
     status = page.locator("#compare-status")
     expect(status).to_contain_text("stopped by you at step", timeout=30_000)
     print(f"short comparison: {shown} steps at the click, at most {page.evaluate('window.__most')} after")
@@ -171,13 +183,12 @@ def stop_a_branch(browser, url: str, at_least: int, late: bool = False) -> tuple
     page.locator("#branch-candidate input").click()
     page.get_by_role("option").nth(1).click()
     parent = page.locator("#chips .ntp-chips").get_attribute("data-run") or ""
-    if late:
-        stop_lands_late(page)
+    release = stop_lands_late(page) if late else None
     page.locator("#branch-force").click()
     # the branch's streaming chips carry a tag of their own (the parent's last chips keep the parent's: Stop on
     # them would reach the finished parent, before the branch began)
     groups = f'#chips .ntp-chips[data-run]:not([data-run="{parent}"])'
-    return page, press_stop_after(page, groups, ".ntp-chip", "#stop", at_least)
+    return page, press_stop_after(page, groups, ".ntp-chip", "#stop", at_least, release)
 
 
 def expect_branch_stopped_at(page, shown: int) -> None:

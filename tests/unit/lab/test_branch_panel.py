@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import gradio as gr
+import pytest
 
 from playground.lab.branch_panel import cut_short
 from playground.lab.branches import Branch, Tree
@@ -45,3 +46,34 @@ def test_anything_else_leaves_the_tree_as_it_is():
     assert cut_short(panel(), other, tree, "en") == unchanged  # a run that is not the tree's current branch
     assert cut_short(panel(), whole, Tree(), "en") == unchanged  # no tree yet
     assert len(tree.branches[1].records) == 8
+
+
+def test_a_stop_that_comes_while_the_branchs_last_update_leaves_cuts_the_branch_where_the_page_was():
+    # the branch decided it was not stopped and sent itself whole; a Stop pressed on its first chips reached the
+    # server then (clean run 56: the Stop held in the page while the branch ended), and the lab's Stop, seeing a
+    # branch stream, leaves the views to it: the branch must send the cut itself, after that update
+    from playground.lab.branch_panel import BranchPanel, force
+    from playground.lab.request import parse_request
+
+    from .test_stop import CONTROLS, FakeStream, Part, chips_in, records
+
+    parts = {name: Part(name) for name in ("chips", "status", "stage_plot", "draw_plot", "scrub", "run_plot",
+                                           "run_state")}
+    service = SimpleNamespace(info=SimpleNamespace(name="fake", eos_token_ids=(0,)))
+    service.generate = lambda *a, **k: FakeStream([make_record(step=i) for i in range(3, 12)])
+    lab = SimpleNamespace(**parts)
+    branch = BranchPanel(service, lab, "en", *(Part(n) for n in ("tree_state", "candidate", "force", "note",
+                                                                   "tree_list", "path", "link_button", "link")))
+    current = Run(parse_request(*CONTROLS), records(8), lang="en")
+    updates = force(branch, 3, 101, current, Tree(), "en")
+    out = next(updates)
+    while branch.tree_state not in out:  # the branch's chips as they come, then the branch in the tree
+        out = next(updates)
+    assert len(out[lab.run_state].records) == 12
+    current.stop_seen, current.stop_presses = (current.tag, 5), current.stop_presses + 1  # 5 chips on the page
+    out = next(updates)
+    assert len(out[lab.run_state].records) == 5 and out[lab.run_state].stop_requested
+    assert chips_in(out[lab.chips]) == 5 and len(out[branch.tree_state].branches[1].records) == 5
+    with pytest.raises(StopIteration):
+        next(updates)
+    assert current.streaming == ""
