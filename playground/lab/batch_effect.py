@@ -25,7 +25,7 @@ def _vocab(service) -> int | None:
         return None
 
 
-def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider, run_plot: gr.Plot) -> dict:
+def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider, shown: gr.Button) -> dict:
     """Create the accordion (under "Look inside this step") and wire it. `language`: the page's picker or a State."""
     with gr.Accordion(T("batch.title"), open=False, elem_id="batch-effect") as box:
         text = gr.Markdown(views.batch_effect_markdown(None, DEFAULT), elem_id="batch-effect-text")
@@ -72,7 +72,7 @@ def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider,
         show_step, [scrub, run_state, is_open, kept, language, drawn_state], outputs, show_progress="minimal",
         preprocess=False, api_visibility="private")
     box.collapse(lambda: False, None, is_open, queue=False, api_visibility="private")
-    gr.on([run_plot.change, scrub.release, scrub.input], show_step,
+    gr.on([shown.click, scrub.release, scrub.input], show_step,
           [scrub, run_state, is_open, kept, language, drawn_state], outputs,
           show_progress="minimal", trigger_mode="always_last", preprocess=False, api_visibility="private")
     if isinstance(language, gr.Radio):

@@ -43,7 +43,7 @@ def step_key(run, i: int) -> tuple:
             tuple(r.token_id for r in run.records[: i + 1]))
 
 
-def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_plot: gr.Plot) -> dict:
+def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, shown: gr.Button) -> dict:
     """Create the accordion under the run chart and wire it. `language`: the page's picker or a State."""
     with gr.Accordion(T("inspect.title"), open=False, elem_id="inspect"):
         gr.Markdown(T("inspect.note"), elem_classes=["ntp-note"])
@@ -104,7 +104,7 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, run_
     drawn_state = gr.State(None)  # Run.drawn_as of what these views show
     outputs = [logits_text, logits_plot, cost_text, cost_plot, many_text, many_plot, many_state, drawn_state]
     inputs = [scrub, run_state, many_state, language, drawn_state]
-    gr.on([run_plot.change, scrub.release, scrub.input], show, inputs, outputs, api_name="inspect_step",
+    gr.on([shown.click, scrub.release, scrub.input], show, inputs, outputs, api_name="inspect_step",
           show_progress="hidden", trigger_mode="always_last", preprocess=False)
     draw_btn.click(draw, [n, scrub, run_state, language], [many_text, many_plot, many_state], api_name="sample_many",
                    preprocess=False)

@@ -177,3 +177,27 @@ def test_continue_from_here_is_a_branch_the_tree_and_its_link_keep(ran, browser,
         expect(linked.locator("#chips .ntp-chip")).to_have_text(continued, timeout=30_000)
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("present", [False, True], ids=["lab", "presenter"])
+def test_a_page_at_rest_after_a_run_and_a_what_if_asks_the_server_nothing(browser, app_url, present):
+    # Gradio 6 fires a Plot's (and a Textbox's) change whenever its props are handed to it again: the panels under
+    # the run chart, once triggered by it, went to the server ~13 times a second per open page, at rest, for ever
+    # (and in the presenter view for seconds after each knob move), each a queued round trip that changed nothing
+    context, page = opened(browser, app_url + LINK + ("&present=1" if present else ""), 1280, 720)
+    try:
+        generate(page)
+        page.wait_for_timeout(2000)  # the run's end draws the panels under its chart once
+        events = []
+        page.on("request", lambda r: events.append(r.url) if r.method == "POST" else None)
+        page.wait_for_timeout(3000)
+        at_rest = [url for url in events if "/queue/join" in url or "/run/predict" in url]
+        status_change(page, lambda: set_number(page, "temperature", "0.5"))
+        drawn(page)
+        events.clear()
+        page.wait_for_timeout(3000)
+        after_a_move = [url for url in events if "/queue/join" in url or "/run/predict" in url]
+        # the room's watcher ticks every 5 s (one /run/predict at most in 3 s); nothing else
+        assert len(at_rest) <= 1 and len(after_a_move) <= 1, (at_rest, after_a_move)
+    finally:
+        context.close()
