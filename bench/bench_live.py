@@ -9,7 +9,12 @@ Runs app.py on a free port, drives it with Playwright + Debian chromium, and pri
       second (each a gradio_client session: a run, then /what_if at a new temperature) against the room without
       them. Goal >= 0.9x.
 
-    .venv/bin/python bench/bench_live.py [--moves 12] [--room 16] [--window 30]   # ~6 min on 2 cores
+    .venv/bin/python bench/bench_live.py [--moves 12] [--room 16] [--window 30] [--only-page | --only-room]
+        [--nice 10]   # ~6 min on 2 cores
+
+The script learners run in a child process at a lower CPU priority (--nice, default 10): in a room each learner's
+script runs on their own laptop; here they share the app's 2 cores, and at full priority 32 gradio_client sessions
+parsing their streams take the cores the app needs to answer them. The app and the browser keep full priority.
 
 Rates on a shared 2-core box are noisy (the load average is printed): trust the ratios measured in one run.
 """
@@ -168,7 +173,30 @@ def rate(url: str, generating: int, moving: int, window: float) -> tuple[float, 
         return (room.tokens - tokens) / took, (room.moves - moves) / took
 
 
-def redraws(url: str, moves: int, room: int) -> None:
+def learners(url: str, nice: int, *how: str) -> subprocess.Popen:
+    """This script in a child process at `nice`, as script learners only (--learners): `rate` prints its figures
+    as its last line; `generate` keeps N learners generating until it is stopped."""
+    return subprocess.Popen([sys.executable, __file__, "--learners", url, *how], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, preexec_fn=lambda: os.nice(nice))
+
+
+def learners_main(url: str, how: str, *numbers: str) -> None:
+    if how == "generate":
+        with Learners(url, int(numbers[0]), 0):
+            threading.Event().wait()  # until the bench stops this process
+    tokens, moves = rate(url, int(numbers[0]), int(numbers[1]), float(numbers[2]))
+    print(f"{tokens} {moves}", flush=True)
+
+
+def room_rate(url: str, nice: int, generating: int, moving: int, window: float) -> tuple[float, float]:
+    """rate() measured in a child process at `nice` (the learners' scripts, not the app, at a lower priority)."""
+    child = learners(url, nice, "rate", str(generating), str(moving), str(window))
+    out, _ = child.communicate(timeout=900)
+    tokens, moves = out.split()[-2:]
+    return float(tokens), float(moves)
+
+
+def redraws(url: str, moves: int, room: int, nice: int) -> None:
     """(1): each knob's input to the stage chart's redraw, idle at 1440x900 and in the presenter view, then at
     1440x900 beside `room` script learners generating."""
     with sync_playwright() as p:
@@ -179,10 +207,14 @@ def redraws(url: str, moves: int, room: int) -> None:
                 print(f"  {name:20s} {summary(times)}")
         if room:
             print(f"\n(1) the same at 1440x900 with {room} script learners generating in the room")
-            with Learners(url, room, 0):
+            child = learners(url, nice, "generate", str(room))
+            try:
                 time.sleep(10)
                 for name, times in page_moves(browser, url, 1440, 900, False, moves).items():
                     print(f"  {name:20s} {summary(times)}")
+            finally:
+                child.kill()
+                child.wait(30)
         browser.close()
 
 
@@ -199,18 +231,23 @@ def main() -> None:
     parser.add_argument("--room", type=int, default=16, help="script learners in the room (0: the page alone)")
     parser.add_argument("--window", type=float, default=30.0)
     parser.add_argument("--only-room", action="store_true", help="(2) only: the room's throughput")
+    parser.add_argument("--only-page", action="store_true", help="(1) only: the knobs' redraws")
+    parser.add_argument("--nice", type=int, default=10, help="the script learners' CPU niceness (their child process)")
+    parser.add_argument("--learners", nargs="+", help=argparse.SUPPRESS)  # the child process's own call
     args = parser.parse_args()
+    if args.learners:
+        return learners_main(*args.learners)
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     app = start_app(port)
     try:
         print(f"load average before: {os.getloadavg()[0]:.2f}")
         if not args.only_room:
-            redraws(url, args.moves, args.room)
-        if not args.room:  # --room 0: the page alone
+            redraws(url, args.moves, args.room, args.nice)
+        if not args.room or args.only_page:  # --room 0: the page alone
             return
-        alone, _ = rate(url, args.room, 0, args.window)
-        beside, moves = rate(url, args.room, args.room, args.window)
+        alone, _ = room_rate(url, args.nice, args.room, 0, args.window)
+        beside, moves = room_rate(url, args.nice, args.room, args.room, args.window)
         print(f"\n(2) the room's throughput, {args.room} learners generating: {alone:.1f} tok/s alone, {beside:.1f} tok/s "
               f"beside {args.room} learners moving a knob ({moves:.1f} what-ifs/s): {beside / alone:.2f}x (goal >= 0.9x)")
         print(f"load average after: {os.getloadavg()[0]:.2f}")

@@ -312,10 +312,13 @@ def track_no_progress(demo: gr.Blocks) -> None:
 
 def launch_options() -> dict:
     """What Gradio 6 takes in launch() rather than Blocks(): theme, CSS, the menus' listeners (added to <head>
-    before the page's components are drawn), and enough worker threads for a room (each streaming learner's
-    handler waits on the model's scheduler in a thread)."""
+    before the page's components are drawn), enough worker threads for a room (each streaming learner's
+    handler waits on the model's scheduler in a thread), and no run history: Gradio's page otherwise records every
+    event it sends (each knob move, each streamed update, with their inputs and figures) in the browser's
+    localStorage, re-reading and re-writing the whole list each time (~40 ms of the page's main thread per knob
+    move here) and keeping a visitor's prompts in a shared browser; runs are kept by their links and run files."""
     css = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in STYLE_SHEETS)
-    return {"theme": gr.themes.Soft(), "css": css, "head": MENUS_HEAD,
+    return {"theme": gr.themes.Soft(), "css": css, "head": MENUS_HEAD, "run_history": False,
             "max_threads": limits.GRADIO_THREADS, "max_file_size": MAX_UPLOAD, "i18n": translations()}
 
 

@@ -26,3 +26,12 @@ def test_model_info_while_loading_reports_progress_not_an_error():
     info = fn()
     assert info["status"] == {"fraction": 0.4, "message": "reading weights", "ready": False, "error": None}
     assert info["model"] is None and info["room"] is None
+
+
+def test_the_page_keeps_no_run_history_in_the_browser(app_url):
+    # Gradio 6's page otherwise records every event it sends (each knob move and streamed update, with its inputs
+    # and figures) in localStorage, re-writing the whole list each time: ~40 ms of main thread per knob move here
+    import httpx
+
+    config = httpx.get(app_url + "config", timeout=60).json()
+    assert config["run_history"] is False
