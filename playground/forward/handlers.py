@@ -10,6 +10,8 @@ description.
 
 from __future__ import annotations
 
+import weakref
+
 import gradio as gr
 
 from model_service.records import validation
@@ -100,6 +102,28 @@ def stale(service, current) -> bool:
         return False
 
 
+# ---- the trace a page has last made ---------------------------------------------------------------------------
+
+# by the page's session: a language redraw that read the tab's State before a trace of the same page ended draws
+# that trace, not the placeholders over it (a page opening the tab as it sets its language: clean run 58). Held
+# weakly: the page's State keeps its trace alive, and nothing here outlives it.
+_LAST_TRACE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def remember(request, trace):
+    session = getattr(request, "session_hash", None)
+    if session:
+        _LAST_TRACE[session] = trace
+    return trace
+
+
+def last_trace(request, service):
+    """The page's last trace, if it is of the model serving now (None: none, another model's, or no page)."""
+    session = getattr(request, "session_hash", None)
+    trace = _LAST_TRACE.get(session) if session else None
+    return None if trace is None or (service is not None and stale(service, trace)) else trace
+
+
 # ---- the handlers -------------------------------------------------------------------------------------------
 
 
@@ -118,20 +142,22 @@ def new_model(c: ForwardComponents, service, info, first: bool, lang="en") -> di
     return out
 
 
-def run_trace(c: ForwardComponents, service, text, use_chat, chosen_block, chosen_head, lang="en"):
+def run_trace(c: ForwardComponents, service, text, use_chat, chosen_block, chosen_head, lang="en",
+              request: gr.Request = None):
     try:
         text = validation.text("prompt", text)
         use_chat = validation.boolean("chat template", use_chat)
         n = service.info.num_layers
         chosen_block = validation.number("block", chosen_block, integer=True, low=1, high=n, blank=(n + 1) // 2)
         chosen_head = validation.number("head", chosen_head, integer=True, low=ALL_HEADS, high=10_000, blank=ALL_HEADS)
-        trace = service.trace(text, use_chat, block=chosen_block)
+        trace = remember(request, service.trace(text, use_chat, block=chosen_block))
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang) from None
     return render(c, trace, chosen_head, lang)
 
 
-def trace_if_new(c: ForwardComponents, service, text, use_chat, chosen_block, chosen_head, current, lang="en"):
+def trace_if_new(c: ForwardComponents, service, text, use_chat, chosen_block, chosen_head, current, lang="en",
+                 request: gr.Request = None):
     """For a tab-select event: trace only if the shown trace is not of this prompt (and model) already.
     The box may still hold the other language's lesson prompt (the language's redraw can reach the
     server after this event): the page's language decides, as change_language would."""
@@ -143,7 +169,7 @@ def trace_if_new(c: ForwardComponents, service, text, use_chat, chosen_block, ch
         validation.number("block", chosen_block, integer=True, low=1, high=service.info.num_layers)
     except (ValueError, RuntimeError):
         chosen_block = None
-    traced = run_trace(c, service, text, use_chat, chosen_block, chosen_head, lang)
+    traced = run_trace(c, service, text, use_chat, chosen_block, chosen_head, lang, request)
     return traced | ({c.prompt: swapped} if swapped else {})
 
 
@@ -167,13 +193,19 @@ def change_head(c: ForwardComponents, current, chosen_head, lang="en"):
     return attention_views(c, current, chosen_head, lang)
 
 
-def change_language(c: ForwardComponents, lang, current, chosen_head, known=None, current_prompt=None):
+def change_language(c: ForwardComponents, service, lang, current, chosen_head, known=None, current_prompt=None,
+                    request: gr.Request = None):
     """Redraw every view in the new language from the trace (and numbers) already made: no model work;
-    the lesson prompt in the box becomes the new language's, unless the learner typed another."""
+    the lesson prompt in the box becomes the new language's, unless the learner typed another. With no trace in
+    the State it read, the page's trace made meanwhile (last_trace), else the placeholders."""
     swapped = swapped_default(current_prompt, lang, LESSON_PROMPTS)
     out = lesson_table(c, lang, known) | ({c.prompt: swapped} if swapped is not None else {})
+    current = current if current is not None else last_trace(request, service)
     if current is None:
-        return placeholders(c, lang) | out
+        placeholder = placeholders(c, lang) | out
+        current = last_trace(request, service)  # a trace that ended while these were drawn: it, not them
+        if current is None:
+            return placeholder
     views = render(c, current, chosen_head, lang)
     del views[c.state], views[c.block]  # the same trace and slider: nothing to send
     return views | out

@@ -37,10 +37,10 @@ def wire_trace(c: ForwardComponents, service, lang_input: list) -> None:
                  api_visibility="private", show_progress="hidden")
 
 
-def wire_language(c: ForwardComponents, language: gr.Radio) -> None:
+def wire_language(c: ForwardComponents, service, language: gr.Radio) -> None:
     """A change of the page's language redraws every view from the State (and the prompt, if the lesson's)."""
     redrawn = [o for o in c.views if o not in (c.state, c.block)] + [c.lesson_md, c.prompt]
-    language.change(bind(fh.change_language, c), [language, c.state, c.head, c.numbers, c.prompt], redrawn,
+    language.change(bind(fh.change_language, c, service), [language, c.state, c.head, c.numbers, c.prompt], redrawn,
                     api_visibility="private", show_progress="hidden", preprocess=False)
 
 
@@ -63,7 +63,7 @@ def build_forward_tab(service, lab=None, tabs: gr.Tabs | None = None, lab_tab_id
     lang_input = [language] if language is not None else []
     wire_trace(c, service, lang_input)
     if language is not None:
-        wire_language(c, language)
+        wire_language(c, service, language)
     if lab is not None:
         wire_sample(c, lab, tabs, lab_tab_id)
     return {

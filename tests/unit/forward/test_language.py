@@ -261,3 +261,25 @@ def test_opening_the_tab_traces_the_lesson_prompt_of_the_pages_language():
     shown = dataclasses.replace(make_trace(), prompt="Thủ đô của Pháp là")
     out = tab["trace_if_new"]("The capital of France is", False, 2, -1, shown, "vi")  # already traced: no model work
     assert len(asked) == 2 and out[prompt] == "Thủ đô của Pháp là"
+
+
+def test_a_language_redraw_that_read_no_trace_draws_the_trace_its_page_made_meanwhile():
+    """The page opens the tab (its select traces) while it sets its language: the redraw read the State before
+    the trace ended, and its placeholders must not land over the trace (clean run 58). Another page's trace is
+    not this page's."""
+    from types import SimpleNamespace
+
+    service = SimpleNamespace(trace=lambda text, chat, block=None: dataclasses.replace(make_trace(), prompt=text),
+                              info=SimpleNamespace(num_layers=3, name=make_trace().model))
+    with gr.Blocks() as demo:
+        language = gr.Radio([("English", "en"), ("Tiếng Việt", "vi")], value="en")
+        tab = ft.build_forward_tab(service, language=language)
+    (redraw,) = [f for f in demo.fns.values() if f.name == "change_language"]
+    page, other = SimpleNamespace(session_hash="page-a"), SimpleNamespace(session_hash="page-b")
+    made = tab["trace_if_new"]("The capital of France is", False, 2, -1, None, "vi", page)
+    assert "Đã lần theo" in made[tab["status"]]
+    late = redraw.fn("vi", None, -1, None, "Thủ đô của Pháp là", page)  # its State read before the trace ended
+    assert late[tab["status"]] == made[tab["status"]]
+    assert redraw.fn("vi", None, -1, None, "Thủ đô của Pháp là", other)[tab["status"]] == VI["forward.status.ready"]
+    service.info.name = "another model"  # the page's trace is of a model no longer served: placeholders
+    assert redraw.fn("vi", None, -1, None, "Thủ đô của Pháp là", page)[tab["status"]] == VI["forward.status.ready"]
