@@ -42,7 +42,8 @@ MENUS_HEAD = """<script>(() => {
   document.addEventListener("click", (e) => {
     const [opener, name] = openerOf(e.target);
     if (opener) { mark(current() === name ? null : name); return; }
-    if (current() && !e.target.closest(".ntp-menu")) mark(null);
+    // a click outside closes the open menu; the page's own script clicking a hidden button (.ntp-script) is nobody's
+    if (current() && !e.target.closest(".ntp-menu, .ntp-script")) mark(null);
   });
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape" && current()) { mark(null); return; }

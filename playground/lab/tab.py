@@ -216,7 +216,7 @@ def run_chart_changed(run_plot: gr.Plot) -> gr.Button:
     a Textbox's) `change` whenever its props are handed to it again, the same value or not: at rest after a run
     ~6 times a second, each a queued round trip of both panels (~13 a second per open page, for nothing). The page
     compares the chart's figure with the last one it saw and clicks a hidden button only when it differs."""
-    button = gr.Button(visible="hidden", elem_id="run-chart-changed")
+    button = gr.Button(visible="hidden", elem_id="run-chart-changed", elem_classes=["ntp-script"])  # (menus.py)
     run_plot.change(None, [run_plot], None, js=RUN_CHART_CHANGED_JS, queue=False, show_progress="hidden",
                     api_visibility="private")
     return button

@@ -108,6 +108,21 @@ def test_the_menus_answer_a_click_before_the_pages_load_events_have_run(browser,
     context.close()
 
 
+def test_an_open_menu_stays_open_when_the_page_clicks_its_own_hidden_button(browser, app_url):
+    # the panels under the run chart follow a hidden button the page clicks when the chart changes (lab/tab.py): at
+    # load, and as a run ends. That click bubbled to the menus' "click outside" and closed the Room menu a host had
+    # just opened (clean run 60: test_follow's Room never opened)
+    page = open_page(browser, app_url, 1280, 720)
+    page.locator("#room-button").click()
+    expect(page.locator("#room-panel")).to_be_visible()
+    page.evaluate("() => document.querySelector('#run-chart-changed').click()")
+    page.wait_for_timeout(300)
+    expect(page.locator("#room-panel")).to_be_visible()
+    page.mouse.click(640, 700)  # a person's click outside still closes it
+    expect(page.locator("#room-panel")).to_be_hidden()
+    page.context.close()
+
+
 def test_the_model_line_opens_its_menu_from_the_keyboard(browser, app_url):
     page = open_page(browser, app_url, 1280, 720)
     page.locator("#model-status").focus()
