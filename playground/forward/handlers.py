@@ -202,10 +202,7 @@ def change_language(c: ForwardComponents, service, lang, current, chosen_head, k
     out = lesson_table(c, lang, known) | ({c.prompt: swapped} if swapped is not None else {})
     current = current if current is not None else last_trace(request, service)
     if current is None:
-        placeholder = placeholders(c, lang) | out
-        current = last_trace(request, service)  # a trace that ended while these were drawn: it, not them
-        if current is None:
-            return placeholder
+        return placeholders(c, lang) | out
     views = render(c, current, chosen_head, lang)
     del views[c.state], views[c.block]  # the same trace and slider: nothing to send
     return views | out
