@@ -233,7 +233,7 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
     language.change(None, language, None, js=SWITCH_JS, api_visibility="private", show_progress="hidden")
     language.change(bound(relabel), language, [parts.header["status"], parts.header["line"], parts.header["note"],
                                              parts.header["fit"], *parts.tab_items.values()],
-                    api_visibility="private", show_progress="hidden", preprocess=False)
+                    api_visibility="private", show_progress="hidden", preprocess=False, trigger_mode="multiple")
 
 
 def run_buttons(parts: PageParts) -> list:

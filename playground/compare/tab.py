@@ -72,4 +72,4 @@ def wire(c: CompareComponents, run_btn, stop_btn, seed, max_new, lang_in, langua
     if language is not None:
         language.change(bound(handlers.rerender), [language, c.state, c.table, c.prompt],
                         [c.table, c.prompt, c.texts, c.status, c.step_table, c.overlay], api_visibility="private",
-                        show_progress="hidden")
+                        show_progress="hidden", trigger_mode="multiple")

@@ -225,7 +225,7 @@ def build_engine_tab(service, language: gr.Radio | None = None) -> dict:
     if language is not None:
         language.change(redraw, [language, c.last_run, c.last_room, c.table],
                         [c.help_md, c.table, c.watch, c.status, c.texts, c.heatmap, c.params, c.room],
-                        api_visibility="private", show_progress="hidden", preprocess=False)
+                        api_visibility="private", show_progress="hidden", preprocess=False, trigger_mode="multiple")
     return {"table": c.table, "run": c.run_btn, "status": c.status, "texts": c.texts, "heatmap": c.heatmap,
             "params": c.params, "help": c.help_md, "watch": c.watch, "room": c.room, "last_run": c.last_run,
             "rerender": redraw}

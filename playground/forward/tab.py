@@ -41,7 +41,7 @@ def wire_language(c: ForwardComponents, service, language: gr.Radio) -> None:
     """A change of the page's language redraws every view from the State (and the prompt, if the lesson's)."""
     redrawn = [o for o in c.views if o not in (c.state, c.block)] + [c.lesson_md, c.prompt]
     language.change(bind(fh.change_language, c, service), [language, c.state, c.head, c.numbers, c.prompt], redrawn,
-                    api_visibility="private", show_progress="hidden", preprocess=False)
+                    api_visibility="private", show_progress="hidden", preprocess=False, trigger_mode="multiple")
 
 
 def wire_sample(c: ForwardComponents, lab, tabs: gr.Tabs | None, lab_tab_id: str) -> None:

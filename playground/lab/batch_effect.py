@@ -72,10 +72,9 @@ def build_batch_effect(service, language, run_state: gr.State, scrub: gr.Slider,
         show_step, [scrub, run_state, is_open, kept, language, drawn_state], outputs, show_progress="minimal",
         preprocess=False, api_visibility="private")
     box.collapse(lambda: False, None, is_open, queue=False, api_visibility="private")
-    gr.on([shown.click, scrub.release, scrub.input], show_step,
-          [scrub, run_state, is_open, kept, language, drawn_state], outputs,
-          show_progress="minimal", trigger_mode="always_last", preprocess=False, api_visibility="private")
+    shown.click(show_step, [scrub, run_state, is_open, kept, language, drawn_state], outputs, show_progress="minimal",
+                trigger_mode="always_last", preprocess=False, api_visibility="private")
     if isinstance(language, gr.Radio):
         language.change(show_step, [scrub, run_state, gr.State(False), kept, language, drawn_state], outputs,
-                        api_visibility="private", show_progress="hidden", preprocess=False)
+                        api_visibility="private", show_progress="hidden", preprocess=False, trigger_mode="multiple")
     return {"box": box, "text": text, "plot": plot, "run": run_btn}

@@ -134,7 +134,8 @@ def wire(panel: BranchPanel) -> None:
                             show_progress="hidden")
     if isinstance(language, gr.Radio):
         language.change(bound(rerender), [language, panel.tree_state, lab.run_state],
-                        [panel.tree_list, panel.note, panel.candidate], api_visibility="private", show_progress="hidden")
+                        [panel.tree_list, panel.note, panel.candidate], api_visibility="private", show_progress="hidden",
+                        trigger_mode="multiple")
 
 
 def model_name(panel: BranchPanel, lang):

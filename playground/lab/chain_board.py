@@ -134,9 +134,10 @@ def build_chain_board(chain: gr.Textbox, order: gr.Radio, language, visible: boo
     """The board under the chain box, shown with it (the custom order), redrawn when the box or the language
     changes. The page loads CHAIN_JS once (page.py)."""
     board = gr.HTML(board_html(chain.value), visible=visible, elem_id="chain-board")
-    triggers = [chain.change, *([language.change] if isinstance(language, gr.Radio) else [])]
-    gr.on(triggers, board_html, [chain, language], [board], api_visibility="private",
-          show_progress="hidden", queue=False)
+    chain.change(board_html, [chain, language], [board], api_visibility="private", show_progress="hidden", queue=False)
+    if isinstance(language, gr.Radio):  # the language and the order start other events too (test_triggers.py)
+        language.change(board_html, [chain, language], [board], api_visibility="private", show_progress="hidden",
+                        queue=False, trigger_mode="multiple")
     order.change(lambda o: gr.update(visible=o == "custom"), order, board, api_visibility="private",
-                 show_progress="hidden", queue=False)
+                 show_progress="hidden", queue=False, trigger_mode="multiple")
     return board

@@ -90,5 +90,5 @@ def build_greedy_loop(service, language: gr.Radio | None = None) -> dict:
                   show_progress="hidden", preprocess=False)
     if isinstance(language, gr.Radio):
         language.change(rerender, [language, shown, prompt], [greedy_out, sampled_out, prompt],
-                        api_visibility="private", show_progress="hidden")
+                        api_visibility="private", show_progress="hidden", trigger_mode="multiple")
     return {"prompt": prompt, "greedy": greedy_out, "sampled": sampled_out}

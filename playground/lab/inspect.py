@@ -104,8 +104,8 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, show
     drawn_state = gr.State(None)  # Run.drawn_as of what these views show
     outputs = [logits_text, logits_plot, cost_text, cost_plot, many_text, many_plot, many_state, drawn_state]
     inputs = [scrub, run_state, many_state, language, drawn_state]
-    gr.on([shown.click, scrub.release, scrub.input], show, inputs, outputs, api_name="inspect_step",
-          show_progress="hidden", trigger_mode="always_last", preprocess=False)
+    shown.click(show, inputs, outputs, api_name="inspect_step", show_progress="hidden", trigger_mode="always_last",
+                preprocess=False)
     draw_btn.click(draw, [n, scrub, run_state, language], [many_text, many_plot, many_state], api_name="sample_many",
                    preprocess=False)
     if isinstance(language, gr.Radio):
@@ -116,6 +116,6 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, show
             return {tab: gr.Tab(label=tr(lang, key)) for tab, key in tab_keys.items()}
 
         language.change(relabel, language, list(tab_keys), api_visibility="private", show_progress="hidden",
-                        preprocess=False)
+                        preprocess=False, trigger_mode="multiple")
     return {"n": n, "draw": draw_btn, "many_text": many_text, "many_plot": many_plot, "logits_plot": logits_plot,
             "cost_plot": cost_plot, "cost_text": cost_text}

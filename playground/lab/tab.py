@@ -95,9 +95,9 @@ def lay_out(service, language, replays: Replays) -> LabComponents:
             draw_plot = gr.Plot(draw_empty, show_label=False, elem_id="draw-plot")
             scrub = gr.Slider(1, 2, 1, step=1, label=T("lab.scrub"), visible=False, elem_id="scrub")
             run_plot = gr.Plot(run_empty, show_label=False, elem_id="run-plot")
-            shown = run_chart_changed(run_plot)
-            build_inspect(service, language, run_state, scrub, shown)  # "Look inside this step" (issue 14)
-            build_batch_effect(service, language, run_state, scrub, shown)  # a seed in a busy room (issue 24)
+            shown = run_chart_changed(run_plot, ("inspect", "batch-effect"))
+            build_inspect(service, language, run_state, scrub, shown["inspect"])  # "Look inside this step" (issue 14)
+            build_batch_effect(service, language, run_state, scrub, shown["batch-effect"])  # a seed in a busy room
     return LabComponents(
         service, language, prompt, chat, temperature, top_k, top_p, min_p, order, order_note, seed, max_new, stop,
         {name: knobs[name] for name in KNOB_CONTROLS}, generate_btn, step_btn, stop_btn, chips, chip_probs,
@@ -188,12 +188,12 @@ def wire(lab: LabComponents) -> None:
     wire_what_if(lab, bound)
     lab.chip_probs.change(None, lab.chip_probs, None, js=PROBS_JS, api_visibility="private", show_progress="hidden")
     wire_ban(lab, lab.ban_box)
-    lab.order.change(bound(order_shown), [lab.order, lab.language], [lab.order_note, lab.control("chain")], api_visibility="private",
-                     show_progress="hidden")
+    lab.order.change(bound(order_shown), [lab.order, lab.language], [lab.order_note, lab.control("chain")],
+                     api_visibility="private", show_progress="hidden", trigger_mode="multiple")
     if isinstance(lab.language, gr.Radio):
         lab.language.change(bound(rerendered), [lab.language, lab.run_state, lab.order, lab.prompt, lab.view],
                             [*views, lab.run_plot, lab.order_note, lab.prompt, lab.what_if_row], api_visibility="private",
-                            show_progress="hidden", preprocess=False)
+                            show_progress="hidden", preprocess=False, trigger_mode="multiple")
 
 
 # The run chart's figure changed on the page (a fingerprint of its JSON against the last one's): a click of a hidden
@@ -205,21 +205,28 @@ RUN_CHART_CHANGED_JS = """(value) => {
   const key = `${plot.length}:${h}`;
   if (window.__ntpRunChart !== key) {
     window.__ntpRunChart = key;  // clicked once the update that brought the chart is applied (the scrubber's value too)
-    setTimeout(() => document.querySelector("#run-chart-changed")?.click(), 0);
+    setTimeout(() => document.querySelectorAll(".ntp-run-chart-changed").forEach((b) => b.click()), 0);
   }
   return [];
 }"""
 
 
-def run_chart_changed(run_plot: gr.Plot) -> gr.Button:
-    """What the panels under the run chart follow instead of the chart's own `change`: Gradio 6 fires a Plot's (and
-    a Textbox's) `change` whenever its props are handed to it again, the same value or not: at rest after a run
-    ~6 times a second, each a queued round trip of both panels (~13 a second per open page, for nothing). The page
-    compares the chart's figure with the last one it saw and clicks a hidden button only when it differs."""
-    button = gr.Button(visible="hidden", elem_id="run-chart-changed", elem_classes=["ntp-script"])  # (menus.py)
+def run_chart_changed(run_plot: gr.Plot, followers: tuple[str, ...]) -> dict[str, gr.Button]:
+    """What the panels under the run chart follow instead of the chart's own `change` (or the scrubber's, whose
+    step the chart marks): Gradio 6 fires a Plot's (and a Textbox's) `change` whenever its props are handed to it
+    again, the same value or not: at rest after a run ~6 times a second, each a queued round trip of both panels
+    (~13 a second per open page, for nothing). The page compares the chart's figure with the last one it saw and
+    clicks the followers' hidden buttons only when it differs.
+
+    One button per follower: Gradio's page replays a trigger that came while its "always_last" event was running
+    by dispatching the trigger again to every event it starts, so two such events on one trigger restart each other
+    for as long as their round trips overlap (~10 requests a second each, for seconds, in the presenter view)."""
+    buttons = {name: gr.Button(visible="hidden", elem_id=f"run-chart-changed-{name}",
+                               elem_classes=["ntp-script", "ntp-run-chart-changed"])  # (menus.py)
+               for name in followers}
     run_plot.change(None, [run_plot], None, js=RUN_CHART_CHANGED_JS, queue=False, show_progress="hidden",
                     api_visibility="private")
-    return button
+    return buttons
 
 
 def wire_what_if(lab: LabComponents, bound) -> None:

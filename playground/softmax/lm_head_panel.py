@@ -97,7 +97,7 @@ def build_lm_head_panel(service, lab: LabComponents, language: gr.Radio | None =
             return {summary: text, plot: figure}
 
         language.change(rerender, [language, shown_state], [summary, plot], api_visibility="private",
-                        show_progress="hidden", preprocess=False)
+                        show_progress="hidden", preprocess=False, trigger_mode="multiple")
 
     def new_model(info, first: bool, lang="en") -> dict:
         """The host switched the room's model: what the panel showed was the old model's."""

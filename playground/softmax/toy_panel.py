@@ -151,7 +151,8 @@ def build_toy_panel(toy_path=None, language: gr.Radio | None = None) -> SoftmaxL
             return {intro: _intro(prompt, tokens, logits, lang), markdown: md, plot: fig, numbers: table_dict}
 
         language.change(rerender, [language, table, shift, temperature], [intro, markdown, plot, numbers],
-                        api_visibility="private", show_progress="hidden", concurrency_limit=None, preprocess=False)
+                        api_visibility="private", show_progress="hidden", concurrency_limit=None, preprocess=False,
+                        trigger_mode="multiple")
     return SoftmaxLesson(table, shift, temperature, markdown, plot, numbers, reset)
 
 

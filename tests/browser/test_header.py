@@ -115,7 +115,7 @@ def test_an_open_menu_stays_open_when_the_page_clicks_its_own_hidden_button(brow
     page = open_page(browser, app_url, 1280, 720)
     page.locator("#room-button").click()
     expect(page.locator("#room-panel")).to_be_visible()
-    page.evaluate("() => document.querySelector('#run-chart-changed').click()")
+    page.evaluate("() => document.querySelector('.ntp-run-chart-changed').click()")
     page.wait_for_timeout(300)
     expect(page.locator("#room-panel")).to_be_visible()
     page.mouse.click(640, 700)  # a person's click outside still closes it

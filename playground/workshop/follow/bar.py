@@ -120,7 +120,8 @@ def wire_follow(demo: gr.Blocks, bar: FollowBar, lab: LabComponents, page: PageS
                    show_progress="hidden")  # the room closed: the bar says so and offers Join again
     bar.break_button.click(bound(break_away), [bar.seat, language], bar.outputs, cancels=[following],
                            api_name="break_away", show_progress="hidden", queue=False)
-    language.change(bound(relang), [bar.seat, language], bar.status, api_visibility="private", show_progress="hidden")
+    language.change(bound(relang), [bar.seat, language], bar.status, api_visibility="private", show_progress="hidden",
+                    trigger_mode="multiple")
     for tab_id, item in page.tab_items.items():  # the host's tab, kept in the browser (no server event)
         item.select(None, None, bar.tab, js=f"() => {tab_id!r}")
     return partial(resume_after, room)
