@@ -3,6 +3,9 @@ the placeholder shown before there is anything to draw."""
 
 from __future__ import annotations
 
+import copy
+import functools
+
 import plotly.graph_objects as go
 
 from .colours import INK
@@ -23,7 +26,13 @@ def base_layout(fig: go.Figure, height: int, margin: dict, **extra) -> go.Figure
 
 
 def empty_figure(message: str, height: int = 200) -> go.Figure:
-    """A blank placeholder with a centred message (before any run, or when there is nothing to draw)."""
+    """A blank placeholder with a centred message (before any run, or when there is nothing to draw); every new
+    run hands the page three of them, so each is validated once and then copied."""
+    return go.Figure(layout=copy.deepcopy(_empty_layout(message, height)), _validate=False)
+
+
+@functools.lru_cache(maxsize=256)
+def _empty_layout(message: str, height: int) -> dict:
     fig = go.Figure()
     fig.add_annotation(
         text=escape_plotly(message), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
@@ -31,7 +40,7 @@ def empty_figure(message: str, height: int = 200) -> go.Figure:
     )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    return base_layout(fig, height, dict(l=10, r=10, t=10, b=10))
+    return base_layout(fig, height, dict(l=10, r=10, t=10, b=10)).layout.to_plotly_json()
 
 
 # ---- the presenter view and the dark theme ---------------------------------------------------------------
@@ -42,17 +51,17 @@ DARK_INK, DARK_MUTED, DARK_GRID, DARK_GAP = "#E5E7EB", "#C0C4CC", "#374151", "#1
 _TO_DARK = {"#333333": DARK_INK, "black": DARK_INK, "#555": DARK_MUTED, "#777": DARK_MUTED, "#EEEEEE": DARK_GRID}
 
 
-def for_view(fig: go.Figure, big: bool = False, dark: bool = False) -> go.Figure:
-    """A chart as the page shows it: `big` (presenter view) raises every font to BIG_TEXT px and the chart's
-    height and label margin with it; `dark` (the page's dark theme) lets the page's background through and
-    turns ink and grid light, so no chart is a white box on a dark page. Walks the figure's JSON once, so any
-    chart builder's figure works, without re-validating it."""
+def for_view(fig: go.Figure, big: bool = False, dark: bool = False, grow: bool = True) -> go.Figure:
+    """A chart as the page shows it: `big` (presenter view) raises every font to BIG_TEXT px and, with `grow`,
+    the chart's height and label margin with it (a figure made for big text keeps its own); `dark` (the page's
+    dark theme) lets the page's background through and turns ink and grid light, so no chart is a white box on a
+    dark page. Walks the figure's JSON once, so any chart builder's figure works, without re-validating it."""
     if not big and not dark:
         return fig
     spec = fig.to_plotly_json()
     _walk(spec, big, dark, "")
     layout = spec["layout"]
-    if big:
+    if big and grow:
         layout["height"] = round(layout.get("height", 300) * BIG_HEIGHT)
         margin = layout.setdefault("margin", {})
         for side, grow in (("l", BIG_TEXT / 9), ("t", 1.6), ("b", 1.6), ("r", 1.2)):

@@ -29,9 +29,8 @@ def stage_chart(record, view: View = View(), lang: str = "en", fold: bool = True
     if not view.present:
         return for_view(charts.stage_figure(record, lang=lang, log=view.log, fold=fold), False, view.dark)
     fig = charts.stage_figure(record, lang=lang, fold=fold, log=view.log, rows=charts.PRESENT_ROWS, present=True)
-    big = for_view(fig, True, view.dark)
     # the figure's own height and margins were made for its 14 px text: for_view's growth is for the others
-    return big.update_layout(height=fig.layout.height, margin=fig.layout.margin)
+    return for_view(fig, True, view.dark, grow=False)
 
 
 def draw_chart(record, view: View = View(), lang: str = "en"):

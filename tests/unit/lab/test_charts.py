@@ -400,15 +400,39 @@ def test_each_stage_bar_carries_its_token_id_for_a_click_to_ban_it():
     assert list(stage_figure(far).data[0].customdata) == [*ids, 1234]
 
 
-def test_a_mirostat_run_draws_mu_and_each_tokens_surprise_on_the_bits_axis():
+def mirostat_run() -> list[StepRecord]:
     records = []
     for i, mu in enumerate((6.0, 6.4, 6.9)):
         r = make_record(step=i)
         cut = Stage("mirostat", r.stages[-1].probs, 3, 0.9, 1.0, r.stages[-1].chosen_prob, applied=mu)
         records.append(replace(r, stages=(*r.stages[:-1], cut, r.stages[-1]), mirostat_mu=mu + 0.4))
+    return records
+
+
+def test_a_mirostat_run_draws_mu_and_each_tokens_surprise_on_the_bits_axis():
+    records = mirostat_run()
     fig = run_figure(records, lang="en")
     names = [t.name for t in fig.data]
     assert "mirostat μ (bits)" in names and "surprise of the drawn token (bits)" in names
     mu = next(t for t in fig.data if t.name == "mirostat μ (bits)")
     assert list(mu.y) == [6.0, 6.4, 6.9]
     assert "mirostat μ (bits)" not in [t.name for t in run_figure([make_record()]).data]
+
+
+@pytest.mark.parametrize("build", [
+    lambda: stage_figure(make_record()), lambda: stage_figure(make_record(u=None), fold=True, log=True, lang="vi"),
+    lambda: stage_figure(make_record(chosen=1234, chosen_prob=0.01), rows=3, present=True),
+    lambda: draw_figure(make_record(u=0.6)), lambda: draw_figure(make_record(u=0.05), lang="vi"),
+    lambda: draw_figure(make_record(u=None)), lambda: draw_figure(make_record(chosen=1234, chosen_prob=0.05, u=0.9,
+                                                                          low=0.88, high=0.93)),
+    lambda: run_figure([make_record(step=i) for i in range(9)]), lambda: run_figure([make_record()], selected=0),
+    lambda: run_figure(mirostat_run(), selected=2, lang="vi"), lambda: empty_figure("nothing <b>yet</b>", 120),
+], ids=["stage", "stage-folded-log-vi", "stage-present-tail", "draw", "draw-u-low-vi", "draw-greedy", "draw-tail",
+        "run", "run-one-shown", "run-mirostat-vi", "empty"])
+def test_a_figure_built_without_plotlys_checks_is_what_its_checks_make_of_it(build):
+    # the streamed figures skip plotly's per-property validation (a cached, validated layout and plain traces):
+    # validating one again changes nothing and raises on no name (a misspelt property would raise here)
+    import plotly.graph_objects as go
+
+    fig = build()
+    assert go.Figure(fig.to_plotly_json()).to_plotly_json() == fig.to_plotly_json()
