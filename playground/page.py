@@ -24,6 +24,7 @@ from .common.address import absolute, base_url
 from .common.errors import unchanged, user_error, warn
 from .common.handlers import bind
 from .common.i18n import LANGUAGES, SWITCH_JS, T, html_lang_script, tr, translations
+from .common.kept_batches import KeptBatches
 from .common.lab_link import lab_query
 from .compare.tab import build_compare_tab
 from .engine.tab import build_engine_tab
@@ -50,6 +51,7 @@ from .workshop.page_state import PageState
 from .workshop.presenter import build_toggles
 from .workshop.presenter import wire as wire_presenter
 from .workshop.scene_bar import KEYS_JS, SceneBar, placeholder_js
+from .workshop.scene_batches import scene_batches
 from .workshop.scenes import SceneList, load, scene_paths
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -105,19 +107,21 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
     (playground/hosting.py; default: nobody); host_key: the key it asks for, when it asks; scenes: the
     scene bar's (default: the lessons' and NTP_SCENES' files, scenes.py); warm_scenes: run the lab scenes' runs
     once in the background when the model is ready, so each shows at once (lab/replays.py; app.py does), into
-    `replays` (None: the page's own)."""
+    `replays` (None: the page's own), then the Engine and Compare scenes' batches (common/kept_batches.py)."""
     policy = policy or default_policy(service)
     skip_absent_matplotlib()
     scenes = scenes if scenes is not None else load(scene_paths())
+    kept = KeptBatches()  # the Engine and Compare scenes' batches (common/kept_batches.py)
     with gr.Blocks(title=TITLE) as demo:
-        parts = lay_out(service, policy, scenes, replays)
+        parts = lay_out(service, policy, scenes, replays, kept)
         register_api(service)
         wire_presenter(demo, parts.view_toggles, parts.lab, parts.language)
         page = Page(service, policy, default_language, scenes, parts, page_state(parts))
         wire(demo, page, host_key)
         track_no_progress(demo)  # (inside: the Blocks' config is written on leaving it)
     if warm_scenes:
-        parts.lab.replays.warm(service, scene_requests(scenes.scenes, LANGUAGES))
+        lab_runs = parts.lab.replays.warm(service, scene_requests(scenes.scenes, LANGUAGES))
+        kept.warm(service, scene_batches(scenes.scenes, LANGUAGES), after=lab_runs)
     return demo
 
 
@@ -133,7 +137,8 @@ BAND_JS = """() => {
 }"""
 
 
-def lay_out(service, policy: SwitchPolicy, scenes: SceneList, replays: Replays | None) -> PageParts:
+def lay_out(service, policy: SwitchPolicy, scenes: SceneList, replays: Replays | None,
+            kept: KeptBatches | None = None) -> PageParts:
     """The header row (title, model, scenes, Share, Room, view, language), the room's line and the scene's
     caption under it, then one tab per lesson (each builds and wires its own)."""
     bar = SceneBar(scenes)
@@ -168,9 +173,9 @@ def lay_out(service, policy: SwitchPolicy, scenes: SceneList, replays: Replays |
         with gr.Tab(T(TAB_LABELS["softmax"]), id="softmax") as softmax_tab:
             softmax = build_softmax_tab(service, lab, language=language)
         with gr.Tab(T(TAB_LABELS["engine"]), id="engine") as engine_tab:
-            engine = build_engine_tab(service, language=language)
+            engine = build_engine_tab(service, language=language, kept=kept)
         with gr.Tab(T(TAB_LABELS["compare"]), id="compare") as compare_tab:
-            compare = build_compare_tab(service, language=language)
+            compare = build_compare_tab(service, language=language, kept=kept)
         with gr.Tab(T(TAB_LABELS["forward"]), id="forward") as forward_tab:
             # "Sample from here" sets the lab's prompt and chat
             forward = build_forward_tab(service, lab, tabs=tabs, language=language)

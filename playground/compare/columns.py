@@ -121,6 +121,7 @@ class CompareRun:
     # the step the page shows (0-based; set when the comparison ends and by the scrubber): a language change redraws
     # it from here, as the scrubber's value its event carries was read when the event was queued
     shown: int | None = None
+    replayed: bool = False  # a scene's comparison kept at start (common/kept_batches.py), shown at once
 
     def progress(self) -> tuple:
         """What a redraw of this comparison depends on besides the language: it changed if any of these did."""

@@ -10,7 +10,7 @@ ahead of the page meanwhile (playground/lab/run.py:Pace), so that Stop never has
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gradio as gr
 
@@ -19,6 +19,7 @@ from model_service.records.step import BatchStep
 
 from ..common.errors import unchanged, user_error
 from ..common.i18n import LESSON_PROMPTS, swapped_default, tr
+from ..common.kept_batches import KeptBatches
 from ..lab.request import field_labels
 from ..lab.run import Pace, drawn_at_rest, new_tag, parse_seen, wait_until
 from ..lab.scrubber import scrub_update
@@ -42,6 +43,7 @@ class CompareComponents:
     step_table: gr.HTML
     overlay: gr.Plot
     state: gr.State  # the CompareRun on screen
+    kept: KeptBatches = field(default_factory=KeptBatches)  # the scenes' comparisons, run at start
 
     @property
     def outputs(self) -> list:
@@ -59,10 +61,13 @@ def _scrub(run: CompareRun, at: int | None = None):
 def run(c: CompareComponents, prompt_text, rows, seed_text, max_tokens, lang):
     try:
         comparison = parse_comparison(prompt_text, rows, seed_text, max_tokens, lang)
-        steps = c.service.generate_batch(comparison.requests, top_n=TOP_N)
+        kept = c.kept.get(c.service, comparison.requests, TOP_N)  # a scene's comparison, run at start
+        steps = (k.step for k in kept) if kept is not None else c.service.generate_batch(comparison.requests,
+                                                                                         top_n=TOP_N)
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang, field_labels(lang)) from None
-    current = CompareRun(comparison, [[] for _ in comparison.requests], streaming=True, tag=new_tag())
+    current = CompareRun(comparison, [[] for _ in comparison.requests], streaming=True, tag=new_tag(),
+                         replayed=kept is not None)
     try:  # (every yield inside: a page closed at once still closes the batch)
         # the last comparison leaves the page at once: its scrubber, step table and overlay would read as this one's
         yield {c.scrub: gr.update(visible=False, value=1), c.step_table: "", c.overlay: views.overlay_figure(None, 0, lang),

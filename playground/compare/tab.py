@@ -16,12 +16,15 @@ from playground import limits
 
 from ..common.handlers import bind
 from ..common.i18n import DEFAULT, T, tr
+from ..common.kept_batches import KeptBatches
 from . import handlers, views
 from .columns import COLUMNS, DATATYPES, DEFAULT_MAX_NEW_TOKENS, EXAMPLE_ROWS, EXAMPLE_SEED, CompareRun, table_value
 from .handlers import CompareComponents
 
 
-def build_compare_tab(service, language: gr.Radio | None = None) -> dict:
+def build_compare_tab(service, language: gr.Radio | None = None, kept: KeptBatches | None = None) -> dict:
+    """The tab in the current Tab context, its events wired; `kept`: the scenes' comparisons run at start (None:
+    none)."""
     lang_in = language if language is not None else gr.State(DEFAULT)
     gr.Markdown(T("compare.intro"))
     with gr.Row(equal_height=False):
@@ -47,7 +50,8 @@ def build_compare_tab(service, language: gr.Radio | None = None) -> dict:
             step_table = gr.HTML("", elem_id="compare-step-table")
             overlay = gr.Plot(views.overlay_figure(None, 0), show_label=False, elem_id="compare-overlay")
     state = gr.State(CompareRun())
-    c = CompareComponents(service, prompt, table, texts, status, scrub, step_table, overlay, state)
+    c = CompareComponents(service, prompt, table, texts, status, scrub, step_table, overlay, state,
+                          kept if kept is not None else KeptBatches())
     wire(c, run_btn, stop_btn, seed, max_new, lang_in, language)
     return {"prompt": prompt, "table": table, "seed": seed, "max_new_tokens": max_new, "run": run_btn,
             "texts": texts, "status": status, "scrub": scrub, "overlay": overlay, "state": state}

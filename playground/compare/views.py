@@ -119,7 +119,8 @@ def status_markdown(run: CompareRun | None, lang: str = "en") -> str:
         parts.append(tr(lang, "lab.status.stopped_by_you", step=run.length))
     elif run.done:
         parts.append(tr(lang, "compare.status.done"))
-    return " · ".join(parts)
+    line = " · ".join(parts)
+    return line + "  \n" + tr(lang, "compare.status.replayed") if run.replayed and run.done else line
 
 
 def _record(column, step):

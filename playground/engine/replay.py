@@ -30,11 +30,12 @@ class EngineRun:
     tokens: int = 0
     seconds: float = 0.0
     waiting: Waiting | None = None
+    replayed: bool = False  # a scene's batch kept at start (common/kept_batches.py), shown at once
 
     @classmethod
-    def start(cls, numbers, requests: list[Request]) -> EngineRun:
+    def start(cls, numbers, requests: list[Request], replayed: bool = False) -> EngineRun:
         return cls(tuple(numbers), tuple(q.settings for q in requests), tuple(q.prompt for q in requests),
-                   (None,) * len(requests))
+                   (None,) * len(requests), replayed=replayed)
 
     def waited(self, waiting: Waiting) -> EngineRun:
         return replace(self, waiting=waiting)
@@ -61,7 +62,8 @@ def status_markdown(run: EngineRun | None, lang="en") -> str:
         return views.waiting_markdown(run.waiting, lang)
     if run is None or run.step is None:
         return views.status_markdown(None, lang=lang)
-    return views.status_markdown(run.step, run.sizes, run.tokens, run.seconds, run.done, lang=lang)
+    line = views.status_markdown(run.step, run.sizes, run.tokens, run.seconds, run.done, lang=lang)
+    return line + "  \n" + tr(lang, "engine.status.replayed") if run.replayed else line
 
 
 def heatmap(run: EngineRun | None, top: int, lang="en"):

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from model_service.records.step import BatchStep
 from playground import limits
 
 from ..common.errors import in_language, unchanged, user_error, warn
 from ..common.handlers import bind
 from ..common.i18n import DEFAULT, T, tr
+from ..common.kept_batches import KeptBatches, KeptStep, timed
 from ..common.tables import parsed_by_us
 from ..common.text import escape_html
 from . import replay, views
@@ -113,29 +113,32 @@ def build_components() -> EngineComponents:
 # (run and show_room serve public endpoints: no docstring, as Gradio would show it as their description)
 
 
-def run(c: EngineComponents, service, rows, lang):
+def run(c: EngineComponents, service, kept: KeptBatches, rows, lang):
     try:
         numbers_, requests = parse_table(rows, lang)
     except ValueError as e:
         raise user_error(e) from None
+    shown = kept.get(service, requests, TOP_N)  # a scene's batch, run at start: shown at once
     try:
-        steps = service.generate_batch(requests, top_n=TOP_N, report_waiting=True)
+        steps = iter(shown) if shown is not None else timed(
+            service.generate_batch(requests, top_n=TOP_N, report_waiting=True))
     except ValueError as e:  # bad input the table cannot see (e.g. prompt longer than the limit)
         raise user_error(renumber(str(e), numbers_)) from None
     except RuntimeError as e:  # the model is still loading, or failed to, or the room is full
         raise user_error(e, lang) from None
-    state = EngineRun.start(numbers_, requests)
-    started = last_chart = time.monotonic()
+    state, last_chart = EngineRun.start(numbers_, requests, replayed=shown is not None), 0.0
     try:
-        for step in steps:
-            if not isinstance(step, BatchStep):  # still waiting for rows in the shared batch
-                state = state.waited(step)
+        for kept_step in steps:
+            if not isinstance(kept_step, KeptStep):  # still waiting for rows in the shared batch
+                state = state.waited(kept_step)
                 yield {c.status: replay.status_markdown(state, lang), c.last_run: state}
                 continue
-            now = time.monotonic()
-            state = state.stepped(step, now - started)
+            step, state = kept_step.step, state.stepped(kept_step.step, kept_step.seconds)
+            if state.replayed and not state.done:  # a kept batch goes out whole, at its end
+                continue
             out = {c.texts: replay.texts_html(state, lang), c.status: replay.status_markdown(state, lang),
                    c.last_run: state}
+            now = time.monotonic()
             if state.done or step.step == 0 or now - last_chart >= CHART_INTERVAL:
                 last_chart = now
                 out |= {c.heatmap: replay.heatmap(state, TOP_N, lang), c.params: replay.params_html(state, lang)}
@@ -190,9 +193,9 @@ def rerender(c: EngineComponents, lang, state, snapshot, rows):
 # ---- the events ---------------------------------------------------------------------------------------------
 
 
-def wire_table(c: EngineComponents, service, lang_in) -> None:
+def wire_table(c: EngineComponents, service, kept: KeptBatches, lang_in) -> None:
     """The batch's run and its Stop, and the buttons that edit the table."""
-    run_event = c.run_btn.click(bind(run, c, service), [c.table, lang_in],
+    run_event = c.run_btn.click(bind(run, c, service, kept), [c.table, lang_in],
                                 [c.texts, c.status, c.heatmap, c.params, c.last_run], api_name="engine_run",
                                 show_progress="hidden", preprocess=False)  # parse_table names the row and field
     c.stop_btn.click(None, None, None, cancels=[run_event], api_visibility="private", queue=False)
@@ -214,12 +217,13 @@ def wire_room(c: EngineComponents, service, lang_in) -> None:
                    show_progress="hidden")  # a lambda still: its private endpoint keeps its name, "lambda"
 
 
-def build_engine_tab(service, language: gr.Radio | None = None) -> dict:
+def build_engine_tab(service, language: gr.Radio | None = None, kept: KeptBatches | None = None) -> dict:
     """Create the tab's components inside the current Tab context and wire their events. language: the
-    page's picker ("en" / "vi"); every text built here follows it (English without one)."""
+    page's picker ("en" / "vi"); every text built here follows it (English without one); kept: the scenes'
+    batches run at start (None: none)."""
     lang_in = language if language is not None else gr.State(DEFAULT)
     c = build_components()
-    wire_table(c, service, lang_in)
+    wire_table(c, service, kept if kept is not None else KeptBatches(), lang_in)
     wire_room(c, service, lang_in)
     redraw = bind(rerender, c)
     if language is not None:
