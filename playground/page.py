@@ -101,17 +101,18 @@ class Page:
 
 def build_demo(service, default_language: str | None = None, policy: SwitchPolicy | None = None,
                host_key: str | None = None, scenes: SceneList | None = None, warm_scenes: bool = False,
-               replays: Replays | None = None) -> gr.Blocks:
+               replays: Replays | None = None, kept: KeptBatches | None = None) -> gr.Blocks:
     """The page for a service (usually a LoadingService). default_language: the host's --lang (None: each
     browser's own language, English if neither); policy: who may switch the room's model
     (playground/hosting.py; default: nobody); host_key: the key it asks for, when it asks; scenes: the
     scene bar's (default: the lessons' and NTP_SCENES' files, scenes.py); warm_scenes: run the lab scenes' runs
     once in the background when the model is ready, so each shows at once (lab/replays.py; app.py does), into
-    `replays` (None: the page's own), then the Engine and Compare scenes' batches (common/kept_batches.py)."""
+    `replays` (None: the page's own), then the Engine and Compare scenes' batches into `kept`
+    (common/kept_batches.py; None: the page's own)."""
     policy = policy or default_policy(service)
     skip_absent_matplotlib()
     scenes = scenes if scenes is not None else load(scene_paths())
-    kept = KeptBatches()  # the Engine and Compare scenes' batches (common/kept_batches.py)
+    kept = kept if kept is not None else KeptBatches()  # the Engine and Compare scenes' batches
     with gr.Blocks(title=TITLE) as demo:
         parts = lay_out(service, policy, scenes, replays, kept)
         register_api(service)

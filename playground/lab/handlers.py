@@ -179,7 +179,8 @@ def stream_views(lab: LabComponents, run: Run, stream):
         # O(1) per token, same HTML as token_chips_html
         more, chipped = new_chips(run.records, chipped, final=record.stop_reason is not None, lang=run.lang)
         chips += more
-        if record.stop_reason is None and pace.behind():  # the page has not got the last update yet
+        # the page has not got the last update yet (a kept run goes out whole, at its end)
+        if record.stop_reason is None and (run.replayed or pace.behind()):
             continue
         if record.stop_reason is not None and pace.last(lambda: run.stop_presses):  # Stop, while the page caught up
             return

@@ -144,14 +144,16 @@ def test_the_caption_stays_on_screen_in_full_when_the_scene_scrolls_to_its_fact(
 
 def test_a_warmed_pages_lab_scene_shows_its_kept_run_at_once_and_a_moved_knob_runs_live(browser, embedded):
     from model_service.models.switching import LoadingService
+    from playground.common.kept_batches import KeptBatches
     from playground.lab.replays import Replays
     from playground.page import build_demo
 
     from ..conftest import launched
 
-    replays = Replays()
-    with launched(build_demo(LoadingService(service=embedded), warm_scenes=True, replays=replays)) as url:
+    replays, kept = Replays(), KeptBatches()
+    with launched(build_demo(LoadingService(service=embedded), warm_scenes=True, replays=replays, kept=kept)) as url:
         replays.warming.join(timeout=600)  # every lab scene's run, once (a host's page has them before the room)
+        kept.warming.join(timeout=600)  # then the Engine and Compare scenes' batches
         context, page = open_fresh(browser, f"{url}?scene=l13-top-p-confident", 1280, 720)
         try:
             status = page.locator("#run-status")
@@ -169,6 +171,13 @@ def test_a_warmed_pages_lab_scene_shows_its_kept_run_at_once_and_a_moved_knob_ru
             expect(status).not_to_contain_text("shown at once")
         finally:
             context.close()
+        for scene, done in (("l13-engine", "#engine-status"), ("l13-compare-temperatures", "#compare-status")):
+            context, page = open_fresh(browser, f"{url}?scene={scene}", 1280, 720)
+            try:  # the batch as its kept run left it, in one update
+                expect(page.locator(done)).to_contain_text("shown at once", timeout=60_000)
+                expect(page.locator(done)).to_contain_text("finished" if scene == "l13-engine" else "done")
+            finally:
+                context.close()
 
 
 def kept_request(scene_id: str):
