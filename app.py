@@ -50,10 +50,12 @@ def parse_args(argv=None, machine: hosting.Machine | None = None) -> Config:
 
 
 def build(config: Config):
-    """The service (loading) and the page, ready to launch: (demo, service, replays): replays, the lab scenes' runs
-    it computes once the model is ready (playground/lab/replays.py)."""
+    """The service (loading) and the page, ready to launch: (demo, service, replays, kept): the lab scenes' runs and
+    the Engine and Compare scenes' batches it computes once the model is ready (playground/lab/replays.py,
+    playground/common/kept_batches.py)."""
     from model_service.models.catalog import load_target
     from model_service.models.switching import LoadingService
+    from playground.common.kept_batches import KeptBatches
     from playground.lab.replays import Replays
     from playground.page import build_demo, queue_options
     from playground.workshop.scenes import SceneError, load, scene_paths
@@ -80,11 +82,11 @@ def build(config: Config):
                                      **room)
     except RuntimeError as e:  # ModelLoadError, e.g. a bad NTP_THREADS
         sys.exit(f"error: {e}")
-    replays = Replays()
+    replays, kept = Replays(), KeptBatches()
     demo = build_demo(service, default_language=config.lang, policy=policy, host_key=config.host_key, scenes=scenes,
-                      warm_scenes=config.scene_runs, replays=replays)
+                      warm_scenes=config.scene_runs, replays=replays, kept=kept)
     demo.queue(**queue_options())
-    return demo, service, replays
+    return demo, service, replays, kept
 
 
 def main(argv=None) -> None:
@@ -100,14 +102,17 @@ def main(argv=None) -> None:
     from playground.openai_api import access_for, launch_kwargs
     from playground.page import launch_options
 
-    demo, service, replays = build(config)
+    demo, service, replays, kept = build(config)
     api = access_for(machine, bind=config.bind, share=config.share, key=config.api_key)
     demo.launch(server_name=config.bind, server_port=config.port, share=config.share, ssr_mode=False,
                 prevent_thread_lock=True, **launch_options(), **launch_kwargs(service, api))
     announce(demo, config, service, api)
-    if replays.warming is not None:  # the lab scenes' runs, one after another in the room
+    if replays.warming is not None:  # the lab scenes' runs, then the Engine and Compare scenes' batches, in the room
         replays.warming.join()
-        print(f"  scenes ready: {replays.count} lab scene runs kept, each shows at once", flush=True)
+        if kept.warming is not None:
+            kept.warming.join()
+        print(f"  scenes ready: {replays.count} lab scene runs and {kept.count} Engine and Compare batches kept, each "
+              "shows at once", flush=True)
     demo.block_thread()
 
 
