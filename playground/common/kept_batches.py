@@ -85,11 +85,6 @@ class KeptBatches:
             while len(self._batches) > self.limit:
                 self._batches.pop(next(iter(self._batches)))
 
-    def steps(self, service, requests, top_n: int, **options):
-        """The batch as the tab streams it: its kept steps, or the live batch timed (`options`: generate_batch's)."""
-        kept = self.get(service, requests, top_n)
-        return iter(kept) if kept is not None else timed(service.generate_batch(requests, top_n=top_n, **options))
-
     def warm(self, service, batches: Iterable[tuple[tuple[Request, ...], int]],
              after: threading.Thread | None = None) -> threading.Thread:
         """Run each keepable batch once, one after another, in a daemon thread started now: after `after` (the lab's
