@@ -70,6 +70,8 @@ class KeptBatches:
 
     def get(self, service, requests, top_n: int) -> tuple[KeptStep, ...] | None:
         """The kept steps of this batch on the model serving now, or None."""
+        if not self._batches:  # (nothing kept: a service that was never warmed need not say what it is)
+            return None
         key = self.key(service, requests, top_n)
         with self._lock:
             return self._batches.get(key) if key is not None else None
