@@ -108,11 +108,15 @@ _LOAD_JS = (
   const pick = (v) => { const c = (v || '').toLowerCase().split('-')[0]; return langs.includes(c) ? c : null; };
   const code = pick(new URLSearchParams(location.search).get('lang')) || host
     || (navigator.languages || [navigator.language]).map(pick).find(Boolean) || 'en';
-  await ntpSetLocale(code);
-  return code;
+  // a learner who picked a language before this ran (a loaded machine answers late) keeps it: the picker is
+  // this event's output, and returning the link's or the browser's would undo the click (SWITCH_JS notes it)
+  if (!window.__ntpLang) await ntpSetLocale(code);
+  const picked = window.__ntpLang;  // (a pick made while the line above awaited: its locale again)
+  if (picked && picked !== code) await ntpSetLocale(picked);
+  return picked || code;
 }"""
 )
-SWITCH_JS = "async (code) => {" + _SET_LOCALE + " await ntpSetLocale(code); return code; }"
+SWITCH_JS = "async (code) => {" + _SET_LOCALE + " window.__ntpLang = code; await ntpSetLocale(code); return code; }"
 
 _KEY = re.compile(r"""\b(?:T|tr)\(\s*(?:[a-z_]+\s*,\s*)?["']([a-z0-9_.]+)["']""")
 

@@ -38,7 +38,10 @@ BAN_JS = """() => {
     });
   };
   hook();
-  setInterval(hook, 600);
+  // a chart Plotly draws anew is hooked as it appears (a click just after a run must not wait for a timer)
+  const root = document.querySelector("#stage-plot");
+  if (root) new MutationObserver(hook).observe(root, {childList: true, subtree: true});
+  setInterval(hook, 600);  // and should the stage chart's block itself be mounted anew
 }"""
 
 

@@ -26,7 +26,7 @@ from ..common.handlers import bind
 from ..common.i18n import LESSON_PROMPTS, swapped_default, tr
 from ..common.text import escape_html
 from .chips import chips_prefix, new_chips, token_chips_html
-from .components import LabComponents
+from .components import CONTROL_NAMES, LabComponents
 from .request import RunRequest, continued, field_labels, parse_request
 from .run import (
     Pace,
@@ -63,6 +63,15 @@ class RunValues:
     def of(cls, values: tuple) -> RunValues:
         *controls, lang, view = values
         return cls(tuple(controls), lang, view)
+
+    def value(self, name: str):
+        """One control's raw value by its name (CONTROL_NAMES)."""
+        return self.controls[CONTROL_NAMES.index(name)]
+
+    def chain_unwritten(self) -> bool:
+        """The custom order just chosen, its chain box still empty: a learner about to write one, not a mistake
+        (Generate names it; a what-if waits for it)."""
+        return self.value("order") == "custom" and validation.is_blank(self.value("chain"))
 
     def request(self) -> RunRequest:
         try:

@@ -151,6 +151,8 @@ def what_if(lab: LabComponents, page: gr.Request, state: Run, *values):
     branch) has its steps kept under the page's name once recomputed."""
     given = RunValues.of(values)
     state.keep = state.keep or keep_key(page)
+    if given.chain_unwritten():
+        return unchanged(lab.status)
     request = given.request()  # a bad value is named at once, run or not
     if not state.records or state.mid_stream or state.request is None:
         return unchanged(lab.status)

@@ -40,6 +40,18 @@ def test_a_bad_knob_value_is_named(client):
         client.predict(*args(top_p=7), api_name="/what_if")
 
 
+def test_the_custom_order_chosen_before_its_chain_is_written_waits_for_it(client):
+    """Choosing "Custom" fires a what-if while the chain box is still empty: no error toast for a chain the learner
+    is about to write (it once said "a custom chain needs at least one stage" at the click). Generate names it."""
+    client.predict(*args(), api_name="/generate")
+    status, _ = client.predict(*args(order="custom"), api_name="/what_if")
+    assert status in ("", {"__type__": "update"}) or "Step 6" in str(status)
+    with pytest.raises(AppError, match="custom chain"):
+        client.predict(*args(order="custom"), api_name="/generate")
+    status, _ = client.predict(*args(order="custom", chain="top_k > temperature", top_k=5), api_name="/what_if")
+    assert "top-k 5" in status and "order custom" in status, status  # a chain written: the what-if of it
+
+
 def stage_top(figure: dict, stage: str) -> float:
     """The top bar of a stage's panel in a stage figure's JSON (the panels' titles are its annotations, in order)."""
     titles = [a.get("text", "") for a in figure["layout"]["annotations"]]

@@ -52,6 +52,9 @@ def test_the_page_speaks_the_links_language_else_the_browsers(open_page, locale,
 def test_the_picker_switches_the_whole_page_without_a_reload(open_page):
     page = open_page("en-US")
     expect(page.locator("html")).to_have_attribute("lang", "en")
+    # the page has settled (its load events ran: the link applied wakes Generate); a pick before that is the next
+    # test's, and once the load's own choice came after a pick here and undid it (a CI run on a loaded machine)
+    expect(page.locator("#generate")).to_be_enabled(timeout=60_000)
     page.locator("#language").get_by_text("Tiếng Việt").click()
     expect(page.locator("html")).to_have_attribute("lang", "vi")
     expect(page.locator("#model-status")).to_contain_text("Mô hình:")
@@ -61,3 +64,23 @@ def test_the_picker_switches_the_whole_page_without_a_reload(open_page):
     expect(page.locator("html")).to_have_attribute("lang", "en")
     expect(page.locator("#model-status")).to_contain_text("Model:")
     assert tab_labels(page) == TABS["en"]
+
+
+def test_a_language_picked_before_the_page_has_settled_holds(browser, app_url):
+    """A learner on a slow laptop picks Tiếng Việt at first sight, before the page's load event has chosen the
+    browser's language: the pick holds (the load's choice, which came later, once undid it)."""
+    context = browser.new_context(locale="en-US", viewport={"width": 1440, "height": 1000})
+    try:
+        page = context.new_page()
+        cdp = context.new_cdp_session(page)
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": 6})  # a slow machine: the load event runs late
+        page.goto(app_url, wait_until="domcontentloaded")
+        page.locator("#language").get_by_text("Tiếng Việt").click()  # as soon as it is there
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
+        expect(page.locator("#generate")).to_be_enabled(timeout=60_000)  # the page's link is applied: load has run
+        page.wait_for_timeout(500)
+        expect(page.locator("html")).to_have_attribute("lang", "vi")
+        expect(page.locator("#language input[value=vi]")).to_be_checked()
+        expect(page.locator("#model-status")).to_contain_text("Mô hình:")
+    finally:
+        context.close()
