@@ -59,6 +59,7 @@ class LabComponents:
     what_if_figures: gr.Textbox  # a what-if's figures as JSON, which the page draws itself (what_if.DRAW_JS)
     sweep_button: gr.Button  # Sweep T (sweep.py)
     sweep_frames: gr.Textbox  # its frames as JSON, which the page plays (sweep.SWEEP_JS)
+    stream_figures: gr.Textbox  # a streaming run's step figures as JSON, drawn in place by the page (in_place.py)
     replays: Replays = field(default_factory=Replays)  # the scenes' runs, kept to show again at once (replays.py)
     # events other panels follow (tab.wire fills it): "continued", a Continue from here's stream and the Stop after it
     events: dict = field(default_factory=dict)

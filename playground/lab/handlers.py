@@ -27,6 +27,7 @@ from ..common.i18n import LESSON_PROMPTS, swapped_default, tr
 from ..common.text import escape_html
 from .chips import chips_prefix, new_chips, token_chips_html
 from .components import CONTROL_NAMES, LabComponents
+from .in_place import stream_figures
 from .request import RunRequest, continued, field_labels, parse_request
 from .run import (
     Pace,
@@ -133,7 +134,10 @@ def page_step_views(lab: LabComponents, run: Run, final: bool) -> dict:
     if not upto:
         return {}
     part = run if upto == len(run.records) else replace(run, records=run.records[:upto])
-    return {lab.status: status_markdown(part, rate=run.rate, lang=run.lang), **step_views(lab, part, None, run.view)}
+    views = step_views(lab, part, None, run.view)
+    if not final and run.page_chips is not None:  # a page: its charts redrawn in place, not re-created (in_place.py)
+        views = {lab.stream_figures: stream_figures(run.tag, upto, views[lab.stage_plot], views[lab.draw_plot])}
+    return {lab.status: status_markdown(part, rate=run.rate, lang=run.lang), **views}
 
 
 def generate(lab: LabComponents, page: gr.Request, *values):  # Gradio gives the request to a parameter before *values

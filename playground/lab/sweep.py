@@ -24,10 +24,10 @@ from ..common.errors import unchanged, warn
 from ..common.i18n import tr
 from .components import LabComponents
 from .handlers import RunValues, bad, keep_key
+from .in_place import REACT_JS
 from .request import continued
 from .run import Run
 from .view import stage_chart
-from .what_if import REACT_JS
 
 FRAME_MS = 220  # a frame's time on screen: 20 frames in under five seconds, each long enough to read its T
 HOLD_MS = 1500  # the last frame (T 2) stays this long before the step on screen comes back

@@ -22,6 +22,7 @@ from .chain_board import build_chain_board
 from .chips import COUNT_JS, PROBS_JS, STOP_JS, token_chips_html
 from .components import CONTROL_NAMES, LabComponents
 from .handlers import generate, page_has, step, stop_run
+from .in_place import STREAM_JS
 from .inspect import build_inspect
 from .replays import Replays
 from .request import CHAIN_EXAMPLE, DEFAULTS, KNOB_CONTROLS, ORDER_LABELS, SLIDERS
@@ -89,6 +90,8 @@ def lay_out(service, language, replays: Replays) -> LabComponents:
                 sweep_btn = gr.Button(T("lab.sweep"), size="sm", elem_id="sweep-t")
                 gr.HTML("", elem_id="sweep-now")  # the frame's temperature while a sweep plays (sweep.SWEEP_JS)
             sweep_frames = gr.Textbox("", visible="hidden", elem_id="sweep-frames")
+            # a streaming run's step figures as JSON, drawn in place by the page (in_place.STREAM_JS)
+            stream_figures = gr.Textbox("", visible="hidden", elem_id="stream-figures")
             stage_plot = gr.Plot(stage_empty, show_label=False, elem_id="stage-plot")
             ban_box = gr.Textbox("", label=T("lab.ban"), lines=1, max_lines=1, elem_id="ban-token",
                                  elem_classes=["ntp-ban"])  # filled by a click on a bar (ban.BAN_JS)
@@ -102,7 +105,7 @@ def lay_out(service, language, replays: Replays) -> LabComponents:
         service, language, prompt, chat, temperature, top_k, top_p, min_p, order, order_note, seed, max_new, stop,
         {name: knobs[name] for name in KNOB_CONTROLS}, generate_btn, step_btn, stop_btn, chips, chip_probs,
         ban_box, status, stage_plot, draw_plot, scrub, run_plot, run_state, view, what_if_row, reset_btn, continue_btn,
-        what_if_figures, sweep_btn, sweep_frames, replays,
+        what_if_figures, sweep_btn, sweep_frames, stream_figures, replays,
     )
 
 
@@ -160,11 +163,12 @@ def wire(lab: LabComponents) -> None:
     # preprocess=False: the raw values reach parse_request, whose messages name the control, before
     # Gradio's own component checks ("Value 3.0 is greater than maximum value 2.") can answer for us.
     # The language comes last: API callers that leave it out get English.
-    gen_event = lab.generate_button.click(bound(generate), [*lab.controls, lab.language, lab.view], lab.live,
+    streams = [*lab.live, lab.stream_figures]  # (a streaming run's charts, drawn in place: in_place.py)
+    gen_event = lab.generate_button.click(bound(generate), [*lab.controls, lab.language, lab.view], streams,
                                           api_name="generate", show_progress="hidden", preprocess=False)
     # Continue from here (a what-if on screen): the run so far, then on with the knobs' settings; Stop stops it too
     continue_event = lab.continue_button.click(bound(continue_run), [lab.run_state, *lab.controls, lab.language, lab.view],
-                                               lab.live, api_name="continue_run", show_progress="hidden",
+                                               streams, api_name="continue_run", show_progress="hidden",
                                                preprocess=False)
     # a press while a step is still on its way is kept and runs after it (Gradio's default drops it): a presenter
     # pressing Space twice gets two steps
@@ -185,6 +189,8 @@ def wire(lab: LabComponents) -> None:
     gr.on([lab.scrub.release, lab.scrub.input], bound(scrubbed), [lab.scrub, lab.run_state, lab.language, lab.view],
           [*views, lab.run_plot, lab.what_if_row], api_name="scrub", show_progress="hidden", trigger_mode="always_last",
           preprocess=False)
+    lab.stream_figures.change(None, [lab.stream_figures], None, js=STREAM_JS, queue=False, show_progress="hidden",
+                              api_visibility="private")
     wire_what_if(lab, bound)
     lab.chip_probs.change(None, lab.chip_probs, None, js=PROBS_JS, api_visibility="private", show_progress="hidden")
     wire_ban(lab, lab.ban_box)

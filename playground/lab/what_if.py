@@ -39,6 +39,7 @@ from .handlers import (
     step_views,
     streamed,
 )
+from .in_place import REACT_JS
 from .request import RunRequest, continued
 from .run import Run, new_tag, status_markdown
 from .view import View, draw_chart, stage_chart
@@ -46,13 +47,7 @@ from .view import View, draw_chart, stage_chart
 # The knobs' fast path draws a what-if's figures itself: Plotly.react on the figures already on screen, as Gradio's
 # Plot would but without its re-render and its deferred resize (a Plot redraw took 180-290 ms from the knob's input
 # to the first change on screen, with the server's answer in by 70-130 ms). The Plot components keep their values.
-# Plotly.react as Gradio's Plot calls it (autosize, margins that grow with their labels), for a figure's JSON; the
-# sweep (sweep.py) plays its frames with it too
-REACT_JS = """(div, figure) => {
-    const layout = Object.assign({}, figure.layout, {autosize: true});
-    layout.margin = Object.assign({}, layout.margin, {autoexpand: true});
-    return window.Plotly.react(div, figure.data || [], layout);
-  }"""
+# (in_place.py)
 DRAW_JS = """(text) => {
   const react = __REACT__;
   let figures;

@@ -1,0 +1,40 @@
+"""Figures the page draws in place: Plotly.react on the chart already on screen, for a figure's JSON.
+
+Gradio's Plot re-creates its chart for every new value (its Plotly element is keyed on the figure: a new element, a
+full Plotly.newPlot, then a resize), which cost the page 100-370 ms a redraw while a run streamed: the longest tasks
+on its main thread, so a click waited and the chips came in bursts. So a streaming run's charts go to the page as
+JSON in a hidden box (`stream_figures` below) and the page reacts them into the charts on screen; a run's last update
+sets the Plot values as before (what an API caller reads, what a scrub or a language change redraws from). The
+knobs' what-ifs (what_if.DRAW_JS) and the sweep (sweep.SWEEP_JS) draw the same way.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+# Plotly.react as Gradio's Plot calls it (autosize, margins that grow with their labels), minus the re-creation
+REACT_JS = """(div, figure) => {
+    const layout = Object.assign({}, figure.layout, {autosize: true});
+    layout.margin = Object.assign({}, layout.margin, {autoexpand: true});
+    return window.Plotly.react(div, figure.data || [], layout);
+  }"""
+
+# The stream's figures, drawn once each (Gradio hands a Textbox's value to its change event again now and then)
+STREAM_JS = """(text) => {
+  const react = __REACT__;
+  if (!text || text === window.__ntpStreamed || !window.Plotly) return [];
+  window.__ntpStreamed = text;
+  let figures;
+  try { figures = JSON.parse(text); } catch (e) { return []; }
+  for (const [id, figure] of [['stage-plot', figures.stage], ['draw-plot', figures.draw]]) {
+    const div = document.querySelector(`#${id} .js-plotly-plot`);
+    if (div && figure) react(div, figure);
+  }
+  return [];
+}""".replace("__REACT__", REACT_JS)
+
+
+def stream_figures(tag: str, steps: int, stage: go.Figure, draw: go.Figure) -> str:
+    """A streaming run's step figures as one JSON text for STREAM_JS; its tag and step count make each text new
+    (a second run of the same settings would otherwise send the text the box already holds, and draw nothing)."""
+    return f'{{"tag":"{tag}","steps":{int(steps)},"stage":{stage.to_json()},"draw":{draw.to_json()}}}'
