@@ -164,6 +164,7 @@ def browser_run(page, cdp, net, tokens) -> dict:
         "server": rates([t - STAMPS[0] for t in STAMPS]) if len(STAMPS) > 1 else None,
         "prof": prof, "long_tasks": streaming, "stream_s": (done - t0) / 1000,
         "most_chips": max((b - a for (_, a), (_, b) in zip([(0, 0), *points], points)), default=0),
+        "bursts": [(round((t - t0) / 1000, 2), a, b - a) for (_, a), (t, b) in zip([(0, 0), *points], points) if b - a > 2],
     }
 
 
@@ -268,6 +269,7 @@ def report(N, service_rates, browser) -> None:
         print(f"(4) main-thread long tasks while streaming: {len(long)}, longest {max(long, default=0):.0f} ms"
               f" [goal <= 200 ms]; blocked {blocked:.0f} ms per second; most chips added in one update:"
               f" {run['most_chips']} [goal <= 2]")
+        print(f"    updates that added more than 2 chips (s from the click, chips before, added): {run['bursts']}")
         print("    server, per step:")
         for key, (calls, secs, _) in sorted(prof.items(), key=lambda kv: -kv[1][1]):
             print(f"      {key:55s} {calls:5d} calls {secs:7.2f} s {secs / n * 1000:7.1f} ms/step")

@@ -14,6 +14,7 @@ import gradio as gr
 
 from playground import limits
 
+from ..common.acks import ack_event, ack_js
 from ..common.handlers import bind
 from ..common.i18n import DEFAULT, T, tr
 from ..common.kept_batches import KeptBatches
@@ -68,8 +69,10 @@ def wire(c: CompareComponents, run_btn, stop_btn, seed, max_new, lang_in, langua
     stop_btn.click(bound(handlers.stop), [c.state, lang_in, on_page], c.outputs, js=views.STOP_JS, cancels=[run_event],
                    api_visibility="private", queue=False, show_progress="hidden")
     # the page has the texts' new value: what a streaming Run reads to stay one update ahead (lab/run.py:Pace)
-    c.texts.change(bound(handlers.page_has), [c.state, c.texts], None, js=views.COUNT_JS, queue=False, preprocess=False,
-                   postprocess=False, show_progress="hidden", api_visibility="private")
+    # (in the page; its count goes to the server as one POST: common/acks.py)
+    ack_event(bound(handlers.page_has), c.state, "compare_page_has")
+    c.texts.change(None, [c.texts], None, js=ack_js(views.COUNT_JS, "compare_page_has"), show_progress="hidden",
+                   api_visibility="private")
     gr.on([c.scrub.release, c.scrub.input], bound(handlers.scrub_to), [c.scrub, c.state, lang_in],
           [c.texts, c.step_table, c.overlay], api_name="compare_scrub", show_progress="hidden",
           trigger_mode="always_last")

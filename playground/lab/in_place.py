@@ -26,10 +26,11 @@ STREAM_JS = """(text) => {
   window.__ntpStreamed = text;
   let figures;
   try { figures = JSON.parse(text); } catch (e) { return []; }
-  for (const [id, figure] of [['stage-plot', figures.stage], ['draw-plot', figures.draw]]) {
+  // one chart a task: a token's update that comes meanwhile is shown between them, not after both
+  [['stage-plot', figures.stage], ['draw-plot', figures.draw]].forEach(([id, figure], i) => setTimeout(() => {
     const div = document.querySelector(`#${id} .js-plotly-plot`);
-    if (div && figure) react(div, figure);
-  }
+    if (div && figure && window.__ntpStreamed === text) react(div, figure);  // (a newer one is on its way: skip)
+  }, i));
   return [];
 }""".replace("__REACT__", REACT_JS)
 

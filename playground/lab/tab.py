@@ -14,6 +14,7 @@ import gradio as gr
 from model_service.records.knobs import BY_NAME, KNOBS, Knob
 from playground import limits
 
+from ..common.acks import ack_event, ack_js
 from ..common.handlers import bind
 from ..common.i18n import T
 from .ban import wire_ban
@@ -183,8 +184,10 @@ def wire(lab: LabComponents) -> None:
     lab.events["stopped"] = stopped  # and a branch cut by a Stop as its last update left (branch_panel.cut_short)
     lab.events["continued"] = (continue_event, stopped)  # the Branches panel keeps a continued run (branch_panel.adopt)
     # the page has the chips' new value: what a streaming handler reads to stay one update ahead (run.Pace)
-    lab.chips.change(bound(page_has), [lab.run_state, lab.chips], None, js=COUNT_JS, queue=False, preprocess=False,
-                     postprocess=False, show_progress="hidden", api_visibility="private")
+    # (in the page; its count goes to the server as one POST: common/acks.py)
+    ack_event(bound(page_has), lab.run_state, "page_has")
+    lab.chips.change(None, [lab.chips], None, js=ack_js(COUNT_JS, "page_has"), show_progress="hidden",
+                     api_visibility="private")
     # release (mouse), and change from the keyboard: arrow keys and Enter move the step at once
     gr.on([lab.scrub.release, lab.scrub.input], bound(scrubbed), [lab.scrub, lab.run_state, lab.language, lab.view],
           [*views, lab.run_plot, lab.what_if_row], api_name="scrub", show_progress="hidden", trigger_mode="always_last",
