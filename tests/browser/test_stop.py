@@ -5,6 +5,8 @@ presenter view, Compare and a branch; and Stop before the first token says so.""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -60,6 +62,12 @@ def stop_lands_late(page, button: str = "stop", status: str = "#run-status", end
 
     def release() -> None:
         try:
+            # the press's request reaches this handler some time after the click (the page's other requests queue
+            # before it): release only once it is held, or it is never let go (a CI run saw its Stop held for good)
+            for _ in range(1200):
+                if held:
+                    break
+                page.wait_for_timeout(50)
             expect(page.locator(status)).to_contain_text(ended, timeout=120_000)
         finally:
             while held:
@@ -174,6 +182,7 @@ def stop_a_branch(browser, url: str, at_least: int, late: bool = False) -> tuple
     """A run of `url`'s settings, a branch forced at its step 3, and Stop pressed by the page's own script once the
     branch shows `at_least` chips (held `late` in the page: stop_lands_late); returns (page, chips at the click)."""
     page = open_page(browser, url)
+    max_new = int(re.search(r"max_new_tokens=(\d+)", url).group(1))
     page.locator("#generate").click()
     expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
     box = page.locator("#scrub input[type=number]")
@@ -183,7 +192,8 @@ def stop_a_branch(browser, url: str, at_least: int, late: bool = False) -> tuple
     page.locator("#branch-candidate input").click()
     page.get_by_role("option").nth(1).click()
     parent = page.locator("#chips .ntp-chips").get_attribute("data-run") or ""
-    release = stop_lands_late(page) if late else None
+    # late: until the branch has ended (the run it is forced from said "reached max new tokens" already)
+    release = stop_lands_late(page, ended=f"Step {max_new} of {max_new}") if late else None
     page.locator("#branch-force").click()
     # the branch's streaming chips carry a tag of their own (the parent's last chips keep the parent's: Stop on
     # them would reach the finished parent, before the branch began)
