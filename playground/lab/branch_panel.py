@@ -224,7 +224,7 @@ def force(panel: BranchPanel, index, token, current: Run, tree: Tree, lang):
 
 
 def stream_branch(panel: BranchPanel, current: Run, stream, i: int, records: list, presses: int, lang):
-    """The branch's chips as its records come (into `records`), from its forced step on, at most one update
+    """The branch's chips as its records come (into `records`), from its forced step on, at most PAGE_AHEAD updates
     ahead of the page (run.Pace); after a press of Stop, not one more."""
     pace, lab = Pace(lambda: current.page_chips), panel.lab
     with closing(stream):  # its model rows leave the batch even when the branch stops early

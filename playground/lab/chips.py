@@ -10,7 +10,7 @@ title. Each chip is read with its neighbours, so a streaming run sends a chip on
 have finished its character (the same hold-back as the text: model_service/engine/text_stream.py).
 
 A streaming handler's chips carry its stream's tag (`data-run`): the page says how many of a stream's chips it
-has (COUNT_JS), so that the handler keeps at most one update ahead of it; Stop's js (STOP_JS) counts the chips
+has (COUNT_JS), so that the handler keeps at most run.PAGE_AHEAD updates ahead of it; Stop's js (STOP_JS) counts the chips
 on the page, tells the server whose they were, and hides any chip of that stream still on its way.
 """
 

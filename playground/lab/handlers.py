@@ -3,8 +3,8 @@ the room. Each takes the lab's components (LabComponents) first, tab.py binds it
 {component: value}; a component left out keeps what it shows.
 
 Text goes out with every update, each with the tokens that came since the last one: the page says what it
-has (page_has), and a streaming handler keeps at most one update ahead of it (run.Pace), so that Stop finds
-no queue of updates still to render. Charts go at most every CHART_INTERVAL seconds (and always on the last
+has (page_has), and a streaming handler keeps at most PAGE_AHEAD updates ahead of it (run.Pace), so that Stop finds
+at most that short queue still to render (its chips past the press hidden by Stop's js). Charts go at most every CHART_INTERVAL seconds (and always on the last
 step), because each Plotly update re-sends and re-draws the whole figure. A change of the page's language
 redraws every view from the records the page keeps (a run still streaming switches language at its next step).
 """
@@ -173,7 +173,7 @@ def streamed(lab: LabComponents, run: Run, stream, first: dict):
 
 def stream_views(lab: LabComponents, run: Run, stream):
     """The run's updates until it ends or Stop is pressed, each with the tokens that came since the last one
-    (at most one ahead of the page: run.Pace); after a press, not one more (what the stream still holds is
+    (at most PAGE_AHEAD ahead of the page: run.Pace); after a press, not one more (what the stream still holds is
     dropped when it is closed)."""
     started = last_chart = time.monotonic()
     pace = Pace(lambda: run.page_chips)

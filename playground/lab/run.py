@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from model_service.records import validation
@@ -110,6 +111,7 @@ class Run:
 
 STOP_WAIT_S = 1.5  # how long Stop waits for the streaming handler to freeze the views itself (a step is ~0.1-0.5 s)
 PAGE_WAIT_S = 2.0  # how long a streaming handler holds its updates for a page that has not said it has the last one
+PAGE_AHEAD = 3  # updates a streaming handler may send before the page says it has the first of them (Pace)
 _SEEN = re.compile(r"([0-9a-f]{0,16}):(.*)", re.S)
 
 
@@ -130,28 +132,45 @@ def parse_seen(value) -> tuple[str, int] | None:
 
 
 class Pace:
-    """Keeps a streaming handler at most one update ahead of its page. The page renders updates one after the
-    other, slower than a model makes tokens (each chart is a Plotly redraw), and Gradio's client renders every
-    update it has received, even after Stop: a handler that sent every token would have the page seconds
-    behind, and Stop would land in the middle of that queue. So the page says what it has (the chips' change,
-    tab.py) and, while it has not got the last update, the tokens that come wait for the next one (every token
-    is still read: the model's row runs on). `page()`: the chips (or steps) of this stream the page has, or
-    None while no page counts them (an API caller): then every token goes out at once, as before."""
+    """Keeps a streaming handler at most PAGE_AHEAD updates ahead of its page. The page renders updates one after
+    the other, at times slower than a model makes tokens (a chart is a Plotly redraw), and Gradio's client renders
+    every update it has received, even after Stop: a handler that sent every token would have the page seconds
+    behind, and Stop would land in the middle of that queue. So the page says what it has (the chips' ack,
+    common/acks.py) and, while it lacks the update PAGE_AHEAD - 1 before the last one sent, the tokens that come
+    wait for the next one (every token is still read: the model's row runs on). A few ahead, not one: while the page
+    draws a chart the next tokens are already on their way, each its own update, instead of waiting for the redraw
+    and coming together (measured in bench_render: one ahead sent 3-4 chips at once once or twice a run; three
+    ahead, one chip an update in most runs); what the page renders after a Stop is hidden by Stop's own script
+    (chips.STOP_JS), and the frozen update comes next.
+    `page()`: the chips (or steps) of this stream the page has, or None while no page counts them (an API
+    caller): then every token goes out at once, as before."""
 
-    def __init__(self, page):
-        self.page, self.sent, self.at = page, 0, 0.0
+    def __init__(self, page, ahead: int | None = None):
+        ahead = PAGE_AHEAD if ahead is None else ahead
+        if ahead < 1:
+            raise ValueError(f"a stream's lead over its page must be at least 1 update, got {ahead}")
+        self.page, self.at = page, 0.0
+        self.counts: deque[int] = deque(maxlen=ahead)  # what the last `ahead` updates carried, oldest first
+
+    @property
+    def sent(self) -> int:
+        return self.counts[-1] if self.counts else 0
 
     def behind(self) -> bool:
+        """True while the page lacks the update `ahead - 1` before the last one sent (PAGE_WAIT_S at most)."""
         shown = self.page()
-        return shown is not None and shown < self.sent and time.monotonic() - self.at < PAGE_WAIT_S
+        full = len(self.counts) == self.counts.maxlen
+        return (shown is not None and full and shown < self.counts[0]
+                and time.monotonic() - self.at < PAGE_WAIT_S)
 
     def went(self, sent: int) -> None:
-        self.sent, self.at = sent, time.monotonic()
+        self.counts.append(sent)
+        self.at = time.monotonic()
 
     def last(self, stopped) -> bool:
-        """Hold a stream's last update until the page has the one before it (PAGE_WAIT_S at most) or Stop is
-        pressed; True if it was. A model that ends ahead of its page would otherwise send every chip it still
-        held at once, and a Stop pressed while the page showed the first of them could cut nothing."""
+        """Hold a stream's last update until the page is no more than its lead behind (PAGE_WAIT_S at most) or
+        Stop is pressed; True if it was. A model that ends ahead of its page would otherwise send every chip it
+        still held at once, and a Stop pressed while the page showed the first of them could cut nothing."""
         wait_until(lambda: stopped() or not self.behind(), timeout=PAGE_WAIT_S)
         return bool(stopped())
 

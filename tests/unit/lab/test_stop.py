@@ -1,5 +1,5 @@
 """Stop on the server: the run is cut to what the page showed, the streaming handler sends the frozen views as
-its last update and nothing after a press, it keeps at most one update ahead of a page that counts, and what
+its last update and nothing after a press, it keeps at most run.PAGE_AHEAD updates ahead of a page that counts, and what
 the page's js sends is checked like any other input (no model: a fake service streams made-up records)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from playground.lab import handlers
 from playground.lab.components import LabComponents
-from playground.lab.run import Pace, Run, parse_seen, wait_until
+from playground.lab.run import PAGE_AHEAD, Pace, Run, parse_seen, wait_until
 from playground.lab.view import View
 
 from .test_charts import make_record
@@ -176,12 +176,14 @@ def test_what_the_page_sends_reads_as_tag_and_chips():
     assert parse_seen("") is None and parse_seen(None) is None
 
 
-def test_a_page_that_counts_gets_the_tokens_that_came_in_one_update_when_it_has_the_last(lab):
+def test_a_page_that_counts_is_at_most_page_ahead_updates_behind_and_the_tokens_that_wait_go_in_one(lab):
     gen, run = start(lab)
     first = next(gen)
-    assert chips_in(first[lab.chips]) == 1
     handlers.page_has(lab, run, f"{run.tag}:0")  # the page has the empty box, not the first chip yet
-    # while it has not got the first chip the tokens wait; the last one waits for it too, then all go at once
+    # the next updates go while the page draws the first, each with its one new token, up to the lead
+    on_their_way = [first] + [next(gen) for _ in range(PAGE_AHEAD - 1)]
+    assert [chips_in(u[lab.chips]) for u in on_their_way] == list(range(1, PAGE_AHEAD + 1))
+    # while the page lacks the first the tokens wait; the last one waits for it too, then all go at once
     threading.Timer(0.2, handlers.page_has, (lab, run, f"{run.tag}:1")).start()
     last = next(gen)
     assert chips_in(last[lab.chips]) == 20 and "stopped: reached max new tokens" in last[lab.status]
@@ -193,6 +195,8 @@ def test_a_stop_pressed_while_the_page_catches_up_with_a_model_that_ended_still_
     gen, run = start(lab)
     next(gen)  # the first chip goes out; the model has all 20 tokens before the page has drawn it
     handlers.page_has(lab, run, f"{run.tag}:0")
+    for k in range(2, PAGE_AHEAD + 1):  # the next updates go too, up to the lead; then the page is behind
+        assert chips_in(next(gen)[lab.chips]) == k
     answer = {}
     press = threading.Timer(0.2, lambda: answer.update(out=handlers.stop_run(lab, run, "en", View(), f"{run.tag}:1")))
     press.start()  # Stop, while the last update waits for the page: the page shows the first chip
@@ -218,16 +222,33 @@ def test_the_charts_describe_the_chips_the_page_has(lab):
 
 def test_pace_holds_only_for_a_page_that_counts_and_not_for_ever(monkeypatch):
     seen = {"chips": None}
-    pace = Pace(lambda: seen["chips"])
+    pace = Pace(lambda: seen["chips"], ahead=2)
     pace.went(3)
+    seen["chips"] = 0
+    assert not pace.behind()  # one update on its way: a second may follow
+    pace.went(5)
+    seen["chips"] = None
     assert not pace.behind()  # no page counts (an API caller)
     seen["chips"] = 2
-    assert pace.behind()
+    assert pace.behind()  # two on their way, the page lacks the first
     seen["chips"] = 3
     assert not pace.behind()
+    pace.went(6)
+    assert pace.behind()  # the page lacks 5, the one before the last
     seen["chips"] = 0
     monkeypatch.setattr("playground.lab.run.PAGE_WAIT_S", 0.0)  # a page that stopped answering
     assert not pace.behind()
+
+
+def test_pace_one_ahead_waits_for_the_last_update_and_a_lead_below_one_is_refused():
+    seen = {"chips": 2}
+    pace = Pace(lambda: seen["chips"], ahead=1)
+    pace.went(3)
+    assert pace.behind()
+    seen["chips"] = 3
+    assert not pace.behind()
+    with pytest.raises(ValueError, match="at least 1 update"):
+        Pace(lambda: 0, ahead=0)
 
 
 def test_the_streaming_chips_carry_the_tag_the_js_reads():
