@@ -185,3 +185,13 @@ def token_chips_html(records: list[StepRecord], selected: int | None = None, lan
     body = "".join(_chip(r, i, selected, s, lang, moved if i < at else None) for i, (r, s) in enumerate(zip(records, shown)))
     hits = any(r.token_id in moved for r in records[:at])
     return chips_prefix(lang, tag, hits) + body
+
+# On a phone (body.ntp-narrow, presenter.READ_PAGE_JS) the run's chips stand under every control: a press of Generate,
+# Step or Continue brings them into view, where the tokens come (the presenter view keeps them near the top already).
+SHOW_RUN_JS = """() => {
+  const body = document.body;
+  if (!body.classList.contains("ntp-narrow") || body.classList.contains("ntp-present")) return;
+  const chips = document.getElementById("chips");
+  if (chips) chips.scrollIntoView({block: "start", behavior: "smooth"});
+}"""
+

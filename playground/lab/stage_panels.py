@@ -2,7 +2,8 @@
 
 A pure function, records in, a plotly Figure out (no torch, no gradio). Two geometries: the lab's (20 rows,
 small text, the figure's height given) and the presenter view's (`present`: fewer rows, text made for 14 px,
-a height that follows from the rows and the lines of text), so that a step fits one projector screen.
+a height that follows from the rows and the lines of text), so that a step fits one projector screen. Either may
+be `stacked`: the panels one under another, each as wide as a phone, the height following from the panels.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ PRESENT_TEXT = 14  # px, every text of the presenter view's figure (playground/c
 ROW_PX = 20  # one candidate's row in the presenter view: a 14 px label and the bar's 14 px percentage
 LINE_PX = 18  # one line of 14 px text (titles, the key, the note)
 TICKS_PX = 22  # the x axes' tick labels under the panels, in the presenter view
+# a stacked figure (a phone): one candidate's row, the space over a panel for its title and under it for its x ticks
+STACK_ROW_PX = {False: 17, True: 20}  # by `present`: 12 px text, 14 px text
+STACK_GAP_PX = {False: 46, True: 52}
+STACK_NOTE_CHARS = 40  # a phone's ~350 px
 # the folded stages' note wraps at this many characters, which the narrowest view holds on a line: the lab's
 # note starts at its plot area (a figure at least 720 px wide), the presenter's at the figure's left edge, on a
 # phone too (a 980 px figure that scrolls sideways, of which the first ~350 px show)
@@ -183,7 +188,8 @@ def wrapped(text: str, width: int) -> str:
 
 
 def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: bool = False,
-                 log: bool = False, rows: int | None = None, present: bool = False) -> go.Figure:
+                 log: bool = False, rows: int | None = None, present: bool = False,
+                 stacked: bool = False) -> go.Figure:
     """One horizontal-bar panel per pipeline stage (raw … final), sharing one y axis of candidates.
 
     Rows are the raw top-N (the first `rows` of them when given), most probable at the top, in the same
@@ -196,7 +202,8 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     fold: panels equal to the one before become one note (the presenter view); log: a log x axis from
     0.01 %, so that the tail a filter cuts is visible (bars under 1 % are hair-thin on a linear one);
     present: the presenter view's geometry, text of PRESENT_TEXT px and a height that follows from the rows
-    (`height` is then unused).
+    (`height` is then unused); stacked: the panels one under another, every one with its candidates' labels, and a
+    height that follows from the panels (`height` unused), for a screen narrower than the panels side by side.
     """
     if not record.stages or not record.candidates:
         return empty_figure(tr(lang, "lab.stage.empty"), height)
@@ -210,13 +217,13 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     ids = [t.id for t in record.candidates] + ([record.token_id] if extra else [])
     labels = _y_labels(record, chosen, shown)
     n = len(labels)
-    layout = copy.deepcopy(_stage_layout(len(stages), n, height, lang, log, present))
+    layout = copy.deepcopy(_stage_layout(len(stages), n, height, lang, log, present, stacked))
     titles = [_stage_title(stage, greedy, lang) for stage in stages]
     # the presenter's titles take a line per fact, and so do five or more panels' (each ~100 px wide at 1024 px): a
-    # wide line would run into its neighbour's
-    if present or len(stages) >= WIDE_TITLES_UP_TO + 1:
+    # wide line would run into its neighbour's (a stacked panel is as wide as the figure: one line)
+    if not stacked and (present or len(stages) >= WIDE_TITLES_UP_TO + 1):
         titles = [title.replace(" · ", "<br>") for title in titles]
-    if not present and max(title.count("<br>") for title in titles) > 1:  # a third line needs room
+    if not stacked and not present and max(title.count("<br>") for title in titles) > 1:  # a third line needs room
         layout["margin"]["t"] += 15
     for annotation, title in zip(layout["annotations"], titles):  # the first annotations are the subplot titles
         annotation["text"] = title
@@ -225,9 +232,12 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     # a fixed left margin sized to the labels: automargin would make the browser measure every redraw
     longest = max(len(_plain(label)) for label in labels)
     # (the presenter's key stands in that margin, over the labels)
-    layout["margin"]["l"] = max(110, min(230, 18 + 9 * longest)) if present else min(180, 14 + 7 * longest)
-    note_lines = _add_note(layout, same, lang, present)
-    if present:
+    layout["margin"]["l"] = (max(110, min(230, 18 + 9 * longest)) if present else min(180, 14 + 7 * longest)) if (
+        not stacked) else min(150 if present else 130, (18 if present else 14) + (9 if present else 7) * longest)
+    note_lines = _add_note(layout, same, lang, present, stacked)
+    if stacked:
+        _stack(layout, len(stages), n, max(title.count("<br>") + 1 for title in titles), note_lines, present)
+    elif present:
         _present_size(layout, n, max(title.count("<br>") + 1 for title in titles), note_lines)
     removed_by: dict[int, str] = {}
     data = []
@@ -239,14 +249,16 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     return go.Figure(data=data, layout=layout, _validate=False)
 
 
-def _add_note(layout: dict, same: list[str], lang: str, present: bool) -> int:
+def _add_note(layout: dict, same: list[str], lang: str, present: bool, stacked: bool = False) -> int:
     """The folded stages' note, a line or more under the key, wrapped; returns its lines (0: no note)."""
     if not same:
         return 0
     names = ", ".join(FOLD_NAMES.get(name, name) for name in same)
-    text = wrapped(tr(lang, "lab.stage.folded", names=names), NOTE_CHARS[present])
+    text = wrapped(tr(lang, "lab.stage.folded", names=names), STACK_NOTE_CHARS if stacked else NOTE_CHARS[present])
     # the presenter's note starts at the figure's left edge, under the labels: the width of the whole figure
     size, xshift, yshift = (PRESENT_TEXT, 6 - layout["margin"]["l"], -TICKS_PX) if present else (TEXT, 0, -40)
+    if stacked:  # under the last panel's ticks and the key, from the figure's left edge
+        xshift, yshift = 6 - layout["margin"]["l"], -40
     layout["annotations"].append(dict(
         text=text, x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", align="left",
         xshift=xshift, yshift=yshift, showarrow=False, font=dict(size=size, color="#555")))
@@ -254,6 +266,23 @@ def _add_note(layout: dict, same: list[str], lang: str, present: bool) -> int:
     if not present:
         layout["margin"]["b"] += 20 + 15 * (lines - 1)
     return lines
+
+
+def _stack(layout: dict, panels: int, rows: int, title_lines: int, note_lines: int, present: bool) -> None:
+    """A stacked figure's height and each panel's place: a panel of `rows` candidates under its title, its x
+    ticks under it, then the next; the key (and the folded stages' note) under the last."""
+    row, line = STACK_ROW_PX[present], LINE_PX if present else 15
+    panel, gap = row * rows, STACK_GAP_PX[present] + line * (title_lines - 1)
+    margin = layout["margin"]
+    margin["t"] = 8 + line * title_lines
+    margin["b"] = 44 + line * note_lines
+    layout["annotations"][panels]["xshift"] = 6 - margin["l"]  # the key, from the figure's left edge
+    plot = panels * panel + (panels - 1) * gap
+    layout["height"] = margin["t"] + plot + margin["b"]
+    for i in range(panels):
+        top = 1 - i * (panel + gap) / plot
+        layout[f"yaxis{i + 1 if i else ''}"]["domain"] = [max(0.0, top - panel / plot), top]
+        layout["annotations"][i]["y"] = top  # its title, over it
 
 
 def _present_size(layout: dict, rows: int, title_lines: int, note_lines: int) -> None:
@@ -272,12 +301,16 @@ def _plain(label: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _stage_layout(cols: int, rows: int, height: int, lang: str = "en", log: bool = False,
-                  present: bool = False) -> dict:
+                  present: bool = False, stacked: bool = False) -> dict:
     """The validated layout of a stage figure with `cols` panels and `rows` bars, titles blank, key in `lang`;
-    `log`: the x axes on a log scale from 0.01 % to 100 %; `present`: every text PRESENT_TEXT px."""
+    `log`: the x axes on a log scale from 0.01 % to 100 %; `present`: every text PRESENT_TEXT px; `stacked`: the
+    panels one under another, each with its own labels (their places are set by _stack)."""
     small = PRESENT_TEXT if present else TEXT
-    fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, horizontal_spacing=0.04 if present else 0.028,
-                        subplot_titles=[" "] * cols)
+    if stacked:
+        fig = make_subplots(rows=cols, cols=1, subplot_titles=[" "] * cols, vertical_spacing=0.0)
+    else:
+        fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, horizontal_spacing=0.04 if present else 0.028,
+                            subplot_titles=[" "] * cols)
     # a "100%" would run into the next panel's "0": its grid line says where 100 % is
     fig.update_xaxes(
         range=[0, 1], tickvals=[0, 0.5, 1], ticktext=["0", "50%", ""], showgrid=True,
@@ -292,19 +325,26 @@ def _stage_layout(cols: int, rows: int, height: int, lang: str = "en", log: bool
         showgrid=False, zeroline=False, ticks="", tickfont=dict(size=small),
     )
     fig.update_annotations(font=dict(size=small, color=INK))  # the subplot titles
-    _key(fig, lang, present)
+    _key(fig, lang, present, stacked)
     base_layout(fig, height, dict(l=6, r=24 if present else 16, t=40, b=40), bargap=0.18,
                 uniformtext=dict(minsize=small, mode="show"))
     return fig.layout.to_plotly_json()
 
 
-def _key(fig: go.Figure, lang: str, present: bool = False) -> None:
+def _key(fig: go.Figure, lang: str, present: bool = False, stacked: bool = False) -> None:
     """A colour key instead of a legend box: one line under the panels; in the presenter view three short
-    lines over the labels, beside the panels' titles, where the figure has room to spare."""
+    lines over the labels, beside the panels' titles, where the figure has room to spare; stacked, the short words
+    on one line from the figure's left edge, under the last panel."""
     swatch = '<span style="color:{}">■</span> {}'
     words = (tr(lang, "lab.key.kept"), tr(lang, "lab.key.removed_short" if present else "lab.key.removed"),
              tr(lang, "lab.key.chosen"))
     keys = [swatch.format(c, t) for c, t in zip((BLUE, GREY, VERMILLION), words)]
+    if stacked:
+        words = (words[0], tr(lang, "lab.key.removed_short"), words[2])
+        fig.add_annotation(text="   ".join(swatch.format(c, t) for c, t in zip((BLUE, GREY, VERMILLION), words)),
+                           x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", yshift=-20,
+                           showarrow=False, font=dict(size=PRESENT_TEXT if present else TEXT, color="#555"))
+        return
     if present:
         fig.add_annotation(text="<br>".join(keys), x=0, y=1, xref="paper", yref="paper", xanchor="right",
                            yanchor="bottom", align="left", xshift=-8, showarrow=False,

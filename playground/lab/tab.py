@@ -20,7 +20,7 @@ from ..common.i18n import T
 from .ban import wire_ban
 from .batch_effect import build_batch_effect
 from .chain_board import build_chain_board
-from .chips import COUNT_JS, PROBS_JS, STOP_JS, token_chips_html
+from .chips import COUNT_JS, PROBS_JS, SHOW_RUN_JS, STOP_JS, token_chips_html
 from .components import CONTROL_NAMES, LabComponents
 from .handlers import generate, page_has, step, stop_run
 from .in_place import STREAM_JS
@@ -181,6 +181,8 @@ def wire(lab: LabComponents) -> None:
     stopped = lab.stop_button.click(bound(stop_run), [lab.run_state, lab.language, lab.view, on_page], lab.live,
                                     js=STOP_JS, cancels=[gen_event, continue_event], api_name="stop", queue=False,
                                     show_progress="hidden")
+    for button in (lab.generate_button, lab.step_button, lab.continue_button):  # (a phone: to the chips, chips.py)
+        button.click(None, None, None, js=SHOW_RUN_JS, queue=False, show_progress="hidden", api_visibility="private")
     lab.events["stopped"] = stopped  # and a branch cut by a Stop as its last update left (branch_panel.cut_short)
     lab.events["continued"] = (continue_event, stopped)  # the Branches panel keeps a continued run (branch_panel.adopt)
     # the page has the chips' new value: what a streaming handler reads to stay at most PAGE_AHEAD updates ahead (run.Pace)

@@ -1,6 +1,8 @@
 """How the lab's charts are drawn for this page: normal or presenter view, linear or log zoom, light or
 dark theme. One small frozen View per page (in gr.State); the chart builders stay pure and take plain flags.
 
+On a phone (View.narrow) the stage panels stand one under another, each as wide as the screen.
+
 The presenter view puts one step on one projector screen (assets/presenter.css lays the page out): the stage
 chart shows its PRESENT_ROWS most probable candidates in a geometry made for 14 px text, and the draw bar is
 a slim strip; the run chart, under the scrubber, only grows its text."""
@@ -21,11 +23,16 @@ class View:
     present: bool = False  # presenter view: big text, panels that change nothing folded into one note
     log: bool = False  # the stage chart's x axis on a log scale: the cut tail is visible
     dark: bool = False  # the page's dark theme
+    narrow: bool = False  # a phone's screen: the stage panels one under another (presenter.READ_PAGE_JS: NARROW_PX)
 
 
 def stage_chart(record, view: View = View(), lang: str = "en", fold: bool = True):
     """The stage chart; panels that change nothing fold into one note (a sweep keeps every panel: its frames share
     one layout)."""
+    if view.narrow:  # a phone: the panels one under another, each the screen's width, the ten likeliest rows
+        fig = charts.stage_figure(record, lang=lang, fold=fold, log=view.log, rows=charts.PRESENT_ROWS,
+                                  present=view.present, stacked=True)
+        return for_view(fig, view.present, view.dark, grow=False)
     if not view.present:
         return for_view(charts.stage_figure(record, lang=lang, log=view.log, fold=fold), False, view.dark)
     fig = charts.stage_figure(record, lang=lang, fold=fold, log=view.log, rows=charts.PRESENT_ROWS, present=True)

@@ -23,13 +23,16 @@ from ..lab.components import LabComponents
 from ..lab.run import Run
 from ..lab.view import View, draw_chart, placeholders, run_chart, stage_chart
 
-# on load: the link's present flag and whether Gradio put the page in its dark theme
+NARROW_PX = 600  # a page this wide or less (a phone held upright) stacks the stage panels (View.narrow)
+# on load: the link's present flag, whether Gradio put the page in its dark theme, and whether it is a phone's
 READ_PAGE_JS = """() => {
   const query = new URLSearchParams(window.location.search);
   const on = ['1', 'true', 'yes', 'on'].includes((query.get('present') || '').toLowerCase());
   const dark = document.body.classList.contains('dark') || query.get('__theme') === 'dark';
-  return [on, dark];
-}"""
+  const narrow = window.innerWidth <= __NARROW_PX__;
+  document.body.classList.toggle('ntp-narrow', narrow);  // (assets/style.css: the stacked chart needs no min width)
+  return [on, dark, narrow];
+}""".replace("__NARROW_PX__", str(NARROW_PX))
 CLASS_JS = "(on) => { document.body.classList.toggle('ntp-present', !!on); return on; }"
 
 
@@ -38,12 +41,13 @@ def build_toggles() -> dict:
     present = gr.Checkbox(False, label=T("presenter.toggle"), elem_id="present", scale=0, min_width=170)
     log = gr.Checkbox(False, label=T("presenter.log"), elem_id="log-zoom", scale=0, min_width=170)
     dark = gr.Checkbox(False, visible=False, elem_id="dark-charts")  # set by the page's theme, not by hand
-    return {"present": present, "log": log, "dark": dark}
+    narrow = gr.Checkbox(False, visible=False, elem_id="narrow-charts")  # set by the page's width (NARROW_PX)
+    return {"present": present, "log": log, "dark": dark, "narrow": narrow}
 
 
-def redraw_views(present, log, dark, state: Run, index, lang) -> tuple:
+def redraw_views(present, log, dark, state: Run, index, lang, narrow=False) -> tuple:
     """(the View, stage, draw and run charts) for the run the page keeps, at the step the scrubber shows."""
-    shown = View(bool(present), bool(log), bool(dark))
+    shown = View(bool(present), bool(log), bool(dark), bool(narrow))
     if not state.records:
         return (shown, *placeholders(shown, lang))
     state.view = shown  # a run still streaming draws its next charts this way
@@ -58,20 +62,20 @@ def redraw_views(present, log, dark, state: Run, index, lang) -> tuple:
 
 def wire(demo: gr.Blocks, toggles: dict, lab: LabComponents, language) -> None:
     """Read the link and the theme on load; on any toggle, the body's class and the lab's charts follow."""
-    present, log, dark = toggles["present"], toggles["log"], toggles["dark"]
-    demo.load(None, None, [present, dark], js=READ_PAGE_JS, api_visibility="private")
+    present, log, dark, narrow = toggles["present"], toggles["log"], toggles["dark"], toggles["narrow"]
+    demo.load(None, None, [present, dark, narrow], js=READ_PAGE_JS, api_visibility="private")
     demo.load(None, None, None, js=keys_js(), api_visibility="private")
     present.change(None, present, None, js=CLASS_JS, api_visibility="private", show_progress="hidden")
 
-    def redraw(present_on, log_on, dark_on, state, index, lang):
-        out = redraw_views(present_on, log_on, dark_on, state, index, lang)
+    def redraw(present_on, log_on, dark_on, narrow_on, state, index, lang):
+        out = redraw_views(present_on, log_on, dark_on, state, index, lang, narrow_on)
         return dict(zip((lab.view, lab.stage_plot, lab.draw_plot, lab.run_plot), out))
 
     # not queued: the page's View is a server-side State that a run reads when its event starts, so a toggle must
     # land before a Generate pressed right after it is taken from the queue (a hog run caught Log scale, then
     # Generate, drawing the run linear: the toggle's event was still waiting behind it)
-    gr.on([present.change, log.change, dark.change], redraw,
-          [present, log, dark, lab.run_state, lab.scrub, language],
+    gr.on([present.change, log.change, dark.change, narrow.change], redraw,
+          [present, log, dark, narrow, lab.run_state, lab.scrub, language],
           [lab.view, lab.stage_plot, lab.draw_plot, lab.run_plot], api_visibility="private",
           show_progress="hidden", preprocess=False, trigger_mode="always_last", queue=False)
 

@@ -202,3 +202,28 @@ def test_every_chart_text_is_readable_and_the_stages_get_the_width_they_need(bro
     assert page.evaluate(SMALLEST_CHART_TEXT, ["stage-plot", "draw-plot", "run-plot"]) >= 12
     assert page.locator("#stage-plot").bounding_box()["width"] >= 600  # side by side at 853: 368 px
     context.close()
+
+
+def test_on_a_phone_generate_brings_the_run_into_view_and_every_stage_stands_in_the_screens_width(browser, app_url):
+    # at 390x844 the run's chips stand under every control (~1,800 px down): Generate scrolls to them, and the stage
+    # panels stack one under another, each the screen's width, text of 12 px at least
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(f"{app_url}?temperature=0.8&top_k=20&top_p=0.9&min_p=0.05&seed=3&max_new_tokens=4",
+              wait_until="domcontentloaded")
+    expect(page.locator("#model-status")).to_contain_text("Model:", timeout=60_000)
+    expect(page.locator("body.ntp-narrow")).to_have_count(1)
+    page.locator("#generate").click()
+    page.wait_for_function("() => { const r = document.getElementById('chips').getBoundingClientRect();"
+                           " return r.top >= 0 && r.top < innerHeight / 2; }", timeout=10_000)
+    expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
+    stage = page.locator("#stage-plot")
+    titles = [stage.locator("text.annotation-text", has_text=t).first for t in ("raw softmax", "after top-k",
+                                                                                  "after top-p", "final")]
+    boxes = [t.bounding_box() for t in titles]
+    assert all(0 <= b["x"] and b["x"] + b["width"] <= 390 for b in boxes), boxes
+    assert [b["y"] for b in boxes] == sorted(b["y"] for b in boxes)
+    assert stage.evaluate("(el) => el.scrollWidth <= el.clientWidth")
+    assert page.evaluate(SMALLEST_CHART_TEXT, ["stage-plot"]) >= 12
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    context.close()

@@ -186,9 +186,10 @@ def kept_request(scene_id: str):
     return scene_request(SCENES.get(scene_id).query, "en")
 
 
-def test_on_a_phone_the_stage_chart_scrolls_sideways_to_the_lessons_point(browser, app_url):
-    """The top-p scene's point is the panel after top-p (kept 10 of 49,152): on a 390-wide phone the six panels are
-    wider than the screen, and the chart scrolls sideways to it (Gradio's inline overflow: hidden clipped it)."""
+def test_on_a_phone_the_stage_panels_stand_one_under_another_down_to_the_lessons_point(browser, app_url):
+    """The top-p scene's point is the panel after top-p (kept 10 of 49,152): on a 390-wide phone the panels stand one
+    under another, each the screen's width, so scrolling down (never sideways) reaches every title, the lesson's
+    count in it, in text of at least 12 px."""
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
     try:
@@ -196,15 +197,20 @@ def test_on_a_phone_the_stage_chart_scrolls_sideways_to_the_lessons_point(browse
         expect(page.locator("#chips .ntp-chip").first).to_be_visible(timeout=120_000)
         plot = page.locator("#stage-plot")
         expect(plot.locator(".js-plotly-plot")).to_be_visible(timeout=60_000)
-        wide = plot.evaluate("(el) => [getComputedStyle(el).overflowX, el.scrollWidth, el.clientWidth]")
-        assert wide[0] == "auto" and wide[1] > wide[2] + 100, wide
-        title = plot.locator("text.annotation-text", has_text="after top-p")
-        title.evaluate("(el) => el.scrollIntoView({inline: 'center', block: 'nearest'})")  # a swipe to its panel
-        assert plot.evaluate("(el) => el.scrollLeft") > 0
-        box = title.bounding_box()
-        assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 390, box
+        expect(plot.locator("text.annotation-text", has_text="after top-p")).to_be_visible(timeout=30_000)
+        wide = plot.evaluate("(el) => [el.scrollWidth, el.clientWidth]")
+        assert wide[0] <= wide[1], wide  # nothing to scroll sideways
+        titles = plot.locator("text.annotation-text", has_text=re.compile("raw softmax|after |final"))
+        boxes = [titles.nth(i).bounding_box() for i in range(titles.count())]
+        assert len(boxes) >= 3 and all(0 <= b["x"] and b["x"] + b["width"] <= 390 for b in boxes), boxes
+        assert [b["y"] for b in boxes] == sorted(b["y"] for b in boxes)  # one under another
+        assert re.search(r"kept 10\b", titles.filter(has_text="after top-p").first.text_content())
+        sizes = plot.evaluate("(el) => Array.from(el.querySelectorAll('svg text')).filter((t) => t.getBBox().width > 0)"
+                              ".map((t) => parseFloat(getComputedStyle(t).fontSize))")
+        assert min(sizes) >= 12, min(sizes)
         assert page.evaluate("document.documentElement.scrollWidth") <= 390  # the page itself does not scroll
-        page.screenshot(path=str(ARTIFACTS / "phone_stage_scrolled.png"))
+        titles.filter(has_text="after top-p").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "phone_stage_stacked.png"))
     finally:
         context.close()
 

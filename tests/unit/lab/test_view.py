@@ -133,3 +133,33 @@ def test_dark_charts_let_the_page_through_with_light_ink():
     assert all(p.layout.paper_bgcolor == "rgba(0,0,0,0)" for p in placeholders(View(dark=True)))
     light = stage_chart(make_record())
     assert light.to_json() == charts.stage_figure(make_record(), fold=True).to_json()  # the normal view: folded only
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_on_a_phone_the_panels_stand_one_under_another_each_the_screens_width_with_its_labels(present):
+    record = make_record(OFF)
+    fig = stage_chart(record, View(present=present, narrow=True)).to_plotly_json()
+    layout, panels = fig["layout"], len(fig["data"])
+    assert panels == 4  # folded as in every view: temperature and min-p change nothing
+    xs = [layout[f"xaxis{i if i > 1 else ''}"] for i in range(1, panels + 1)]
+    ys = [layout[f"yaxis{i if i > 1 else ''}"] for i in range(1, panels + 1)]
+    assert all(x.get("domain", [0, 1]) == [0, 1] for x in xs)  # every panel the figure's whole width
+    tops = [y["domain"][1] for y in ys]
+    assert tops[0] == 1 and tops == sorted(tops, reverse=True)  # top to bottom, in the pipeline's order
+    assert all(ys[i]["domain"][0] > ys[i + 1]["domain"][1] for i in range(panels - 1))  # room for a title between
+    assert all(y.get("showticklabels", True) and y["ticktext"] for y in ys)  # each panel names its candidates
+    titles = layout["annotations"][:panels]
+    assert [t["y"] for t in titles] == tops and titles[2]["text"].startswith("after top-p<br>kept 2 · mass")
+    assert min(font_sizes(fig)) >= (BIG_TEXT if present else 12)
+    # the height follows from the panels: one more panel, a taller figure
+    unfolded = stage_chart(record, View(present=present, narrow=True), fold=False).to_plotly_json()["layout"]
+    assert unfolded["height"] > layout["height"] >= 4 * 10 * 15
+    note = layout["annotations"][panels + 1]["text"]  # after the key: wrapped to a phone's width
+    assert note.startswith("temperature, min-p: same as the stage") and max(map(len, note.split("<br>"))) <= 40
+
+
+def test_a_phone_sees_the_ten_likeliest_rows_and_the_chosen_token_off_the_list_keeps_its_row():
+    many = {name: [0.5 / 30] * 30 for name in PROBS}
+    fig = stage_chart(make_record(many, chosen=25), View(narrow=True))
+    labels = fig.layout.yaxis.ticktext
+    assert len(labels) == charts.PRESENT_ROWS + 1 and labels[-1].endswith("#26</b>")
