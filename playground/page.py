@@ -26,6 +26,7 @@ from .common.handlers import bind
 from .common.i18n import LANGUAGES, SWITCH_JS, T, html_lang_script, tr, translations
 from .common.kept_batches import KeptBatches
 from .common.lab_link import lab_query
+from .common.sessions import use_lean_sessions
 from .compare.tab import build_compare_tab
 from .engine.tab import build_engine_tab
 from .forward.tab import build_forward_tab
@@ -322,7 +323,10 @@ def launch_options() -> dict:
     handler waits on the model's scheduler in a thread), and no run history: Gradio's page otherwise records every
     event it sends (each knob move, each streamed update, with their inputs and figures) in the browser's
     localStorage, re-reading and re-writing the whole list each time (~40 ms of the page's main thread per knob
-    move here) and keeping a visitor's prompts in a shared browser; runs are kept by their links and run files."""
+    move here) and keeping a visitor's prompts in a shared browser; runs are kept by their links and run files.
+    Every launch makes its sessions lean too (common/sessions.py: a join in a burst no longer builds the
+    configuration of every component)."""
+    use_lean_sessions()
     css = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in STYLE_SHEETS)
     return {"theme": gr.themes.Soft(), "css": css, "head": MENUS_HEAD, "run_history": False,
             "max_threads": limits.GRADIO_THREADS, "max_file_size": MAX_UPLOAD, "i18n": translations()}
