@@ -111,7 +111,7 @@ class Run:
 
 STOP_WAIT_S = 1.5  # how long Stop waits for the streaming handler to freeze the views itself (a step is ~0.1-0.5 s)
 PAGE_WAIT_S = 2.0  # how long a streaming handler holds its updates for a page that has not said it has the last one
-PAGE_AHEAD = 3  # updates a streaming handler may send before the page says it has the first of them (Pace)
+PAGE_AHEAD = 5  # updates a streaming handler may send before the page says it has the first of them (Pace)
 _SEEN = re.compile(r"([0-9a-f]{0,16}):(.*)", re.S)
 
 
@@ -140,7 +140,7 @@ class Pace:
     wait for the next one (every token is still read: the model's row runs on). A few ahead, not one: while the page
     draws a chart the next tokens are already on their way, each its own update, instead of waiting for the redraw
     and coming together (measured in bench_render: one ahead sent 3-4 chips at once once or twice a run; three
-    ahead, one chip an update in most runs); what the page renders after a Stop is hidden by Stop's own script
+    ahead, one chip an update in most runs, 3-4 in a few; five ahead, one chip an update in every run); what the page renders after a Stop is hidden by Stop's own script
     (chips.STOP_JS), and the frozen update comes next.
     `page()`: the chips (or steps) of this stream the page has, or None while no page counts them (an API
     caller): then every token goes out at once, as before."""
