@@ -51,7 +51,14 @@ MOVE = """([id, value]) => new Promise((done) => {
   const plot = document.querySelector('#stage-plot');
   const input = document.querySelector(`#${id} input[type=range]`);
   const started = performance.now();
-  const watch = new MutationObserver(() => { watch.disconnect(); done(performance.now() - started); });
+  const watch = new MutationObserver(() => {
+    watch.disconnect();
+    const now = performance.now();  // the what-if's request (a POST outside the queue): before it, it, after it
+    const sent = performance.getEntriesByType('resource').filter((e) => e.startTime >= started
+      && /run\/predict/.test(e.name)).pop();
+    done(sent ? [now - started, sent.startTime - started, sent.responseEnd - sent.startTime, now - sent.responseEnd]
+         : [now - started, null, null, null]);
+  });
   watch.observe(plot, {subtree: true, childList: true, attributes: true, characterData: true});
   Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set.call(input, String(value));
   input.dispatchEvent(new Event('input', {bubbles: true}));
@@ -103,7 +110,7 @@ def page_moves(browser, url: str, width: int, height: int, present: bool, moves:
             page.wait_for_timeout(150)  # a learner's next move, not a flood
             ms = page.evaluate(MOVE, [elem_id, values[n % len(values)]])
             if ms is not None:
-                times.append(ms)
+                times.append(ms)  # [total, before the request, the request, after its answer] ms
         out[name] = times
         page.evaluate(MOVE, [elem_id, {"temperature": 1, "top-k": 0, "top-p": 1, "min-p": 0}.get(name, 1)])
     page.close()
@@ -238,11 +245,18 @@ def redraws(url: str, moves: int, room: int, nice: int) -> None:
         browser.close()
 
 
-def summary(times: list[float]) -> str:
-    if not times:
+def summary(moves: list[list]) -> str:
+    """The totals' median and max against the goal, then the medians of the page before the request, the request
+    (the server and the wire) and the page after its answer (the redraw)."""
+    if not moves:
         return "no redraw seen"
+    times = [m[0] for m in moves]
+    phases = [statistics.median(p) if p else float("nan")
+              for p in ([m[i] for m in moves if m[i] is not None] for i in (1, 2, 3))]
     return (f"median {statistics.median(times):6.0f} ms · max {max(times):6.0f} ms · n {len(times)} · "
-            f"{'ok' if statistics.median(times) <= 150 and max(times) <= 300 else 'over the goal'}")
+            f"{'ok' if statistics.median(times) <= 150 and max(times) <= 300 else 'over the goal'} "
+            "| page {:.0f} · request {:.0f} · redraw {:.0f} ms".format(*phases)
+            + " | slowest: {}".format(" / ".join("-" if v is None else f"{v:.0f}" for v in max(moves))))
 
 
 def main() -> None:
