@@ -3,8 +3,9 @@ it has of a streaming comparison. Each takes the tab's components (CompareCompon
 and returns {component: value}; a component left out keeps what it shows.
 
 Stop works as the lab's (playground/lab/handlers.py:stop_run): the page's js says how many steps it shows, the
-streaming handler sends the frozen views as the last update of its own stream, and keeps at most one update
-ahead of the page meanwhile (playground/lab/run.py:Pace), so that Stop never has a queue of updates behind it.
+streaming handler sends the frozen views as the last update of its own stream, and keeps at most PAGE_AHEAD updates
+ahead of the page meanwhile (playground/lab/run.py:Pace), so that Stop has at most that short queue behind it (its js
+hides the steps of those updates past the press).
 """
 
 from __future__ import annotations
