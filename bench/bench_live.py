@@ -55,7 +55,7 @@ MOVE = """([id, value]) => new Promise((done) => {
     watch.disconnect();
     const now = performance.now();  // the what-if's request (a POST outside the queue): before it, it, after it
     const sent = performance.getEntriesByType('resource').filter((e) => e.startTime >= started
-      && /run\/predict/.test(e.name)).pop();
+      && e.name.includes('run/predict')).pop();
     done(sent ? [now - started, sent.startTime - started, sent.responseEnd - sent.startTime, now - sent.responseEnd]
          : [now - started, null, null, null]);
   });
