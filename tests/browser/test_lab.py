@@ -213,6 +213,8 @@ def test_on_a_phone_generate_brings_the_run_into_view_and_every_stage_stands_in_
               wait_until="domcontentloaded")
     expect(page.locator("#model-status")).to_contain_text("Model:", timeout=60_000)
     expect(page.locator("body.ntp-narrow")).to_have_count(1)
+    button = page.locator("#generate").bounding_box()  # on the first screen, right under the prompt
+    assert button["y"] + button["height"] <= 844 and button["y"] > page.locator("#prompt").bounding_box()["y"], button
     page.locator("#generate").click()
     page.wait_for_function("() => { const r = document.getElementById('chips').getBoundingClientRect();"
                            " return r.top >= 0 && r.top < innerHeight / 2; }", timeout=10_000)
