@@ -1,7 +1,7 @@
 """A page's word to a streaming handler ("I have this update"), sent straight to the server as one POST.
 
-A streaming handler stays at most a couple of updates ahead of its page (lab/run.py: Pace, PAGE_AHEAD), so the page says each time it has
-a new update. Said as a Gradio event, each one cost the page a refresh of the loading status of every component that
+A streaming handler stays at most a few updates ahead of its page (lab/run.py: Pace, PAGE_AHEAD), so the page says
+each time it has a new update. Said as a Gradio event, each one cost the page a refresh of the loading status of every component that
 was ever an event's output (~170 on this page, some 6 ms each time, twice an event: pending, then complete): with the
 stream's own update, three such refreshes a token, about a third of the page's main thread while a run streamed.
 

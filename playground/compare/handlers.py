@@ -90,8 +90,8 @@ def run(c: CompareComponents, prompt_text, rows, seed_text, max_tokens, lang):
 
 
 def stream_columns(c: CompareComponents, current: CompareRun, steps, lang):
-    """The comparison's updates until it ends or Stop is pressed (then not one more), at most PAGE_AHEAD ahead of the
-    page; the status and the overlay describe the steps the page has, as the lab's charts do."""
+    """The comparison's updates until it ends or Stop is pressed (then not one more), at most PAGE_AHEAD ahead of
+    the page; the status and the overlay describe the steps the page has, as the lab's charts do."""
     pace, last_chart = Pace(lambda: current.page_steps), 0.0
     for step in steps:
         if current.stop_presses:

@@ -3,8 +3,8 @@
 The columns run as one batch (ModelService.generate_batch, through the room's scheduler) with one shared
 seed, so every column draws the same u at every step (common random numbers): where the texts part, the
 settings made them part. Layout and wiring only: settings in `columns`, views in `views`, the handlers in
-`handlers`. Text goes out on every step (at most PAGE_AHEAD updates ahead of the page); the overlay chart at most every
-CHART_INTERVAL seconds and at the end, then the scrubber moves it over the steps (the first divergent step
+`handlers`. Text goes out on every step (at most PAGE_AHEAD updates ahead of the page); the overlay chart at most
+every CHART_INTERVAL seconds and at the end, then the scrubber moves it over the steps (the first divergent step
 first) from the records kept in gr.State.
 """
 
@@ -68,7 +68,7 @@ def wire(c: CompareComponents, run_btn, stop_btn, seed, max_new, lang_in, langua
     on_page = gr.Textbox("", visible=False, label="steps on the page", elem_id="compare-stop-on-page")
     stop_btn.click(bound(handlers.stop), [c.state, lang_in, on_page], c.outputs, js=views.STOP_JS, cancels=[run_event],
                    api_visibility="private", queue=False, show_progress="hidden")
-    # the page has the texts' new value: what a streaming Run reads to stay at most PAGE_AHEAD updates ahead (lab/run.py:Pace)
+    # the page has the texts' new value: what a streaming Run reads to keep its lead (lab/run.py: Pace)
     # (in the page; its count goes to the server as one POST: common/acks.py)
     ack_event(bound(handlers.page_has), c.state, "compare_page_has")
     c.texts.change(None, [c.texts], None, js=ack_js(views.COUNT_JS, "compare_page_has"), show_progress="hidden",

@@ -10,8 +10,8 @@ title. Each chip is read with its neighbours, so a streaming run sends a chip on
 have finished its character (the same hold-back as the text: model_service/engine/text_stream.py).
 
 A streaming handler's chips carry its stream's tag (`data-run`): the page says how many of a stream's chips it
-has (COUNT_JS), so that the handler keeps at most run.PAGE_AHEAD updates ahead of it; Stop's js (STOP_JS) counts the chips
-on the page, tells the server whose they were, and hides any chip of that stream still on its way.
+has (COUNT_JS), so that the handler keeps at most run.PAGE_AHEAD updates ahead of it; Stop's js (STOP_JS) counts
+the chips on the page, tells the server whose they were, and hides any chip of that stream still on its way.
 """
 
 from __future__ import annotations
@@ -186,6 +186,7 @@ def token_chips_html(records: list[StepRecord], selected: int | None = None, lan
     hits = any(r.token_id in moved for r in records[:at])
     return chips_prefix(lang, tag, hits) + body
 
+
 # On a phone (body.ntp-narrow, presenter.READ_PAGE_JS) the run's chips stand under every control: a press of Generate,
 # Step or Continue brings them into view, where the tokens come (the presenter view keeps them near the top already).
 SHOW_RUN_JS = """() => {
@@ -194,4 +195,3 @@ SHOW_RUN_JS = """() => {
   const chips = document.getElementById("chips");
   if (chips) chips.scrollIntoView({block: "start", behavior: "smooth"});
 }"""
-

@@ -3,9 +3,9 @@ the room. Each takes the lab's components (LabComponents) first, tab.py binds it
 {component: value}; a component left out keeps what it shows.
 
 Text goes out with every update, each with the tokens that came since the last one: the page says what it
-has (page_has), and a streaming handler keeps at most PAGE_AHEAD updates ahead of it (run.Pace), so that Stop finds
-at most that short queue still to render (its chips past the press hidden by Stop's js). Charts go at most every CHART_INTERVAL seconds (and always on the last
-step), because each Plotly update re-sends and re-draws the whole figure. A change of the page's language
+has (page_has), and a streaming handler keeps at most PAGE_AHEAD updates ahead of it (run.Pace), so that Stop
+finds at most that short queue still to render (its chips past the press hidden by Stop's js). Charts go at most
+every CHART_INTERVAL seconds (and always on the last step), because each Plotly update re-sends and re-draws the whole figure. A change of the page's language
 redraws every view from the records the page keeps (a run still streaming switches language at its next step).
 """
 

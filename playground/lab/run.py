@@ -137,10 +137,10 @@ class Pace:
     every update it has received, even after Stop: a handler that sent every token would have the page seconds
     behind, and Stop would land in the middle of that queue. So the page says what it has (the chips' ack,
     common/acks.py) and, while it lacks the update PAGE_AHEAD - 1 before the last one sent, the tokens that come
-    wait for the next one (every token is still read: the model's row runs on). A few ahead, not one: while the page
-    draws a chart the next tokens are already on their way, each its own update, instead of waiting for the redraw
-    and coming together (measured in bench_render: one ahead sent 3-4 chips at once once or twice a run; three
-    ahead, one chip an update in most runs, 3-4 in a few; five ahead, one chip an update in every run); what the page renders after a Stop is hidden by Stop's own script
+    wait for the next one (every token is still read: the model's row runs on). A few ahead, not one: while the
+    page draws a chart the next tokens are already on their way, each its own update, instead of waiting for the
+    redraw and coming together (bench_render: one ahead sent 3-4 chips at once once or twice a run; five ahead,
+    one chip an update in every run). What the page renders after a Stop is hidden by Stop's own script
     (chips.STOP_JS), and the frozen update comes next.
     `page()`: the chips (or steps) of this stream the page has, or None while no page counts them (an API
     caller): then every token goes out at once, as before."""
@@ -151,10 +151,6 @@ class Pace:
             raise ValueError(f"a stream's lead over its page must be at least 1 update, got {ahead}")
         self.page, self.at = page, 0.0
         self.counts: deque[int] = deque(maxlen=ahead)  # what the last `ahead` updates carried, oldest first
-
-    @property
-    def sent(self) -> int:
-        return self.counts[-1] if self.counts else 0
 
     def behind(self) -> bool:
         """True while the page lacks the update `ahead - 1` before the last one sent (PAGE_WAIT_S at most)."""

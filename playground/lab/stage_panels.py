@@ -232,8 +232,7 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     # a fixed left margin sized to the labels: automargin would make the browser measure every redraw
     longest = max(len(_plain(label)) for label in labels)
     # (the presenter's key stands in that margin, over the labels)
-    layout["margin"]["l"] = (max(110, min(230, 18 + 9 * longest)) if present else min(180, 14 + 7 * longest)) if (
-        not stacked) else min(150 if present else 130, (18 if present else 14) + (9 if present else 7) * longest)
+    layout["margin"]["l"] = _label_margin(longest, present, stacked)
     note_lines = _add_note(layout, same, lang, present, stacked)
     if stacked:
         _stack(layout, len(stages), n, max(title.count("<br>") + 1 for title in titles), note_lines, present)
@@ -249,16 +248,25 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     return go.Figure(data=data, layout=layout, _validate=False)
 
 
+def _label_margin(longest: int, present: bool, stacked: bool) -> int:
+    """The left margin, in px, for labels of `longest` characters: ~9 px a character of 14 px text, ~7 of 12 px;
+    a phone's stacked panels leave the bars at least half of its ~350 px."""
+    per_char, base = (9, 18) if present else (7, 14)
+    if stacked:
+        return min(150 if present else 130, base + per_char * longest)
+    return max(110, min(230, base + per_char * longest)) if present else min(180, base + per_char * longest)
+
+
 def _add_note(layout: dict, same: list[str], lang: str, present: bool, stacked: bool = False) -> int:
     """The folded stages' note, a line or more under the key, wrapped; returns its lines (0: no note)."""
     if not same:
         return 0
     names = ", ".join(FOLD_NAMES.get(name, name) for name in same)
     text = wrapped(tr(lang, "lab.stage.folded", names=names), STACK_NOTE_CHARS if stacked else NOTE_CHARS[present])
-    # the presenter's note starts at the figure's left edge, under the labels: the width of the whole figure
-    size, xshift, yshift = (PRESENT_TEXT, 6 - layout["margin"]["l"], -TICKS_PX) if present else (TEXT, 0, -40)
-    if stacked:  # under the last panel's ticks and the key, from the figure's left edge
-        xshift, yshift = 6 - layout["margin"]["l"], -40
+    # the presenter's note (and a phone's) starts at the figure's left edge, under the labels: the whole width
+    size = PRESENT_TEXT if present else TEXT
+    xshift = 6 - layout["margin"]["l"] if present or stacked else 0
+    yshift = -TICKS_PX if present and not stacked else -40  # (stacked: under the last panel's ticks and the key)
     layout["annotations"].append(dict(
         text=text, x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", align="left",
         xshift=xshift, yshift=yshift, showarrow=False, font=dict(size=size, color="#555")))
@@ -336,14 +344,13 @@ def _key(fig: go.Figure, lang: str, present: bool = False, stacked: bool = False
     lines over the labels, beside the panels' titles, where the figure has room to spare; stacked, the short words
     on one line from the figure's left edge, under the last panel."""
     swatch = '<span style="color:{}">■</span> {}'
-    words = (tr(lang, "lab.key.kept"), tr(lang, "lab.key.removed_short" if present else "lab.key.removed"),
+    words = (tr(lang, "lab.key.kept"), tr(lang, "lab.key.removed_short" if present or stacked else "lab.key.removed"),
              tr(lang, "lab.key.chosen"))
     keys = [swatch.format(c, t) for c, t in zip((BLUE, GREY, VERMILLION), words)]
-    if stacked:
-        words = (words[0], tr(lang, "lab.key.removed_short"), words[2])
-        fig.add_annotation(text="   ".join(swatch.format(c, t) for c, t in zip((BLUE, GREY, VERMILLION), words)),
-                           x=0, y=0, xref="paper", yref="paper", xanchor="left", yanchor="top", yshift=-20,
-                           showarrow=False, font=dict(size=PRESENT_TEXT if present else TEXT, color="#555"))
+    if stacked:  # (_stack moves it to the figure's left edge, once the labels' margin is known)
+        fig.add_annotation(text="   ".join(keys), x=0, y=0, xref="paper", yref="paper", xanchor="left",
+                           yanchor="top", yshift=-20, showarrow=False,
+                           font=dict(size=PRESENT_TEXT if present else TEXT, color="#555"))
         return
     if present:
         fig.add_annotation(text="<br>".join(keys), x=0, y=1, xref="paper", yref="paper", xanchor="right",

@@ -185,7 +185,7 @@ def wire(lab: LabComponents) -> None:
         button.click(None, None, None, js=SHOW_RUN_JS, queue=False, show_progress="hidden", api_visibility="private")
     lab.events["stopped"] = stopped  # and a branch cut by a Stop as its last update left (branch_panel.cut_short)
     lab.events["continued"] = (continue_event, stopped)  # the Branches panel keeps a continued run (branch_panel.adopt)
-    # the page has the chips' new value: what a streaming handler reads to stay at most PAGE_AHEAD updates ahead (run.Pace)
+    # the page has the chips' new value: what a streaming handler reads to keep its lead (run.Pace)
     # (in the page; its count goes to the server as one POST: common/acks.py)
     ack_event(bound(page_has), lab.run_state, "page_has")
     lab.chips.change(None, [lab.chips], None, js=ack_js(COUNT_JS, "page_has"), show_progress="hidden",
