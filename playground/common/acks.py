@@ -1,15 +1,14 @@
 """A page's word to a streaming handler ("I have this update"), sent straight to the server as one POST.
 
 A streaming handler stays at most a few updates ahead of its page (lab/run.py: Pace, PAGE_AHEAD), so the page says
-each time it has a new update. Said as a Gradio event, each one cost the page a refresh of the loading status of every component that
-was ever an event's output (~170 on this page, some 6 ms each time, twice an event: pending, then complete): with the
+each time it has a new update. Said as a Gradio event, each one cost the page a refresh of the loading status of
+every component that was ever an event's output (~170 on this page, some 6 ms each time, twice an event: pending, then complete): with the
 stream's own update, three such refreshes a token, about a third of the page's main thread while a run streamed.
 
 So the change event that counts what the page shows runs in the page only (`ack_js`), and its script POSTs the count
-to a hidden event (`ack_event`) the way Gradio's own page calls an event outside the queue (`/run/predict`, the
-page's session): the handler reads the session's State as it would from the page. Where the page lacks what that
-takes (a Gradio that no longer exposes its session), nothing is sent: the handler then streams as to an API caller,
-every token at once.
+to a hidden event (`ack_event`) itself (page_post.py): the handler reads the session's State as it would from the
+page. Where the page lacks what that takes (a Gradio that no longer exposes its session), nothing is sent: the
+handler then streams as to an API caller, every token at once.
 """
 
 from __future__ import annotations
@@ -18,19 +17,14 @@ import json
 
 import gradio as gr
 
+from .page_post import POST_JS
+
 _POST_JS = """(...values) => {
   const counted = (__COUNT__)(...values);
-  const seen = counted[counted.length - 1];
-  const config = window.gradio_config, session = window.__gradio_session_hash__;
-  const dep = config && (config.dependencies || []).find((d) => d.api_name === __NAME__);
-  if (!dep || !session) return [];
-  const root = String(config.root || "").replace(/\\/$/, "");
-  fetch(`${root}${config.api_prefix || ""}/run/predict`, {
-    method: "POST", headers: {"Content-Type": "application/json"}, credentials: "same-origin",
-    body: JSON.stringify({data: [null, seen], event_data: null, fn_index: dep.id, trigger_id: null, session_hash: session}),
-  }).catch(() => {});
+  const sent = (__POST__)(__NAME__, [null, counted[counted.length - 1]]);
+  if (sent) sent.catch(() => {});
   return [];
-}"""
+}""".replace("__POST__", POST_JS)
 
 
 def ack_js(count_js: str, name: str) -> str:

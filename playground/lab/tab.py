@@ -30,7 +30,7 @@ from .request import CHAIN_EXAMPLE, DEFAULTS, KNOB_CONTROLS, ORDER_LABELS, SLIDE
 from .run import Run, order_note_text, placeholder_figures, status_markdown
 from .sweep import SWEEP_JS, sweep
 from .view import View
-from .what_if import DRAW_JS, continue_run, rerendered, reset, scrubbed, what_if
+from .what_if import ASK_JS, continue_run, rerendered, reset, scrubbed, what_if
 
 
 def build_lab(service, language: gr.Radio | None = None, replays: Replays | None = None) -> LabComponents:
@@ -242,9 +242,9 @@ def run_chart_changed(run_plot: gr.Plot, followers: tuple[str, ...]) -> dict[str
 
 def wire_what_if(lab: LabComponents, bound) -> None:
     """The live lab: every knob's input (a drag, a key, a typed value once it is entered) redraws the step on screen
-    for the new settings (what_if.py). One event for all of them, its pending moves collapsed to the last, outside
-    Gradio's queue (a what-if takes no forward pass: it never waits behind the room's runs, and answers in one
-    request); the page draws the figures it returns itself (DRAW_JS)."""
+    for the new settings (what_if.py). One event in the page for all of them (ASK_JS): it POSTs the knobs' values to
+    the hidden `what_if` event, outside Gradio's queue (a what-if takes no forward pass: it never waits behind the
+    room's runs, and answers in one request), and draws the figures it returns itself."""
     knobs = [lab.temperature, lab.top_k, lab.top_p, lab.min_p, lab.order, *lab.knobs.values()]
     triggers = []
     for control in [*knobs, lab.stop]:
@@ -252,10 +252,12 @@ def wire_what_if(lab: LabComponents, bound) -> None:
             triggers += [control.submit, control.blur]
         else:
             triggers.append(control.input)
-    gr.on(triggers, bound(what_if), [lab.run_state, *lab.controls, lab.language, lab.view],
-          [lab.status, lab.what_if_row, lab.what_if_figures], api_name="what_if", show_progress="hidden",
-          trigger_mode="always_last", preprocess=False, queue=False).then(
-        None, [lab.what_if_figures], None, js=DRAW_JS)
+    shown = [lab.status, lab.what_if_row, lab.what_if_figures]
+    gr.on(triggers, None, [*lab.controls, lab.language, lab.view], shown, js=ASK_JS, show_progress="hidden",
+          queue=False, api_visibility="private")
+    asked = gr.Button(visible=False)  # never clicked: the page POSTs to its event (ASK_JS); a script calls /what_if
+    asked.click(bound(what_if), [lab.run_state, *lab.controls, lab.language, lab.view], shown, api_name="what_if",
+                show_progress="hidden", preprocess=False, queue=False)
     lab.sweep_button.click(bound(sweep), [lab.run_state, *lab.controls, lab.language, lab.view], [lab.sweep_frames],
                            api_name="sweep_t", show_progress="hidden", queue=False, preprocess=False).then(
         None, [lab.sweep_frames], None, js=SWEEP_JS)

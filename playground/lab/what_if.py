@@ -25,6 +25,7 @@ from playground import limits
 
 from ..common.errors import unchanged
 from ..common.i18n import tr
+from ..common.page_post import POST_JS
 from ..common.text import escape_html, pct, show_token
 from .components import LabComponents
 from .handlers import (
@@ -60,6 +61,46 @@ DRAW_JS = """(text) => {
     react(div, figure).then(() => { div.dataset.whatIf = String(figures.serial); });
   }
 }""".replace("__REACT__", REACT_JS)
+
+# A knob's input, in the page: its values POSTed to the hidden `what_if` event (common/page_post.py: Gradio's own
+# dispatch of a server event cost this page 40-70 ms of its main thread per move, before the request and after it),
+# the figures drawn as soon as the answer is in, then the line, the Reset row and the figures' box handed to Gradio as
+# this event's outputs, as the server's event would have set them. One move in flight: moves made meanwhile collapse
+# to the last, asked when it is back (a drag asks at the server's pace, not at the mouse's). A refusal (a bad value,
+# named, escaped by common/errors.py) or a lost connection (escaped here) is said on the line.
+ASK_JS = """async (...values) => {
+  const post = __POST__, draw = __DRAW__;
+  const me = window.__ntpWhatIf || (window.__ntpWhatIf = {busy: false, next: null});
+  if (me.busy) { me.next = values; return []; }
+  const escape = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  const ask = async (asked) => {
+    let response, body;
+    try {
+      response = post("what_if", [null, ...asked]);
+      if (!response) return [];
+      response = await response;
+      body = await response.json();
+    } catch (e) {
+      return [`⚠ ${escape(e && e.message || e)}`];
+    }
+    if (!response.ok || !Array.isArray(body.data)) {  // the app's refusals come escaped, as Gradio's toast takes them
+      return [`⚠ ${body.title !== undefined ? body.error : escape(body.error || response.statusText)}`];
+    }
+    if (typeof body.data[2] === 'string') draw(body.data[2]);
+    return body.data;
+  };
+  me.busy = true;
+  let out = [];
+  try {
+    for (let asked = values; asked; asked = me.next) {
+      me.next = null;
+      out = await ask(asked);
+    }
+  } finally {
+    me.busy = false;
+  }
+  return out;
+}""".replace("__POST__", POST_JS).replace("__DRAW__", DRAW_JS)
 SHORT = {"temperature": "T", "order": "order", "stop": "stop"}  # the rest by their rows' labels (records/knobs.py)
 SKIPPED = ("seed", "mirostat_mu")  # a what-if draws with the run's seed stream; mirostat's mu is the run's
 
@@ -232,5 +273,5 @@ def reset(lab: LabComponents, state: Run, lang, view):
             **what_if_views(lab, state, None, view, lang)}
 
 
-__all__ = ["DRAW_JS", "Shown", "changes", "continue_run", "drawn_in_page", "knob_text", "redraw_at", "rerendered", "reset",
+__all__ = ["ASK_JS", "DRAW_JS", "Shown", "changes", "continue_run", "drawn_in_page", "knob_text", "redraw_at", "rerendered", "reset",
            "scrubbed", "what_if", "what_if_markdown", "what_if_views"]

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from model_service.records.settings import SamplingSettings
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, open_accordion
 from .test_samplers import WATCH_STATUS, generate, opened, set_number
 
 pytestmark = pytest.mark.browser
@@ -106,6 +106,25 @@ def test_each_lesson_knob_moves_the_step_and_continue_goes_on_from_it(ran):
     expect(page.locator("#run-status")).to_contain_text("stopped", timeout=120_000)
     assert page.locator("#chips .ntp-chip").all_inner_texts()[:2] == first_two
     expect(page.locator("#run-status")).not_to_contain_text("What if")
+
+
+def test_a_bad_value_in_a_what_if_is_named_on_the_line_as_text_and_the_step_stays(ran):
+    page = ran
+    status_change(page, lambda: set_number(page, "temperature", "0.5"))
+    drawn(page)
+    figure = page.locator("#what-if-figures textarea").input_value()
+    open_accordion(page, page.locator("#penalties").get_by_text("Penalties, bans and logit bias"),
+                   "#logit-bias textarea")
+    status_change(page, lambda: (page.locator("#logit-bias textarea").fill("<b>oops</b>"),
+                                 page.locator("#logit-bias textarea").press("Enter")))
+    status = page.locator("#run-status")
+    expect(status).to_contain_text("logit bias must map token ids", timeout=30_000)
+    expect(status).to_contain_text("<b>oops</b>")  # the visitor's text shown as text, not as markup
+    assert status.locator("b", has_text="oops").count() == 0
+    assert page.locator("#what-if-figures textarea").input_value() == figure  # the step on screen is kept
+    status_change(page, lambda: (page.locator("#logit-bias textarea").fill(""),
+                                 page.locator("#logit-bias textarea").press("Enter")))
+    expect(status).to_contain_text("What if", timeout=30_000)
 
 
 def test_in_the_presenter_view_a_host_moves_t_from_the_keyboard_and_the_step_redraws(browser, app_url):
