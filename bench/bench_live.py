@@ -223,12 +223,13 @@ def room_rate(url: str, nice: int, generating: int, moving: int, window: float) 
     return float(tokens), float(moves)
 
 
-def redraws(url: str, moves: int, room: int, nice: int) -> None:
-    """(1): each knob's input to the stage chart's redraw, idle at 1440x900 and in the presenter view, then at
-    1440x900 beside `room` script learners generating."""
+def redraws(url: str, moves: int, room: int, nice: int, idle: bool = True) -> None:
+    """(1): each knob's input to the stage chart's redraw, idle at 1440x900 and in the presenter view (unless not
+    `idle`), then at 1440x900 beside `room` script learners generating."""
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        for label, width, height, present in (("1440x900", 1440, 900, False), ("presenter 1280x720", 1280, 720, True)):
+        views = (("1440x900", 1440, 900, False), ("presenter 1280x720", 1280, 720, True)) if idle else ()
+        for label, width, height, present in views:
             print(f"\n(1) knob -> stage chart redrawn, {label}, the room idle")
             for name, times in page_moves(browser, url, width, height, present, moves).items():
                 print(f"  {name:20s} {summary(times)}")
@@ -266,6 +267,7 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=30.0)
     parser.add_argument("--only-room", action="store_true", help="(2) only: the room's throughput")
     parser.add_argument("--only-page", action="store_true", help="(1) only: the knobs' redraws")
+    parser.add_argument("--only-busy", action="store_true", help="(1) beside the generating learners only")
     parser.add_argument("--nice", type=int, default=10, help="the script learners' CPU niceness (their child process)")
     parser.add_argument("--learners", nargs="+", help=argparse.SUPPRESS)  # the child process's own call
     args = parser.parse_args()
@@ -277,8 +279,8 @@ def main() -> None:
     try:
         print(f"load average before: {os.getloadavg()[0]:.2f}")
         if not args.only_room:
-            redraws(url, args.moves, args.room, args.nice)
-        if not args.room or args.only_page:  # --room 0: the page alone
+            redraws(url, args.moves, args.room, args.nice, idle=not args.only_busy)
+        if not args.room or args.only_page or args.only_busy:  # --room 0: the page alone
             return
         alone, _ = room_rate(url, args.nice, args.room, 0, args.window)
         beside, moves = room_rate(url, args.nice, args.room, args.room, args.window)

@@ -37,8 +37,10 @@ def test_a_lean_session_builds_no_configuration_when_it_starts(demo, monkeypatch
     lean = LeanSessionState(demo)
     assert built == []
     box = ids(demo, gr.Textbox)[0]
-    lean._update_value_in_config(box, "an event's input")  # an event touches its own blocks only
-    assert built == [box]
+    lean._update_value_in_config(box, "an event's input")  # an event's input and outputs: nothing built either
+    lean[box] = gr.Textbox("new", label="prompt", render=False)
+    lean._update_config(box)
+    assert built == []
     list(lean.components)  # the deep-link route reads them all: built then
     assert len(built) == 1 + len(demo.blocks)
 
@@ -66,6 +68,19 @@ def test_entries_set_before_the_first_read_win_over_those_built_then():
     assert configs[2] == "set by an event"
     assert dict(configs.items()) == {1: "built", 2: "set by an event"} and len(configs) == 2
     assert configs.get(1) == "built" and configs.get(3, "none") == "none"
+
+
+def test_a_deferred_entry_is_built_when_read_with_the_value_set_since():
+    built = []
+    configs = LazyConfigs(lambda: {1: {"props": {"value": "built"}}, 2: {"props": {"value": "built"}}})
+    configs.defer(2, lambda: built.append(2) or {"props": {"value": "new block"}})
+    configs.set_value(2, "answered", lambda: {"props": {}})
+    configs.set_value(3, "typed", lambda: built.append(3) or {"props": {"value": None}})
+    assert 2 in configs and 3 in configs and 1 not in configs and built == []
+    assert configs[2] == {"props": {"value": "answered"}} and built == [2]
+    configs[3] = {"props": {"value": "set"}}  # set over a deferred one: the set one
+    assert dict(configs.items()) == {1: {"props": {"value": "built"}}, 2: {"props": {"value": "answered"}},
+                                     3: {"props": {"value": "set"}}} and built == [2]
 
 
 def test_every_new_session_of_a_launched_app_is_lean(demo, monkeypatch):
