@@ -147,6 +147,8 @@ def generate(lab: LabComponents, page: gr.Request, *values):  # Gradio gives the
               keep=keep_key(page))
     kept = lab.replays.get(lab.service, request)  # a scene's run, computed at start: shown at once
     run.replayed = kept is not None
+    if run.replayed:  # its what-ifs read the logits the service kept when it ran it (replays.py)
+        run.keep = lab.replays.kept_as(lab.service, request) or run.keep
     stream = iter(kept) if kept is not None else open_stream(lab, request, lang, keep=run.keep)
     yield from streamed(lab, run, stream, cleared(lab, run, lang, given.view))
 

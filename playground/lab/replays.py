@@ -6,12 +6,14 @@ the model and the request: `warm` runs each one once, in the page's language and
 lesson's, and `Replays` keeps the records, keyed by the model's name, its epoch (a host's switch starts another) and
 the request. The lab's Generate shows kept records at once when its request is one of them (its status line says
 so); any other request runs live, and so does every scene after a host switches the model (its runs are kept for the
-model that served when the page started). The kept records are a solo run's: in a busy room under the default arithmetic a
+model that served when the page started). The service keeps each such run's logits too (under `kept_as`'s name), so a
+knob moved after a scene's run redraws the step with no forward pass. The kept records are a solo run's: in a busy room under the default arithmetic a
 live run can differ by round-off (the Batch effect panel shows how often).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Iterable
@@ -76,6 +78,12 @@ class Replays:
         with self._lock:
             return self._runs.get(key) if key is not None else None
 
+    def kept_as(self, service, request: RunRequest) -> str:
+        """The name the service keeps this request's logits under (generate(..., keep=)): a page that shows the kept
+        run asks its what-ifs of them, with no forward pass. "" while the model cannot say its name."""
+        key = self.key(service, request)
+        return "" if key is None else "replay:" + hashlib.sha1(repr(key).encode()).hexdigest()[:24]
+
     def keep(self, service, request: RunRequest, records) -> None:
         key, records = self.key(service, request), tuple(records)
         if key is None or not records or records[-1].stop_reason is None:
@@ -94,7 +102,8 @@ class Replays:
             return kept
         try:
             records = [r for r in service.generate(request.prompt, request.settings, request.max_new_tokens,
-                                                   request.stop, request.chat) if isinstance(r, StepRecord)]
+                                                   request.stop, request.chat, keep=self.kept_as(service, request))
+                       if isinstance(r, StepRecord)]
         except (ValueError, RuntimeError) as e:
             log.info("scene run not computed (%s): %s", request.prompt[:30], e)
             return None
@@ -114,7 +123,7 @@ class Replays:
                     continue
                 try:
                     records = list(service.generate(request.prompt, request.settings, request.max_new_tokens,
-                                                    request.stop, request.chat))
+                                                    request.stop, request.chat, keep=self.kept_as(service, request)))
                 except (ValueError, RuntimeError) as e:
                     log.info("scene run not kept (%s): %s", request.prompt[:30], e)
                     continue

@@ -27,6 +27,19 @@ def test_a_kept_run_is_the_live_run_and_only_determined_requests_are_kept(tiny_s
     assert replays.get(tiny_service, SEEDED) is None
 
 
+def test_a_kept_runs_logits_are_kept_too_so_its_what_ifs_take_no_forward_pass(tiny_service):
+    replays = Replays()
+    replays.warm(tiny_service, [SEEDED]).join(timeout=300)
+    name = replays.kept_as(tiny_service, SEEDED)
+    assert name.startswith("replay:") and name != replays.kept_as(tiny_service, GREEDY)
+    tokens = [r.token_id for r in replays.get(tiny_service, SEEDED)]
+    settings = SEEDED.settings.with_seed(3)
+    for step in (0, 3):
+        what = tiny_service.what_if(SEEDED.prompt, settings, SEEDED.max_new_tokens, continue_from=tokens[:step],
+                                    keep=name)
+        assert what.logits_from == "kept" and what.record.token_id == tokens[step]  # the run's own settings: its token
+
+
 def test_the_oldest_kept_run_makes_way(tiny_service):
     replays = Replays(limit=1)
     replays.warm(tiny_service, [SEEDED, GREEDY]).join(timeout=300)
