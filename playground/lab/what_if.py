@@ -54,12 +54,14 @@ DRAW_JS = """(text) => {
   let figures;
   try { figures = JSON.parse(text || 'null'); } catch (e) { return; }
   if (!figures || !window.Plotly) return;
-  for (const [id, figure] of [['stage-plot', figures.stage], ['draw-plot', figures.draw]]) {
+  const draw = (id, figure) => {
     const div = document.querySelector(`#${id} .js-plotly-plot`);
-    if (!div || !figure) continue;
+    if (!div || !figure) return;
     div.dataset.sweep = '';  // a sweep playing here stops: the knobs' picture is the one on screen now
     react(div, figure).then(() => { div.dataset.whatIf = String(figures.serial); });
-  }
+  };
+  draw('stage-plot', figures.stage);
+  setTimeout(() => draw('draw-plot', figures.draw), 0);  // its own task: the stage chart is painted first
 }""".replace("__REACT__", REACT_JS)
 
 # A knob's input, in the page: its values POSTed to the hidden `what_if` event (common/page_post.py: Gradio's own
