@@ -106,8 +106,8 @@ def peer(bin_dir: Path, gguf: Path, threads: int, tokens: int) -> float:
 
 def ours(threads: int, tokens: int) -> float:
     """Our decode rate in tokens/s (greedy, fp32, capture on), first token to last, in a fresh process whose torch
-    has `threads` threads (set before torch starts: the room's loop runs in a thread of its own, which reads
-    OpenMP's setting at its start, not a later torch.set_num_threads)."""
+    has `threads` threads, set before torch starts (switching them in one process between measurements did not
+    show: 13.3 and 12.8 tok/s at 1 and 2; BENCHMARKS.md)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     out = subprocess.run([sys.executable, __file__, "--ours", str(threads), "--tokens", str(tokens)], env=env,
                          check=True, capture_output=True, text=True)

@@ -24,7 +24,7 @@ from model_service.records.step import WhatIf
 from playground import limits
 
 from ..common.errors import unchanged
-from ..common.i18n import tr
+from ..common.i18n import LESSON_PROMPTS, tr
 from ..common.page_post import POST_JS
 from ..common.text import escape_html, pct, show_token
 from .components import LabComponents
@@ -127,6 +127,18 @@ def changes(before: RunRequest, after: RunRequest) -> tuple[tuple[str, object, o
     return tuple(out)
 
 
+def about_the_run(request: RunRequest, run: RunRequest) -> RunRequest | None:
+    """The knobs' request as a what-if of the run on screen: its prompt the run's, also where the box holds the run's
+    lesson prompt in the page's other language (a language switch swaps an untouched lesson prompt; the run on
+    screen stays the one it was, in the prompt it ran); None when the box holds another prompt (or chat mode)."""
+    if request.chat != run.chat:
+        return None
+    if request.prompt == run.prompt:
+        return request
+    lessons = LESSON_PROMPTS.values()
+    return replace(request, prompt=run.prompt) if request.prompt in lessons and run.prompt in lessons else None
+
+
 def knob_text(name: str, value) -> str:
     """A knob and its value as the line shows it ("T 0.5", "top-k 40", "logit bias 13:-100"), escaped."""
     label = SHORT.get(name) or (BY_NAME[name].label if name in BY_NAME and BY_NAME[name].label else name)
@@ -194,7 +206,8 @@ def what_if(lab: LabComponents, page: gr.Request, state: Run, *values):
     request = given.request()  # a bad value is named at once, run or not
     if not state.records or state.mid_stream or state.request is None:
         return unchanged(lab.status)
-    if (request.prompt, request.chat) != (state.request.prompt, state.request.chat):
+    request = about_the_run(request, state.request)
+    if request is None:
         state.what_if = None
         return {lab.status: tr(given.lang, "lab.what_if.prompt_changed"), lab.what_if_row: gr.update(visible=False)}
     fresh = redraw_at(lab, state, request, state.shown_index(), given.lang)
@@ -248,8 +261,8 @@ def continue_run(lab: LabComponents, page: gr.Request, state: Run, *values):
     given = RunValues.of(values)
     if not state.records or state.mid_stream or state.request is None:
         return
-    request = given.request()
-    if (request.prompt, request.chat) != (state.request.prompt, state.request.chat):
+    request = about_the_run(given.request(), state.request)
+    if request is None:
         raise bad(ValueError(tr(given.lang, "lab.what_if.prompt_changed")), given.lang)
     i, lang = state.shown_index(), given.lang
     settings = continued(request.settings.with_seed(state.records[0].seed), state.records[:i])
@@ -275,5 +288,5 @@ def reset(lab: LabComponents, state: Run, lang, view):
             **what_if_views(lab, state, None, view, lang)}
 
 
-__all__ = ["ASK_JS", "DRAW_JS", "Shown", "changes", "continue_run", "drawn_in_page", "knob_text", "redraw_at", "rerendered", "reset",
+__all__ = ["ASK_JS", "DRAW_JS", "Shown", "about_the_run", "changes", "continue_run", "drawn_in_page", "knob_text", "redraw_at", "rerendered", "reset",
            "scrubbed", "what_if", "what_if_markdown", "what_if_views"]

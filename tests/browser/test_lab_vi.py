@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from playground import limits
 
 from .conftest import ARTIFACTS, settled_text
+from .test_samplers import set_number
 
 pytestmark = pytest.mark.browser
 
@@ -87,6 +88,9 @@ def test_a_vietnamese_browser_runs_the_lab_in_vietnamese_then_switches_to_englis
     assert "rank" in page.locator("#chips .ntp-chip").first.get_attribute("title")
     expect(page.locator("#generate")).to_have_text("Generate")
     expect(page.locator("#prompt textarea")).to_have_value(limits.LESSON_PROMPT)  # the untouched default follows
+    # a knob moved now still redraws the run on screen: the box's prompt is that run's lesson prompt, swapped
+    set_number(page, "temperature", "0.5")
+    expect(page.locator("#run-status")).to_contain_text("What if T 0.5", timeout=30_000)
 
 
 def test_a_typed_prompt_and_a_links_prompt_are_never_swapped(open_page):

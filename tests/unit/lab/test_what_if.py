@@ -6,9 +6,10 @@ from dataclasses import replace
 
 from model_service.records.settings import SamplingSettings
 from model_service.records.step import DrawInfo, Stage, StepRecord, Token, WhatIf
+from playground import limits
 from playground.lab.request import RunRequest
 from playground.lab.run import Run
-from playground.lab.what_if import Shown, changes, knob_text, what_if_markdown
+from playground.lab.what_if import Shown, about_the_run, changes, knob_text, what_if_markdown
 
 
 def request(**knobs) -> RunRequest:
@@ -45,3 +46,12 @@ def test_knob_text_reads_as_the_controls_do():
     assert knob_text("top_k", 40) == "top-k 40"
     assert knob_text("logit_bias", ((13, -100.0),)) == "logit bias 13:-100.0"
     assert knob_text("stop", ("<b>",)) == "stop &lt;b&gt;"
+
+
+def test_a_what_if_is_of_the_run_on_screen_also_after_a_language_switch_swapped_the_lesson_prompt():
+    run = request()
+    assert about_the_run(request(temperature=0.5), run) == request(temperature=0.5)
+    swapped = replace(request(temperature=0.5), prompt=limits.LESSON_PROMPT_VI)  # the page turned Vietnamese
+    assert about_the_run(swapped, run) == request(temperature=0.5)  # the run's own prompt, the box's settings
+    assert about_the_run(replace(request(), prompt="Hà Nội là"), run) is None  # a prompt typed since: a new run
+    assert about_the_run(replace(request(), chat=True), run) is None
