@@ -9,7 +9,7 @@ Runs app.py on a free port, drives it with Playwright + Debian chromium, and pri
       second (each a gradio_client session: a run, then /what_if at a new temperature, POSTed as the page does)
       against the room without them. Goal >= 0.9x.
 
-    .venv/bin/python bench/bench_live.py [--moves 12] [--room 16] [--window 30] [--only-page | --only-room]
+    .venv/bin/python bench/bench_live.py [--moves 12] [--room 16] [--window 30] [--only-page | --only-room | --only-busy]
         [--nice 10]   # ~6 min on 2 cores
 
 The script learners run in a child process at a lower CPU priority (--nice, default 10): in a room each learner's

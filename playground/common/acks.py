@@ -2,8 +2,9 @@
 
 A streaming handler stays at most a few updates ahead of its page (lab/run.py: Pace, PAGE_AHEAD), so the page says
 each time it has a new update. Said as a Gradio event, each one cost the page a refresh of the loading status of
-every component that was ever an event's output (~170 on this page, some 6 ms each time, twice an event: pending, then complete): with the
-stream's own update, three such refreshes a token, about a third of the page's main thread while a run streamed.
+every component that was ever an event's output (~170 on this page, some 6 ms each time, twice an event: pending,
+then complete): with the stream's own update, three such refreshes a token, about a third of the page's main thread
+while a run streamed.
 
 So the change event that counts what the page shows runs in the page only (`ack_js`), and its script POSTs the count
 to a hidden event (`ack_event`) itself (page_post.py): the handler reads the session's State as it would from the

@@ -7,8 +7,8 @@ lesson's, and `Replays` keeps the records, keyed by the model's name, its epoch 
 the request. The lab's Generate shows kept records at once when its request is one of them (its status line says
 so); any other request runs live, and so does every scene after a host switches the model (its runs are kept for the
 model that served when the page started). The service keeps each such run's logits too (under `kept_as`'s name), so a
-knob moved after a scene's run redraws the step with no forward pass. The kept records are a solo run's: in a busy room under the default arithmetic a
-live run can differ by round-off (the Batch effect panel shows how often).
+knob moved after a scene's run redraws the step with no forward pass. The kept records are a solo run's: in a busy
+room under the default arithmetic a live run can differ by round-off (the Batch effect panel shows how often).
 """
 
 from __future__ import annotations

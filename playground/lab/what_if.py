@@ -288,5 +288,5 @@ def reset(lab: LabComponents, state: Run, lang, view):
             **what_if_views(lab, state, None, view, lang)}
 
 
-__all__ = ["ASK_JS", "DRAW_JS", "Shown", "about_the_run", "changes", "continue_run", "drawn_in_page", "knob_text", "redraw_at", "rerendered", "reset",
-           "scrubbed", "what_if", "what_if_markdown", "what_if_views"]
+__all__ = ["ASK_JS", "DRAW_JS", "Shown", "about_the_run", "changes", "continue_run", "drawn_in_page", "knob_text",
+           "redraw_at", "rerendered", "reset", "scrubbed", "what_if", "what_if_markdown", "what_if_views"]
