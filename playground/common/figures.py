@@ -1,11 +1,13 @@
-"""The base of every figure: one font, white background, template "none" (small to stream), and
-the placeholder shown before there is anything to draw."""
+"""The base of every figure: one font, white background, template "none" (small to stream), the placeholder
+shown before there is anything to draw, and PlainFigure, the form of the charts that are redrawn on every streamed
+step and every knob move."""
 
 from __future__ import annotations
 
 import copy
 import functools
 
+import orjson
 import plotly.graph_objects as go
 
 from .colours import INK
@@ -25,10 +27,54 @@ def base_layout(fig: go.Figure, height: int, margin: dict, **extra) -> go.Figure
     return fig
 
 
-def empty_figure(message: str, height: int = 200) -> go.Figure:
+class PlainFigure:
+    """A figure held as the JSON Plotly.js reads: plain dicts and lists, from layouts validated once (cached) and
+    plain traces. The step charts are rebuilt on every streamed step and every knob move, and a go.Figure made from
+    the same dicts cost ~5 ms a chart before it reached the wire (its graph objects built, deep-copied, walked again
+    to serialise): in a room of streaming pages that was most of the web process's chart time. This one costs a dump.
+
+    Gradio's Plot takes it as it takes a go.Figure (it calls to_json). `.data` and `.layout` read it as graph
+    objects, validated when first read: the tests read figures so, and that validates what the fast path skips."""
+
+    __slots__ = ("_spec", "_validated")
+
+    def __init__(self, data: list[dict] | None = None, layout: dict | None = None):
+        self._spec = {"data": data or [], "layout": layout or {}}
+        self._validated: go.Figure | None = None
+
+    def to_json(self) -> str:
+        return orjson.dumps(self._spec, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+
+    def to_plotly_json(self) -> dict:
+        """A copy of the figure's JSON (as go.Figure.to_plotly_json gives one), for a caller to change."""
+        return orjson.loads(orjson.dumps(self._spec, option=orjson.OPT_SERIALIZE_NUMPY))
+
+    def update_layout(self, **top_level) -> PlainFigure:
+        """Sets top-level layout properties (meta, height...) in place, and returns the figure, as go.Figure does;
+        unlike it, a dict value replaces the property whole (no magic underscores, no merging)."""
+        self._spec["layout"].update(top_level)
+        self._validated = None
+        return self
+
+    def figure(self) -> go.Figure:
+        """The figure as a validated go.Figure (plotly raises on a property it does not know)."""
+        if self._validated is None:
+            self._validated = go.Figure(self.to_plotly_json())
+        return self._validated
+
+    @property
+    def data(self):
+        return self.figure().data
+
+    @property
+    def layout(self):
+        return self.figure().layout
+
+
+def empty_figure(message: str, height: int = 200) -> PlainFigure:
     """A blank placeholder with a centred message (before any run, or when there is nothing to draw); every new
     run hands the page three of them, so each is validated once and then copied."""
-    return go.Figure(layout=copy.deepcopy(_empty_layout(message, height)), _validate=False)
+    return PlainFigure(layout=copy.deepcopy(_empty_layout(message, height)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -51,7 +97,8 @@ DARK_INK, DARK_MUTED, DARK_GRID, DARK_GAP = "#E5E7EB", "#C0C4CC", "#374151", "#1
 _TO_DARK = {"#333333": DARK_INK, "black": DARK_INK, "#555": DARK_MUTED, "#777": DARK_MUTED, "#EEEEEE": DARK_GRID}
 
 
-def for_view(fig: go.Figure, big: bool = False, dark: bool = False, grow: bool = True) -> go.Figure:
+def for_view(fig: go.Figure | PlainFigure, big: bool = False, dark: bool = False,
+             grow: bool = True) -> go.Figure | PlainFigure:
     """A chart as the page shows it: `big` (presenter view) raises every font to BIG_TEXT px and, with `grow`,
     the chart's height and label margin with it (a figure made for big text keeps its own); `dark` (the page's
     dark theme) lets the page's background through and turns ink and grid light, so no chart is a white box on a
@@ -69,7 +116,7 @@ def for_view(fig: go.Figure, big: bool = False, dark: bool = False, grow: bool =
                 margin[side] = round(margin[side] * grow)
     if dark:
         layout["paper_bgcolor"] = layout["plot_bgcolor"] = "rgba(0,0,0,0)"
-    return go.Figure(data=spec["data"], layout=layout, _validate=False)
+    return PlainFigure(spec["data"], layout)
 
 
 def _walk(node, big: bool, dark: bool, key: str) -> None:

@@ -1,4 +1,4 @@
-"""Figures for one sampling step and for a whole run: pure functions, records in, plotly Figures out.
+"""Figures for one sampling step and for a whole run: pure functions, records in, PlainFigures (Plotly's JSON) out.
 
 No torch, no gradio: they can be unit-tested and rebuilt from saved records (a finished run replayed
 from gr.State). Each figure is re-sent whole on every update, so all use template="none", one trace
@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 from model_service.records.step import Stage, StepRecord
 
 from ..common.colours import BLUE, GREEN, GREY, INK, SKY, VERMILLION
-from ..common.figures import TEXT, base_layout, empty_figure
+from ..common.figures import TEXT, PlainFigure, base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import pct, piece_hover, piece_label, prob_text, show_steps, show_token, tick_count
 from .stage_panels import PRESENT_ROWS, chosen_row, folded, stage_figure, stage_or_none, top_rows, wrapped
@@ -96,7 +96,7 @@ def _draw_layout(height: int) -> dict:
     return fig.layout.to_plotly_json()
 
 
-def draw_figure(record: StepRecord, height: int = 120, lang: str = "en") -> go.Figure:
+def draw_figure(record: StepRecord, height: int = 120, lang: str = "en") -> PlainFigure:
     """The draw as one cumulative bar over [0, 1): u falls in exactly one token's segment. It streams with every
     step, so it is a cached, validated layout and a plain trace (plotly's validation cost ~8 ms a step)."""
     final = stage_or_none(record, "final")
@@ -118,7 +118,7 @@ def draw_figure(record: StepRecord, height: int = 120, lang: str = "en") -> go.F
         note = dict(text=f"u = {u:.3f}", x=u, xanchor=anchor)
     layout["annotations"] = [dict(**note, y=0.55, yanchor="bottom", xref="x", yref="y", showarrow=False,
                                   font=dict(size=TEXT))]
-    return go.Figure(data=[bar], layout=layout, _validate=False)
+    return PlainFigure([bar], layout)
 
 
 # ---- the whole run ------------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ def _run_layout(height: int, lang: str) -> dict:
 
 
 def run_figure(records: list[StepRecord], height: int = 260, selected: int | None = None,
-               lang: str = "en") -> go.Figure:
+               lang: str = "en") -> PlainFigure:
     """Over the steps: p(chosen) under final (top panel); raw entropy in bits and the final kept
     count on a log axis (bottom panel). The two bottom axes are aligned so that a kept count of 2^H
     sits level with an entropy of H bits. Steps without stage data (capture off) are skipped.
@@ -207,4 +207,4 @@ def run_figure(records: list[StepRecord], height: int = 260, selected: int | Non
     if selected is not None and 0 <= selected < len(records):  # the step the page shows (an index into records)
         x = records[selected].step + 1
         layout["shapes"] = [{**shape, "x0": x, "x1": x} for shape in vlines]
-    return go.Figure(data=data, layout=layout, _validate=False)
+    return PlainFigure(data, layout)

@@ -10,7 +10,7 @@ knobs' what-ifs (what_if.DRAW_JS) and the sweep (sweep.SWEEP_JS) draw the same w
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
+from ..common.figures import PlainFigure
 
 # Plotly.react as Gradio's Plot calls it (autosize, margins that grow with their labels), minus the re-creation
 REACT_JS = """(div, figure) => {
@@ -35,7 +35,7 @@ STREAM_JS = """(text) => {
 }""".replace("__REACT__", REACT_JS)
 
 
-def stream_figures(tag: str, steps: int, stage: go.Figure, draw: go.Figure) -> str:
+def stream_figures(tag: str, steps: int, stage: PlainFigure, draw: PlainFigure) -> str:
     """A streaming run's step figures as one JSON text for STREAM_JS; its tag and step count make each text new
     (a second run of the same settings would otherwise send the text the box already holds, and draw nothing)."""
     return f'{{"tag":"{tag}","steps":{int(steps)},"stage":{stage.to_json()},"draw":{draw.to_json()}}}'

@@ -22,7 +22,7 @@ from model_service.records.settings import ADJUSTERS, BANS, LESSON_STAGES
 from model_service.records.step import Stage, StepRecord
 
 from ..common.colours import BLUE, GREY, INK, VERMILLION
-from ..common.figures import TEXT, base_layout, empty_figure
+from ..common.figures import TEXT, PlainFigure, base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import Shown, pct, piece_hover, piece_label, show_token
 
@@ -189,7 +189,7 @@ def wrapped(text: str, width: int) -> str:
 
 def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: bool = False,
                  log: bool = False, rows: int | None = None, present: bool = False,
-                 stacked: bool = False) -> go.Figure:
+                 stacked: bool = False) -> PlainFigure:
     """One horizontal-bar panel per pipeline stage (raw … final), sharing one y axis of candidates.
 
     Rows are the raw top-N (the first `rows` of them when given), most probable at the top, in the same
@@ -197,7 +197,7 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     them it gets an extra last row (its label ends with its 1-based raw rank).
 
     This figure streams during a run, so it is assembled from a cached, already validated layout and
-    plain trace dicts: plotly's per-property validation of six subplots cost ~80 ms a step.
+    plain trace dicts into a PlainFigure: plotly's per-property validation of six subplots cost ~80 ms a step.
 
     fold: panels equal to the one before become one note (the presenter view); log: a log x axis from
     0.01 %, so that the tail a filter cuts is visible (bars under 1 % are hair-thin on a linear one);
@@ -245,7 +245,7 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
         bars = _stage_bars(stage, prev, removed_by, n - 1 if extra else chosen, extra, greedy, lang, shown,
                            PRESENT_TEXT if present else TEXT, ids)
         data.append({**bars, "xaxis": f"x{col if col > 1 else ''}", "yaxis": f"y{col if col > 1 else ''}"})
-    return go.Figure(data=data, layout=layout, _validate=False)
+    return PlainFigure(data, layout)
 
 
 def _label_margin(longest: int, present: bool, stacked: bool) -> int:

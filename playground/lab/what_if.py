@@ -190,7 +190,7 @@ def drawn_in_page(lab: LabComponents, run: Run, shown: Shown | None, view, lang:
     """The step on screen as the knobs' fast path sends it: the line, and both figures as JSON for DRAW_JS (the Plot
     components keep their values; the page redraws the figures on screen in place)."""
     views = what_if_views(lab, run, shown, view, lang)
-    stage, draw = views[lab.stage_plot].to_json(), views[lab.draw_plot].to_json()  # each serialised once, by plotly
+    stage, draw = views[lab.stage_plot].to_json(), views[lab.draw_plot].to_json()  # each serialised once
     figures = f'{{"serial":{run.what_if_serial},"stage":{stage},"draw":{draw}}}'
     return {lab.status: views[lab.status], lab.what_if_row: views[lab.what_if_row], lab.what_if_figures: figures}
 
