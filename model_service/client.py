@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from . import limits
 from .records import validation
+from .records.intervention import Knockout
 from .records.settings import Request, SamplingSettings
 from .records.step import BatchStep, LoadStatus, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting, WhatIf
 
@@ -156,6 +157,20 @@ class ModelClient(ABC):
         """One block's attention (1-based) for the prompt: an AttentionMap."""
         return self._trace_attention(prompt_of(prompt, chat), chat, block)
 
+    def attribute(self, prompt: Prompt, chat: bool = False, candidate: int | None = None, rival: int | None = None,
+                  head_block: int | None = None):
+        """Who pushed the next token up: each block's attention and MLP share of logit(candidate) - logit(rival) at
+        the prompt's last position (default: its top two tokens), from one traced pass, and head_block's attention
+        (default: the block whose attention moved it most) by head. An Attribution (records/intervention.py)."""
+        return self._attribute(prompt_of(prompt, chat), chat, candidate, rival, head_block)
+
+    def knock_out(self, prompt: Prompt, target: Knockout | Mapping, settings: SamplingSettings | Mapping | None = None,
+                  chat: bool = False, candidate: int | None = None, top_n: int = limits.DEFAULT_TOP_N):
+        """The next token with one part knocked out (target: a Knockout, or its fields kind, block, head, mode):
+        before and after, each drawn through the sampler with `settings` at the same u (their seed's, or a fresh
+        one), and `candidate`'s (default: the top token's) probability and rank both ways. A KnockoutResult."""
+        return self._knock_out(prompt_of(prompt, chat), chat, target, settings, candidate, top_n)
+
     def lm_head(self, prompt: Prompt, chat: bool = False, continue_from: Sequence[int] = (),
                 top_k: int = limits.DEFAULT_LM_HEAD_TOP_K):
         """The LM head after prompt + continue_from: for the top tokens, logit = ‖h‖·‖w‖·cos (an LmHeadView)."""
@@ -204,6 +219,12 @@ class ModelClient(ABC):
 
     @abstractmethod
     def _lm_head(self, prompt, chat, continue_from, top_k): ...
+
+    @abstractmethod
+    def _attribute(self, prompt, chat, candidate, rival, head_block): ...
+
+    @abstractmethod
+    def _knock_out(self, prompt, chat, target, settings, candidate, top_n): ...
 
     @abstractmethod
     def _prompt_logprobs(self, prompt, chat, top_n): ...

@@ -223,6 +223,41 @@ class ModelService(ModelClient):
                 tokenize_ms=tokenize_ms, block=block, top_n=top_n,
             )
 
+    def _attribute(self, prompt, chat, candidate, rival, head_block):
+        from .forward_pass.attribution import attribute
+
+        ids = self.prompt_ids(prompt, chat)
+        with self.model_lock:
+            self._check_open()
+            return attribute(self.model, self.pieces, ids, candidate, rival, head_block)
+
+    def _knock_out(self, prompt, chat, target, settings, candidate, top_n):
+        """Two passes (the model as it is, then with the part knocked out), each drawn like a run's first step."""
+        from .engine.what_if import redraw
+        from .forward_pass.attribution import check_token
+        from .forward_pass.knockout import check_knockout, last_logits
+        from .records.intervention import KnockoutResult, knockout_from
+        from .records.settings import fresh_seed
+        from .sampling.draw import u_at
+
+        started = time.perf_counter()
+        target = knockout_from(target)
+        checked = self.check_generate(GenerateCall(prompt, settings, 1, (), chat, top_n))
+        seed = checked.settings.seed if checked.settings.seed is not None else fresh_seed()
+        with self.model_lock:
+            self._check_open()
+            target = check_knockout(self.model, target)
+            before, _ = last_logits(self.model, checked.ids)
+            after, forward_ms = last_logits(self.model, checked.ids, target)
+        vocab = before.shape[-1]
+        chosen = int(before.argmax()) if candidate is None else check_token("candidate", candidate, vocab)
+        u = u_at(seed, 0)
+        records = [redraw(self.loaded, checked, seed, logits, u) for logits in (before, after)]
+        (p0, r0), (p1, r1) = [(float(x.softmax(-1)[chosen]), int((x > x[chosen]).sum()) + 1) for x in (before, after)]
+        return KnockoutResult(target, *records, self.pieces(chosen), p0, p1, r0, r1,
+                              float((after - before).abs().max()), round(forward_ms, 1),
+                              round((time.perf_counter() - started) * 1000, 1))
+
     def _trace_attention(self, prompt, chat, block):
         from .forward_pass.tracing import attention
 

@@ -163,6 +163,17 @@ class ModelDeployment:
     async def trace_attention(self, request: Request):
         return await self._answer(request, lambda b: self.service.trace_attention(b.get("prompt"), _chat(b), b.get("block", 1)))
 
+    @api.post("/attribute")
+    async def attribute(self, request: Request):
+        return await self._answer(request, lambda b: self.service.attribute(
+            b.get("prompt"), _chat(b), b.get("candidate"), b.get("rival"), b.get("head_block")))
+
+    @api.post("/knock_out")
+    async def knock_out(self, request: Request):
+        return await self._answer(request, lambda b: self.service.knock_out(
+            b.get("prompt"), b.get("target"), b.get("settings"), _chat(b), b.get("candidate"),
+            b.get("top_n", limits.DEFAULT_TOP_N)))
+
     @api.post("/lm_head")
     async def lm_head(self, request: Request):
         return await self._answer(request, lambda b: self.service.lm_head(

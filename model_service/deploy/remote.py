@@ -24,6 +24,7 @@ from ..forward_pass.lm_head import LmHeadView
 from ..models.switching import ServiceNotReady
 from ..records import validation, wire
 from ..records.batch_effect import BatchEffect
+from ..records.intervention import Attribution, Knockout, KnockoutResult
 from ..records.prompt import PromptLogprobs
 from ..records.settings import request_from, settings_from
 from ..records.step import LoadStatus, ManyDraws, ModelInfo, Room, Token, WhatIf
@@ -157,6 +158,16 @@ class RemoteService(ModelClient):
 
     def _trace_attention(self, prompt, chat, block):
         return AttentionMap.from_dict(self._post("/trace_attention", {"prompt": prompt, "chat": chat, "block": block}))
+
+    def _attribute(self, prompt, chat, candidate, rival, head_block):
+        body = {"prompt": prompt, "chat": chat, "candidate": candidate, "rival": rival, "head_block": head_block}
+        return Attribution.from_dict(self._post("/attribute", body))
+
+    def _knock_out(self, prompt, chat, target, settings, candidate, top_n):
+        target = target.to_dict() if isinstance(target, Knockout) else target
+        body = {"prompt": prompt, "chat": chat, "target": target, "settings": settings_from(settings).to_dict(),
+                "candidate": candidate, "top_n": top_n}
+        return KnockoutResult.from_dict(self._post("/knock_out", body))
 
     def _lm_head(self, prompt, chat, continue_from, top_k):
         body = {"prompt": prompt, "chat": chat, "continue_from": list(continue_from), "top_k": top_k}

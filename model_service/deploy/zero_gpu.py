@@ -30,6 +30,7 @@ from .. import limits
 from ..client import BatchCall, DrawCall, GenerateCall, ModelClient
 from ..engine.kept import Missing
 from ..records import validation, wire
+from ..records.intervention import knockout_from
 from ..records.step import Room, StepRecord, WhatIf
 
 try:  # optional: only a ZeroGPU Space needs it, and there it must come before CUDA is touched
@@ -108,7 +109,8 @@ def generate_batch_lease(requests, top_n):
 
 @gpu(duration=limits.ZERO_GPU_TRACE_SECONDS)
 def one_pass(method: str, args: tuple, kwargs: dict):
-    """trace, trace_attention, lm_head, prompt_logprobs, sample_many or batch_effect: one record back."""
+    """trace, trace_attention, attribute, knock_out, lm_head, prompt_logprobs, sample_many or batch_effect: one
+    record back."""
     try:
         return getattr(_SERVICE, method)(*args, **kwargs)
     except (ValueError, RuntimeError) as e:
@@ -210,6 +212,15 @@ class ZeroGpuService(ModelClient):
     def _trace_attention(self, prompt, chat, block):
         self.inner.prompt_ids(prompt, chat)
         return _unwrap(one_pass("trace_attention", (prompt, chat, block), {}))
+
+    def _attribute(self, prompt, chat, candidate, rival, head_block):
+        self.inner.prompt_ids(prompt, chat)
+        return _unwrap(one_pass("attribute", (prompt, chat, candidate, rival, head_block), {}))
+
+    def _knock_out(self, prompt, chat, target, settings, candidate, top_n):
+        self.inner.check_generate(GenerateCall(prompt, settings, 1, (), chat, top_n))  # bad input costs no lease
+        knockout_from(target)
+        return _unwrap(one_pass("knock_out", (prompt, target, settings, chat, candidate, top_n), {}))
 
     def _lm_head(self, prompt, chat, continue_from, top_k):
         self.inner.prompt_ids(prompt, chat)

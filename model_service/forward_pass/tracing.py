@@ -71,17 +71,20 @@ class _Hooks:
         self.handles = []
         self.seen: dict[str, object] = {}
 
-    def before(self, module, key: str) -> None:
+    def before(self, module, key: str, pick=None) -> None:
+        """Keep the module's inputs as (args, kwargs), or pick(first input tensor) when given."""
         def hook(_module, args, kwargs):
             if threading.get_ident() == self.thread:
-                self.seen[key] = (args, kwargs)
+                self.seen[key] = (args, kwargs) if pick is None else pick(_first_tensor(args, kwargs))
 
         self.handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
 
-    def after(self, module, key: str, stop: bool = False) -> None:
+    def after(self, module, key: str, stop: bool = False, pick=None) -> None:
+        """Keep the module's output (its first tensor), or pick(it) when given; stop: end the pass there."""
         def hook(_module, _args, output):
             if threading.get_ident() == self.thread:
-                self.seen[key] = output[0] if isinstance(output, tuple) else output
+                output = output[0] if isinstance(output, tuple) else output
+                self.seen[key] = output if pick is None else pick(output)
                 if stop:
                     raise _Stop
 
@@ -116,10 +119,10 @@ def _attention_module(block):
     return None
 
 
-def _check_block(model, block) -> int:
+def _check_block(model, block, field: str = "block") -> int:
     n = model.config.get_text_config().num_hidden_layers
     if isinstance(block, bool) or not isinstance(block, (int, float)) or block != int(block) or not 1 <= block <= n:
-        raise ValueError(f"block must be a whole number between 1 and {n}, got {block!r}")
+        raise ValueError(f"{field} must be a whole number between 1 and {n}, got {block!r}")
     return int(block)
 
 

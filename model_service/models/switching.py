@@ -185,6 +185,12 @@ class LoadingService(ModelClient):
     def _trace_attention(self, *args):
         return self.service._trace_attention(*args)
 
+    def _attribute(self, *args):
+        return self.service._attribute(*args)
+
+    def _knock_out(self, *args):
+        return self.service._knock_out(*args)
+
     def _lm_head(self, *args):
         return self.service._lm_head(*args)
 

@@ -1,0 +1,128 @@
+"""Interventions (forward_pass/attribution.py, knockout.py) on the tiny Llama and both offline models: the
+attribution adds up to the model's own logit difference, a knock-out equals the model with that part's weights
+removed, and bad targets are named."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from model_service import ModelService, SamplingSettings
+from model_service.forward_pass.attribution import parts
+from model_service.records.intervention import Attribution, Knockout, KnockoutResult
+
+PROMPT = "The capital of France is"
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    return ModelService.load("gemma3-270m")
+
+
+def model_logits(service, ids, model=None) -> torch.Tensor:
+    with torch.inference_mode():
+        out = (model or service.model)(input_ids=torch.tensor([ids]), use_cache=False)
+    return out.logits[0, -1].float()
+
+
+@pytest.mark.parametrize("which", ["tiny", "embedded", "gemma"])
+def test_the_parts_add_up_to_the_logit_difference_and_the_heads_to_their_block(which, request):
+    service = request.getfixturevalue({"tiny": "tiny_service", "embedded": "embedded", "gemma": "gemma"}[which])
+    prompt = "hello world" if which == "tiny" else PROMPT
+    a = service.attribute(prompt)
+    logits = model_logits(service, service.encode(prompt))
+    top = logits.topk(2).indices.tolist()
+    assert (a.candidate.id, a.rival.id) == tuple(top)
+    assert a.logit_diff == pytest.approx(float(logits[top[0]] - logits[top[1]]), abs=1e-4)
+    total = a.embedding + sum(a.attention) + sum(a.mlp) + a.bias
+    assert total == pytest.approx(a.logit_diff, abs=1e-4 * max(1.0, abs(a.logit_diff))) and a.residual_error < 1e-3
+    assert a.lens[-1] == pytest.approx(a.logit_diff, abs=1e-4)  # the lens after the last block is the model's own
+    n = service.model.config.get_text_config().num_hidden_layers
+    assert len(a.attention) == len(a.mlp) == len(a.lens) == n
+    assert a.head_note == "" and len(a.heads) == parts(service.model, a.head_block).heads
+    assert sum(a.heads) == pytest.approx(a.attention[a.head_block - 1], abs=1e-3)
+    other = service.attribute(prompt, candidate=top[1], rival=top[0], head_block=1)
+    assert other.logit_diff == pytest.approx(-a.logit_diff, abs=1e-4) and other.head_block == 1
+    assert Attribution.from_dict(a.to_dict()) == a
+
+
+def surgery(model, target: Knockout):
+    """A copy of the model with the target's weights set to zero: an oracle that shares no code with the hooks."""
+    copied = copy.deepcopy(model)
+    layer_parts = parts(copied, target.block)
+    with torch.no_grad():
+        if target.kind == "mlp":
+            layer_parts.mlp.down_proj.weight.zero_()
+        elif target.kind == "attention":
+            layer_parts.out_proj.weight.zero_()
+        else:
+            size = layer_parts.out_proj.in_features // layer_parts.heads
+            layer_parts.out_proj.weight[:, (target.head - 1) * size:target.head * size] = 0
+    return copied
+
+
+@pytest.mark.parametrize("which", ["embedded", "gemma"])
+@pytest.mark.parametrize("target", [Knockout("mlp", 3), Knockout("attention", 2), Knockout("head", 4, 2)])
+def test_a_knockout_equals_the_model_with_that_parts_weights_removed(which, target, request):
+    service = request.getfixturevalue(which)
+    result = service.knock_out(PROMPT, target, SamplingSettings(temperature=1.0, top_p=0.9, seed=7))
+    ids = service.encode(PROMPT)
+    oracle = model_logits(service, ids, surgery(service.model, target))
+    before = model_logits(service, ids)
+    assert result.max_abs_dlogit == pytest.approx(float((oracle - before).abs().max()), rel=1e-3, abs=1e-3)
+    after_p = float(oracle.softmax(-1)[result.candidate.id])
+    assert result.prob_after == pytest.approx(after_p, rel=1e-3, abs=1e-6)
+    assert result.candidate.id == int(before.argmax()) and result.rank_before == 1
+    assert result.after.stage("raw").probs[0] == pytest.approx(float(oracle.softmax(-1).max()), rel=1e-3)
+    assert KnockoutResult.from_dict(result.to_dict()) == result
+
+
+def test_the_mean_of_a_part_replaces_it_at_every_position(tiny_service):
+    ids = tiny_service.encode("hello world")
+    layer = parts(tiny_service.model, 1)
+    seen = {}
+    handle = layer.mlp.register_forward_hook(lambda _m, _a, out: seen.setdefault("mlp", out.detach().clone()))
+    model_logits(tiny_service, ids)
+    handle.remove()
+
+    class Mean(torch.nn.Module):
+        def forward(self, x):
+            return seen["mlp"].mean(dim=1, keepdim=True).expand_as(seen["mlp"])
+
+    copied = copy.deepcopy(tiny_service.model)
+    copied.model.layers[0].mlp = Mean()
+    oracle = model_logits(tiny_service, ids, copied)
+    result = tiny_service.knock_out("hello world", {"kind": "mlp", "block": 1, "mode": "mean"}, {"temperature": 0})
+    assert result.prob_after == pytest.approx(float(oracle.softmax(-1)[result.candidate.id]), rel=1e-4)
+
+
+def test_before_is_the_runs_own_first_step_at_the_same_seed(embedded):
+    settings = SamplingSettings(temperature=0.8, top_k=20, seed=11)
+    first = next(iter(embedded.generate(PROMPT, settings, max_new_tokens=1)))
+    result = embedded.knock_out(PROMPT, Knockout("mlp", 30), settings)
+    assert result.before.token_id == first.token_id and result.before.draw.u == first.draw.u
+    assert result.before.stage("final").probs == pytest.approx(first.stage("final").probs, abs=1e-5)
+    assert result.after.draw.u == first.draw.u  # the same u: a change of token is the knock-out's
+
+
+@pytest.mark.parametrize("target, field", [
+    ({"kind": "neuron", "block": 1}, "kind"), ({"kind": "mlp", "block": 0}, "block"),
+    ({"kind": "mlp", "block": 2.5}, "block"), ({"kind": "head", "block": 1, "head": 99}, "head"),
+    ({"kind": "head", "block": 1}, "head"), ({"kind": "mlp", "block": 1, "mode": "half"}, "mode"),
+    ({"kind": "mlp", "block": 1, "layer": 2}, "layer"), ("mlp", "target"), ({"block": 1}, "kind")])
+def test_a_bad_target_is_named(tiny_service, target, field):
+    with pytest.raises(ValueError, match=field):
+        tiny_service.knock_out("hello", target)
+
+
+def test_bad_tokens_are_named(tiny_service):
+    with pytest.raises(ValueError, match="candidate"):
+        tiny_service.attribute("hello", candidate=10**6)
+    with pytest.raises(ValueError, match="rival"):
+        tiny_service.attribute("hello", candidate=5, rival=5)
+    with pytest.raises(ValueError, match="head_block"):
+        tiny_service.attribute("hello", head_block=9)
+    with pytest.raises(ValueError, match="candidate"):
+        tiny_service.knock_out("hello", Knockout("mlp", 1), candidate=-1)
