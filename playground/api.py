@@ -109,6 +109,31 @@ def register_api(service) -> None:
         except (ValueError, RuntimeError) as e:
             raise user_error(e) from None
 
+    def attribution_record(prompt: str, chat: Any = False, candidate: Any = None, rival: Any = None,
+                           head_block: Any = None) -> dict:
+        """Who pushed the next token up: logit(candidate) - logit(rival) at the prompt's last position (token ids;
+        default its top two) split into the embedding's, each block's attention's and MLP's shares, and head_block's
+        (default: the block whose attention moved it most) attention by head; they add up to the model's own
+        difference within float32 round-off."""
+        try:
+            prompt, chat = validation.text("prompt", prompt), validation.boolean("chat", chat)
+            return service.attribute(prompt, chat, candidate, rival, head_block).to_dict()
+        except (ValueError, RuntimeError) as e:
+            raise user_error(e) from None
+
+    def knockout_record(prompt: str, kind: str = "mlp", block: Any = 1, head: Any = None, mode: str = "zero",
+                        settings: Any = None, chat: Any = False, candidate: Any = None) -> dict:
+        """The next token with one part knocked out: kind "attention", "mlp" or "head" (head: from 1) of block
+        (from 1), its output set to "zero" or its "mean" over the prompt. Before and after, each drawn through the
+        sampler with settings (an object of stream_records' knobs: temperature, top_k, top_p, min_p, seed, order,
+        ...) at the same u, and candidate's (a token id; default the top one) probability and rank both ways."""
+        try:
+            prompt, chat = validation.text("prompt", prompt), validation.boolean("chat", chat)
+            target = {"kind": kind, "block": block, "head": head, "mode": mode}
+            return service.knock_out(prompt, target, settings, chat, candidate).to_dict()
+        except (ValueError, RuntimeError) as e:
+            raise user_error(e) from None
+
     def model_info() -> dict:
         """What this app serves, with no model work: the load status, the model (name, size, device,
         dtype, ...), the model picker's allowlist (and a switch under way), the room's limits and its live state (rows per step, queue), and the request caps.
@@ -133,3 +158,5 @@ def register_api(service) -> None:
     gr.api(stream_records, api_name="stream_records")
     gr.api(model_info, api_name="model_info")
     gr.api(trace_record, api_name="trace_record")
+    gr.api(attribution_record, api_name="attribution_record")
+    gr.api(knockout_record, api_name="knockout_record")

@@ -1,7 +1,8 @@
 """The "Forward pass" tab's components: ForwardComponents names them, build_components lays them out.
 
 Top to bottom, as the lesson's journey: the prompt and its chips, the embedding, the blocks (residual
-stream, one block's attention), the output (logits, their cost), the logit lens, "Sample from here".
+stream, one block's attention), the output (logits, their cost), the logit lens, the interventions (intervene.py),
+"Sample from here".
 A component whose value the server replaces starts from tr(DEFAULT, ...), never T() (see `tab`).
 """
 
@@ -15,6 +16,8 @@ from playground import limits
 
 from ..common.figures import empty_figure
 from ..common.i18n import DEFAULT, T, tr
+from .intervene import InterveneComponents
+from .intervene import build as build_intervene
 
 ALL_HEADS = -1  # the head picker's "every head"
 DEFAULT_BLOCKS = limits.FORWARD_DEFAULT_BLOCKS
@@ -48,6 +51,7 @@ class ForwardComponents:
     cost_plot: gr.Plot
     lens_md: gr.Markdown
     lens_plot: gr.Plot
+    intervene: InterveneComponents
     sample_btn: gr.Button
 
     @property
@@ -102,6 +106,8 @@ def build_components() -> ForwardComponents:
     lens_md = gr.Markdown(tr(DEFAULT, "forward.lesson.lens"), elem_id="fw-lens-text")
     lens_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.lens")), show_label=False, elem_id="fw-lens")
 
+    intervene = build_intervene(DEFAULT_BLOCKS)
+
     gr.Markdown(T("forward.section.sample"))
     sample_btn = gr.Button(T("forward.sample"), elem_id="fw-sample", interactive=False)
     return ForwardComponents(
@@ -109,5 +115,5 @@ def build_components() -> ForwardComponents:
         shapes_md=shapes_md, lesson_md=lesson_md, numbers=numbers, embedding_md=embedding_md, stream_md=stream_md,
         residual_plot=residual_plot, attention_md=attention_md, block=block, head=head, attention_plot=attention_plot,
         output_md=output_md, predictions_plot=predictions_plot, teacher_plot=teacher_plot, cost_md=cost_md,
-        cost_plot=cost_plot, lens_md=lens_md, lens_plot=lens_plot, sample_btn=sample_btn,
+        cost_plot=cost_plot, lens_md=lens_md, lens_plot=lens_plot, intervene=intervene, sample_btn=sample_btn,
     )

@@ -20,6 +20,7 @@ from ..common.handlers import bind
 from . import handlers as fh
 from .components import ForwardComponents, build_components
 from .handlers import status_line
+from .intervene import wire as wire_intervene
 
 
 def wire_trace(c: ForwardComponents, service, lang_input: list) -> None:
@@ -66,6 +67,7 @@ def build_forward_tab(service, lab=None, tabs: gr.Tabs | None = None, lab_tab_id
         wire_language(c, service, language)
     if lab is not None:
         wire_sample(c, lab, tabs, lab_tab_id)
+    wire_intervene(c.intervene, service, c.state, language, lab)
     return {
         "state": c.state, "prompt": c.prompt, "chat": c.chat, "trace_button": c.trace_btn,
         "sample_button": c.sample_btn, "block": c.block, "head": c.head, "status": c.status,

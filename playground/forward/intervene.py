@@ -1,0 +1,212 @@
+"""The Forward pass tab's section 6, "Intervene": who pushed the next token up, and a part knocked out.
+
+    a new trace (the tab's State) ──► attribute(): candidate and rival = its top two; the bars, the heads, the line
+    Candidate / Against changed, Who pushed it up?  ──► attribute() for those two, the heads of the knock-out block
+    Knock it out ──► knock_out(prompt, part, the lab's settings) ──► before → after, the lab's stages on the after
+    Restore ──► the model as it is (nothing to compute: the before is the trace's)
+
+The attribution costs one traced pass and a knock-out two (the model as it is, then without the part), each a
+prompt's prefill: on the service's lock as a trace, never in the room's queue. The lab's settings come from the lab's
+own controls (parse_request, as a run reads them), so "what top-p keeps now" is the lab's top-p.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from model_service.records import validation
+from model_service.records.intervention import KINDS, MODES, Knockout
+
+from ..common.errors import unchanged, user_error
+from ..common.figures import empty_figure
+from ..common.i18n import DEFAULT, T, tr
+from ..common.text import escape_html
+from ..lab.request import field_labels, parse_request
+from ..lab.view import View, stage_chart
+from . import intervene_charts as charts
+from . import intervene_text as text
+
+
+@dataclass(frozen=True)
+class InterveneComponents:
+    state: gr.State  # {"key": (prompt, chat, model) it was made for, "attribution": the Attribution on screen}
+    lesson_md: gr.Markdown
+    candidate: gr.Dropdown
+    rival: gr.Dropdown
+    attribute_btn: gr.Button
+    attribution_md: gr.Markdown
+    attribution_plot: gr.Plot
+    kind: gr.Radio
+    block: gr.Slider
+    head: gr.Number
+    mode: gr.Radio
+    knock_btn: gr.Button
+    restore_btn: gr.Button
+    knockout_md: gr.Markdown
+    knockout_plot: gr.Plot
+    stages_plot: gr.Plot
+
+    @property
+    def attribution_views(self) -> list:
+        return [self.state, self.candidate, self.rival, self.attribution_md, self.attribution_plot, self.head]
+
+    @property
+    def knockout_views(self) -> list:
+        return [self.knockout_md, self.knockout_plot, self.stages_plot]
+
+
+def kind_choices(lang: str) -> list:
+    return [(tr(lang, f"intervene.kind.{k}"), k) for k in KINDS]
+
+
+def mode_choices(lang: str) -> list:
+    return [(tr(lang, f"intervene.mode.{m}"), m) for m in MODES]
+
+
+def build(blocks: int) -> InterveneComponents:
+    """The section's components, in the current Blocks context (under the logit lens)."""
+    gr.Markdown(T("forward.section.intervene"))
+    lesson_md = gr.Markdown(T("intervene.lesson"), elem_id="iv-lesson")
+    with gr.Row(equal_height=True):
+        candidate = gr.Dropdown([], label=T("intervene.candidate"), elem_id="iv-candidate", scale=2)
+        rival = gr.Dropdown([], label=T("intervene.rival"), elem_id="iv-rival", scale=2)
+        attribute_btn = gr.Button(T("intervene.attribute"), elem_id="iv-attribute", scale=1, min_width=160)
+    attribution_md = gr.Markdown(elem_id="iv-attribution-text")
+    attribution_plot = gr.Plot(empty_figure(tr(DEFAULT, "intervene.empty.attribution"), 420), show_label=False,
+                               elem_id="iv-attribution")
+    with gr.Row(equal_height=True):
+        kind = gr.Radio(kind_choices(DEFAULT), value="mlp", label=T("intervene.kind"), elem_id="iv-kind", scale=3)
+        block = gr.Slider(1, blocks, blocks, step=1, label=T("intervene.block"), elem_id="iv-block", scale=2)
+        head = gr.Number(1, label=T("intervene.head"), precision=0, minimum=1, elem_id="iv-head", scale=1, min_width=90)
+    with gr.Row(equal_height=True):
+        mode = gr.Radio(mode_choices(DEFAULT), value="zero", label=T("intervene.mode"), elem_id="iv-mode", scale=3)
+        knock_btn = gr.Button(T("intervene.knock_out"), variant="primary", elem_id="iv-knock", scale=1, min_width=140)
+        restore_btn = gr.Button(T("intervene.restore"), elem_id="iv-restore", scale=1, min_width=120)
+    knockout_md = gr.Markdown(elem_id="iv-knockout-text")
+    knockout_plot = gr.Plot(empty_figure(tr(DEFAULT, "intervene.empty.knockout"), 320), show_label=False,
+                            elem_id="iv-knockout")
+    stages_plot = gr.Plot(empty_figure(tr(DEFAULT, "intervene.empty.stages"), 200), show_label=False, elem_id="iv-stages")
+    return InterveneComponents(gr.State(None), lesson_md, candidate, rival, attribute_btn, attribution_md,
+                               attribution_plot, kind, block, head, mode, knock_btn, restore_btn, knockout_md,
+                               knockout_plot, stages_plot)
+
+
+# ---- the handlers ---------------------------------------------------------------------------------------------
+
+
+def candidate_choices(trace, lang: str) -> list:
+    """The next token's most probable candidates (the trace's last position): (label, id)."""
+    if trace is None or not trace.predictions:
+        return []
+    return [(f"{text.show_token(c, lang=lang).text} · {c.prob:.1%}", c.id) for c in trace.predictions[-1].top]
+
+
+def _token(field: str, value):
+    return validation.number(field, value, integer=True, low=0, high=2**31, blank=None)
+
+
+def attribution_views(iv: InterveneComponents, trace, a, lang: str) -> dict:
+    choices = candidate_choices(trace, lang)
+    known = {i for _, i in choices}
+    extra = [(f"{text.show_token(t, lang=lang).text}", t.id) for t in (a.candidate, a.rival) if t.id not in known]
+    return {iv.state: {"key": (trace.prompt, trace.chat, trace.model), "attribution": a},
+            iv.candidate: gr.update(choices=choices + extra, value=a.candidate.id),
+            iv.rival: gr.update(choices=choices + extra, value=a.rival.id),
+            iv.head: gr.update(maximum=len(a.heads) or None),
+            iv.attribution_md: text.attribution_markdown(a, lang), iv.attribution_plot: charts.attribution_figure(a, lang)}
+
+
+def attribute(iv: InterveneComponents, service, trace, candidate, rival, block, lang="en"):
+    """Who pushed the candidate up against the rival, on the prompt traced on screen; the heads of the knock-out's
+    block."""
+    if trace is None:
+        raise user_error(tr(lang, "intervene.status.no_trace"))
+    try:
+        a = service.attribute(trace.prompt, trace.chat, _token("candidate", candidate), _token("rival", rival),
+                              validation.number("block", block, integer=True, low=1, high=trace.num_layers, blank=None))
+    except (ValueError, RuntimeError) as e:
+        raise user_error(e, lang) from None
+    return attribution_views(iv, trace, a, lang)
+
+
+def heads_of(iv: InterveneComponents, service, current, trace, candidate, rival, block, lang="en"):
+    """The knock-out's block moved: the same attribution, that block's heads (nothing before the first one)."""
+    if current is None or trace is None:
+        return unchanged(iv.state)
+    return attribute(iv, service, trace, candidate, rival, block, lang)
+
+
+def new_trace(iv: InterveneComponents, service, trace, current, lang="en"):
+    """A trace came (a new prompt, a link, another block's attention): its top two, unless this prompt's
+    attribution is on screen already; the knock-out's views go back to the model as it is."""
+    if trace is None:
+        return unchanged(iv.state)
+    if current is not None and current["key"] == (trace.prompt, trace.chat, trace.model):
+        return unchanged(iv.state)
+    try:
+        a = service.attribute(trace.prompt, trace.chat)
+    except (ValueError, RuntimeError) as e:  # another model now, or a prompt the tracer took and this one did not
+        return {iv.attribution_md: escape_html(str(e))}
+    return attribution_views(iv, trace, a, lang) | restored(iv, lang) | {iv.block: gr.update(maximum=trace.num_layers)}
+
+
+def knock_out(iv: InterveneComponents, service, trace, kind, block, head, mode, candidate, view, lang, *controls):
+    if trace is None:
+        raise user_error(tr(lang, "intervene.status.no_trace"))
+    try:
+        settings = parse_request(*controls).settings
+        target = Knockout(kind, validation.number("block", block, integer=True, low=1, high=trace.num_layers),
+                          validation.number("head", head, integer=True, low=1, high=10_000) if kind == "head" else None,
+                          mode)
+        result = service.knock_out(trace.prompt, target, settings, trace.chat, _token("candidate", candidate))
+    except (ValueError, RuntimeError) as e:
+        raise user_error(e, lang, field_labels(lang)) from None
+    return {iv.knockout_md: text.knockout_markdown(result, lang), iv.knockout_plot: charts.knockout_figure(result, lang),
+            iv.stages_plot: stage_chart(result.after, view if isinstance(view, View) else View(), lang)}
+
+
+def restored(iv: InterveneComponents, lang="en") -> dict:
+    return {iv.knockout_md: tr(lang, "intervene.restored"),
+            iv.knockout_plot: empty_figure(tr(lang, "intervene.empty.knockout"), 320),
+            iv.stages_plot: empty_figure(tr(lang, "intervene.empty.stages"), 200)}
+
+
+def relabel(iv: InterveneComponents, trace, current, lang="en") -> dict:
+    """The page's language changed: the attribution redrawn from the State, the choices' labels in `lang`."""
+    out = {iv.kind: gr.update(choices=kind_choices(lang)), iv.mode: gr.update(choices=mode_choices(lang))}
+    if current is None or trace is None:
+        return out | {iv.attribution_plot: empty_figure(tr(lang, "intervene.empty.attribution"), 420)}
+    return out | attribution_views(iv, trace, current["attribution"], lang)
+
+
+# ---- the events -----------------------------------------------------------------------------------------------
+
+
+def wire(iv: InterveneComponents, service, trace_state: gr.State, language: gr.Radio | None, lab) -> None:
+    from ..common.handlers import bind
+
+    lang = [language] if language is not None else []
+    hidden = dict(api_visibility="private", show_progress="hidden")
+    trace_state.change(bind(new_trace, iv, service), [trace_state, iv.state, *lang],
+                       [*iv.attribution_views, *iv.knockout_views, iv.block], **hidden)
+    asked = [trace_state, iv.candidate, iv.rival, iv.block, *lang]
+    # (scripts: attribution_record and knockout_record in playground/api.py take a prompt, not the page's trace)
+    iv.attribute_btn.click(bind(attribute, iv, service), asked, iv.attribution_views, api_visibility="private",
+                           preprocess=False)
+    # another block to knock out: its heads' shares, for the head to pick
+    iv.block.release(bind(heads_of, iv, service), [iv.state, *asked], iv.attribution_views, preprocess=False,
+                     trigger_mode="always_last", **hidden)
+    # the lab's settings and the page's view (a phone's stage chart stacks its panels)
+    controls, view = (lab.controls, lab.view) if lab is not None else ([], gr.State(View()))
+    iv.knock_btn.click(bind(knock_out, iv, service), [trace_state, iv.kind, iv.block, iv.head, iv.mode, iv.candidate,
+                                                      view, *(lang or [gr.State("en")]), *controls],
+                       iv.knockout_views, api_visibility="private", preprocess=False)
+    iv.restore_btn.click(bind(restored, iv), lang, iv.knockout_views, queue=False, **hidden)
+    if language is not None:
+        language.change(bind(relabel, iv), [trace_state, iv.state, language],
+                        [iv.kind, iv.mode, *iv.attribution_views], trigger_mode="multiple", **hidden)
+
+
+__all__ = ["InterveneComponents", "build", "wire"]

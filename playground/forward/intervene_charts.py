@@ -1,0 +1,99 @@
+"""Figures for the interventions: who pushed the next token up, and the next token before and after a knock-out.
+Pure functions, records in, go.Figures out (drawn on a click, not streamed). No torch, no gradio."""
+
+from __future__ import annotations
+
+import itertools
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from model_service.records.intervention import Attribution, KnockoutResult
+
+from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
+from ..common.figures import TEXT, base_layout, empty_figure
+from ..common.i18n import tr
+from ..common.text import pct, piece_hover, piece_label, prob_text, show_token
+
+TOP = 8  # tokens in the before / after chart
+
+
+def token_text(token, lang: str, limit: int = 12) -> str:
+    """A token as a chart's label (escaped for Plotly)."""
+    return piece_label(show_token(token, lang=lang), limit)
+
+
+def attribution_figure(a: Attribution | None, lang: str = "en", height: int = 420) -> go.Figure:
+    """Top: per block, what its attention and its MLP added to logit(candidate) - logit(rival) (bars, in logits), the
+    running total from the embedding on (a line that ends at the model's own difference), and the logit lens's
+    difference after each block (dotted, its own axis: it normalises each stream by that stream's own scale). Bottom:
+    one block's attention by head."""
+    if a is None:
+        return empty_figure(tr(lang, "intervene.empty.attribution"), height)
+    blocks = list(range(1, len(a.attention) + 1))
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.66, 0.34], vertical_spacing=0.26,
+                        subplot_titles=[tr(lang, "intervene.chart.blocks"),
+                                        tr(lang, "intervene.chart.heads", block=a.head_block)])
+    hover = "%{customdata}<extra></extra>"
+    for values, colour, key in ((a.attention, BLUE, "intervene.chart.attention"), (a.mlp, SKY, "intervene.chart.mlp")):
+        name = tr(lang, key)
+        fig.add_trace(go.Bar(x=blocks, y=list(values), name=name, marker_color=colour, hovertemplate=hover,
+                             customdata=[tr(lang, "intervene.chart.bar", part=name, block=b, value=f"{v:+.3f}")
+                                         for b, v in zip(blocks, values)]), row=1, col=1)
+    running = list(itertools.accumulate([a.embedding, *(x + y for x, y in zip(a.attention, a.mlp))]))
+    fig.add_trace(go.Scatter(x=[0, *blocks], y=running, name=tr(lang, "intervene.chart.running"), mode="lines+markers",
+                             line=dict(color=INK, width=1.5), marker=dict(size=4), hovertemplate=hover,
+                             customdata=[tr(lang, "intervene.chart.running_hover", block=b, value=f"{v:+.3f}")
+                                         for b, v in zip([0, *blocks], running)]), row=1, col=1)
+    # the lens normalises each block's stream by its own scale, not the last one's: its own axis, dotted
+    fig.add_trace(go.Scatter(x=blocks, y=list(a.lens), name=tr(lang, "intervene.chart.lens"), mode="lines",
+                             line=dict(color=GREY, width=1.5, dash="dot"), yaxis="y3", hovertemplate=hover,
+                             customdata=[tr(lang, "intervene.chart.lens_hover", block=b, value=f"{v:+.3f}")
+                                         for b, v in zip(blocks, a.lens)]))
+    if a.heads:
+        heads = list(range(1, len(a.heads) + 1))
+        fig.add_trace(go.Bar(x=heads, y=list(a.heads), marker_color=[VERMILLION if v > 0 else GREY for v in a.heads],
+                             showlegend=False, hovertemplate=hover,
+                             customdata=[tr(lang, "intervene.chart.head_hover", head=h, value=f"{v:+.3f}")
+                                         for h, v in zip(heads, a.heads)]), row=2, col=1)
+        fig.update_xaxes(tickvals=heads, title_text=tr(lang, "intervene.chart.head_axis"), row=2, col=1)
+    fig.update_xaxes(tickvals=[0, *blocks[4::5]] if len(blocks) > 12 else [0, *blocks],
+                     ticktext=[tr(lang, "intervene.chart.embedding_tick")] + [str(b) for b in (blocks[4::5] if len(blocks) > 12 else blocks)],
+                     title_text=tr(lang, "intervene.chart.block_axis"), row=1, col=1)
+    fig.update_yaxes(title_text=tr(lang, "intervene.chart.logit_axis"), zeroline=True, zerolinecolor="#999",
+                     gridcolor="#EEEEEE", row=1, col=1)
+    fig.update_yaxes(zeroline=True, zerolinecolor="#999", gridcolor="#EEEEEE", row=2, col=1)
+    fig.update_annotations(font=dict(size=TEXT, color=INK))
+    fig.update_layout(yaxis3=dict(overlaying="y", side="right", showgrid=False, zeroline=False, tickfont=dict(color="#777"),
+                                  title=dict(text=tr(lang, "intervene.chart.lens_axis"), font=dict(size=TEXT, color="#777"))))
+    return base_layout(fig, height, dict(l=56, r=56, t=30, b=44), showlegend=True, barmode="group",
+                       legend=dict(orientation="h", x=0, y=1.08, yanchor="bottom", font=dict(size=TEXT)))
+
+
+def knockout_figure(r: KnockoutResult | None, lang: str = "en", height: int = 320) -> go.Figure:
+    """The most probable next tokens (softmax of the logits, T = 1) before and after the knock-out, side by side:
+    the candidate followed in bold."""
+    if r is None:
+        return empty_figure(tr(lang, "intervene.empty.knockout"), height)
+    before = {t.id: (t, p) for t, p in zip(r.before.candidates, r.before.stage("raw").probs)}
+    after = {t.id: (t, p) for t, p in zip(r.after.candidates, r.after.stage("raw").probs)}
+    ids = sorted(set(list(before)[:TOP]) | set(list(after)[:TOP]),
+                 key=lambda i: -max(before.get(i, (None, 0.0))[1], after.get(i, (None, 0.0))[1]))[:TOP]
+    tokens = [(before.get(i) or after.get(i))[0] for i in ids]
+    labels = [f"<b>{token_text(t, lang)}</b>" if t.id == r.candidate.id else token_text(t, lang) for t in tokens]
+    fig = go.Figure()
+    for source, name, colour in ((before, tr(lang, "intervene.chart.before"), GREY),
+                                 (after, tr(lang, "intervene.chart.after"), BLUE)):
+        probs = [source[i][1] if i in source else 0.0 for i in ids]
+        fig.add_trace(go.Bar(y=labels, x=probs, orientation="h", name=name, marker_color=colour,
+                             text=[pct(p) for p in probs], textposition="outside", cliponaxis=False,
+                             hovertemplate="%{customdata}<extra></extra>",
+                             customdata=[f"{piece_hover(show_token(t, lang=lang))} · {name} · {prob_text(p)}"
+                                         for t, p in zip(tokens, probs)]))
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=TEXT))
+    fig.update_xaxes(range=[0, 1.15], tickformat=".0%", gridcolor="#EEEEEE", title_text=tr(lang, "intervene.chart.p_axis"))
+    return base_layout(fig, height, dict(l=110, r=16, t=30, b=40), showlegend=True, barmode="group",
+                       legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=dict(size=TEXT)))
+
+
+__all__ = ["attribution_figure", "knockout_figure", "token_text"]

@@ -1,0 +1,66 @@
+"""What the interventions' lines say: an Attribution or a KnockoutResult in, Markdown out (every token escaped).
+No torch, no gradio."""
+
+from __future__ import annotations
+
+from model_service.records.intervention import Attribution, Knockout, KnockoutResult
+
+from ..common.i18n import tr
+from ..common.text import piece_markdown, prob_text, show_token
+
+STAGE_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "typical_p": "typical-p", "top_n_sigma": "top-nσ",
+               "epsilon": "ε-cutoff", "eta": "η-cutoff", "xtc": "XTC", "mirostat": "mirostat"}
+
+
+def token_md(token, lang: str = "en") -> str:
+    """A token in a sentence: its visible reading in <code>, escaped."""
+    return f"<code>{piece_markdown(show_token(token, lang=lang))}</code>"
+
+
+def attribution_markdown(a: Attribution, lang: str = "en") -> str:
+    lines = [tr(lang, "intervene.attribution.sum", candidate=token_md(a.candidate, lang), rival=token_md(a.rival, lang),
+                diff=a.logit_diff, embedding=a.embedding, attention=sum(a.attention), mlp=sum(a.mlp),
+                error=a.residual_error, scale=a.scale)]
+    shares = [(v, b + 1, "intervene.chart.attention") for b, v in enumerate(a.attention)]
+    shares += [(v, b + 1, "intervene.chart.mlp") for b, v in enumerate(a.mlp)]
+    part = lambda s: tr(lang, "intervene.attribution.part", block=s[1], part=tr(lang, s[2]), value=s[0])
+    lines.append(tr(lang, "intervene.attribution.most", up=part(max(shares)), down=part(min(shares))))
+    if a.heads:
+        head = max(range(len(a.heads)), key=lambda h: abs(a.heads[h]))
+        lines.append(tr(lang, "intervene.attribution.heads", block=a.head_block, head=head + 1, value=a.heads[head]))
+    else:
+        lines.append(tr(lang, "intervene.attribution.no_heads", block=a.head_block, why=a.head_note))
+    if a.softcap:
+        lines.append(tr(lang, "intervene.attribution.softcap", cap=a.softcap))
+    return "\n\n".join(lines)
+
+
+def target_text(t: Knockout, lang: str = "en") -> str:
+    return tr(lang, f"intervene.target.{t.kind}", block=t.block, head=t.head)
+
+
+def knockout_markdown(r: KnockoutResult, lang: str = "en") -> str:
+    mode = tr(lang, f"intervene.mode.{r.target.mode}")
+    lines = [tr(lang, "intervene.knockout.title", target=target_text(r.target, lang), mode=mode),
+             tr(lang, "intervene.knockout.candidate", candidate=token_md(r.candidate, lang),
+                before=prob_text(r.prob_before), after=prob_text(r.prob_after), rank_before=r.rank_before,
+                rank_after=r.rank_after)]
+    top_before, top_after = r.before.candidates[0], r.after.candidates[0]
+    if top_before.id == top_after.id:
+        lines.append(tr(lang, "intervene.knockout.greedy_same", token=token_md(top_before, lang)))
+    else:
+        lines.append(tr(lang, "intervene.knockout.greedy_changed", before=token_md(top_before, lang),
+                        after=token_md(top_after, lang)))
+    drawn = dict(before=token_md(r.before, lang), after=token_md(r.after, lang))
+    if r.before.draw.u is None:
+        lines.append(tr(lang, "intervene.knockout.greedy_draw", **drawn))
+    else:
+        lines.append(tr(lang, "intervene.knockout.draw", u=r.before.draw.u, **drawn))
+    kept = [tr(lang, "intervene.knockout.kept", stage=STAGE_NAMES[b.name], before=b.kept_count, after=a.kept_count)
+            for b, a in zip(r.before.stages, r.after.stages) if b.name in STAGE_NAMES and b.kept_count != a.kept_count]
+    lines += kept
+    lines.append(tr(lang, "intervene.knockout.dlogit", dlogit=r.max_abs_dlogit))
+    return "\n\n".join(lines)
+
+
+__all__ = ["attribution_markdown", "knockout_markdown", "target_text", "token_md"]
