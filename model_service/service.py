@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -74,6 +75,7 @@ class ModelService(ModelClient):
         self._scheduler = None
         self._scheduler_lock = threading.Lock()
         self.kept = KeptRuns()  # the logits of the pages' lab runs, for their what-ifs (engine/kept.py)
+        self.plain_logits: OrderedDict = OrderedDict()  # a knock-out's "before": prompt ids -> last logits (a few)
         self.closed: Exception | None = None  # why this service no longer serves (the host switched the model)
 
     # the loaded model's parts, as the service's own callers read them
@@ -232,7 +234,8 @@ class ModelService(ModelClient):
             return attribute(self.model, self.pieces, ids, candidate, rival, head_block)
 
     def _knock_out(self, prompt, chat, target, settings, candidate, top_n):
-        """Two passes (the model as it is, then with the part knocked out), each drawn like a run's first step."""
+        """Two passes (the model as it is, kept for the prompt's next knock-out; then with the part knocked out), each
+        drawn like a run's first step."""
         from .engine.what_if import redraw
         from .forward_pass.attribution import check_token
         from .forward_pass.knockout import check_knockout, last_logits
@@ -247,7 +250,7 @@ class ModelService(ModelClient):
         with self.model_lock:
             self._check_open()
             target = check_knockout(self.model, target)
-            before, _ = last_logits(self.model, checked.ids)
+            before = self._plain_logits(checked.ids, last_logits)
             after, forward_ms = last_logits(self.model, checked.ids, target)
         vocab = before.shape[-1]
         chosen = int(before.argmax()) if candidate is None else check_token("candidate", candidate, vocab)
@@ -257,6 +260,18 @@ class ModelService(ModelClient):
         return KnockoutResult(target, *records, self.pieces(chosen), p0, p1, r0, r1,
                               float((after - before).abs().max()), round(forward_ms, 1),
                               round((time.perf_counter() - started) * 1000, 1))
+
+    def _plain_logits(self, ids, last_logits):
+        """The model's own last logits for ids (under the model lock): the prompt's next knock-outs (another part,
+        the other mode) rerun only their own pass. The few most recent prompts are kept."""
+        key = tuple(ids)
+        if key in self.plain_logits:
+            self.plain_logits.move_to_end(key)
+            return self.plain_logits[key]
+        self.plain_logits[key] = last_logits(self.model, ids)[0]
+        while len(self.plain_logits) > limits.PLAIN_LOGITS_KEPT:
+            self.plain_logits.popitem(last=False)
+        return self.plain_logits[key]
 
     def _trace_attention(self, prompt, chat, block):
         from .forward_pass.tracing import attention

@@ -112,7 +112,8 @@ def attribute(model, pieces, ids: Sequence[int], candidate: int | None = None, r
             hooks.before(p.before_mlp, f"mid{b}", pick=_last)
             hooks.before(p.out_proj, f"heads{b}", pick=_last)
             hooks.after(p.attention, f"attn{b}", pick=_last)
-        out = model(input_ids=torch.tensor([ids], device=device), output_hidden_states=True, use_cache=False)
+        out = model(input_ids=torch.tensor([ids], device=device), output_hidden_states=True, use_cache=False,
+                    logits_to_keep=1)
     seen = hooks.seen
     inputs = [_last(h) for h in out.hidden_states[:n]]  # the stream before each block
     outputs = inputs[1:] + [seen["final"]]

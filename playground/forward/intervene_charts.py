@@ -13,7 +13,7 @@ from model_service.records.intervention import Attribution, KnockoutResult
 from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
 from ..common.figures import TEXT, base_layout, empty_figure
 from ..common.i18n import tr
-from ..common.text import pct, piece_hover, piece_label, prob_text, show_token
+from ..common.text import pct, piece_hover, piece_label, show_token
 
 TOP = 8  # tokens in the before / after chart
 
@@ -84,12 +84,14 @@ def knockout_figure(r: KnockoutResult | None, lang: str = "en", height: int = 32
     fig = go.Figure()
     for source, name, colour in ((before, tr(lang, "intervene.chart.before"), GREY),
                                  (after, tr(lang, "intervene.chart.after"), BLUE)):
+        # a token outside this side's top-N: its probability is at most the smallest one kept there
+        floor = min(p for _, p in source.values())
         probs = [source[i][1] if i in source else 0.0 for i in ids]
-        fig.add_trace(go.Bar(y=labels, x=probs, orientation="h", name=name, marker_color=colour,
-                             text=[pct(p) for p in probs], textposition="outside", cliponaxis=False,
-                             hovertemplate="%{customdata}<extra></extra>",
-                             customdata=[f"{piece_hover(show_token(t, lang=lang))} · {name} · {prob_text(p)}"
-                                         for t, p in zip(tokens, probs)]))
+        said = [pct(source[i][1]) if i in source else f"≤ {pct(floor)}" for i in ids]
+        fig.add_trace(go.Bar(y=labels, x=probs, orientation="h", name=name, marker_color=colour, text=said,
+                             textposition="outside", cliponaxis=False, hovertemplate="%{customdata}<extra></extra>",
+                             customdata=[f"{piece_hover(show_token(t, lang=lang))} · {name} · {p}"
+                                         for t, p in zip(tokens, said)]))
     fig.update_yaxes(autorange="reversed", tickfont=dict(size=TEXT))
     fig.update_xaxes(range=[0, 1.15], tickformat=".0%", gridcolor="#EEEEEE", title_text=tr(lang, "intervene.chart.p_axis"))
     return base_layout(fig, height, dict(l=110, r=16, t=30, b=40), showlegend=True, barmode="group",

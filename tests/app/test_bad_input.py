@@ -55,11 +55,19 @@ ENDPOINTS = {
     ],
     "/trace_record": [field(st.just(LESSON), "prompt"), field(st.booleans(), "chat"), field(st.integers(1, 30), "block"),
                       field(st.integers(1, 5), "top_n")],
+    "/attribution_record": [field(st.just(LESSON), "prompt"), field(st.booleans(), "chat"),
+                            field(st.integers(0, 49151), "candidate"), field(st.integers(0, 49151), "rival"),
+                            field(st.integers(1, 30), "head_block")],
+    "/knockout_record": [field(st.just(LESSON), "prompt"), field(st.sampled_from(["attention", "mlp", "head"]), "kind"),
+                         field(st.integers(1, 30), "block"), field(st.integers(1, 9), "head"),
+                         field(st.sampled_from(["zero", "mean"]), "mode"),
+                         field(st.just({"temperature": 0.7, "top_p": 0.9, "seed": 3}), "settings"),
+                         field(st.booleans(), "chat"), field(st.integers(0, 49151), "candidate")],
     "/engine_run": [field(st.just({"headers": [], "data": [[LESSON, 0, 0, 1, 0, "hf", "", 2, ""]]}), "table")],
 }
 FIELD_WORDS = re.compile(
     r"prompt|chat|temperature|top[-_ ]?k|top[-_ ]?p|min[-_ ]?p|seed|order|max[-_ ]?new[-_ ]?tokens|max tokens|stop|"
-    r"top_n|block|table|row \d|scrub|step|head",
+    r"top_n|block|table|row \d|scrub|step|head|candidate|rival|kind|mode|target|settings",
     re.IGNORECASE,
 )
 

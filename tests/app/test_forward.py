@@ -77,3 +77,17 @@ def test_bad_requests_are_told_in_the_pages_language(client):
         client.predict("", False, 15, -1, "vi", api_name="/trace")
     with pytest.raises(AppError, match="block phải là một số nguyên từ 1 đến 30"):
         client.predict(LESSON, False, 99, -1, "vi", api_name="/trace")
+
+
+def test_a_script_asks_who_pushed_paris_up_and_knocks_out_the_last_mlp(client):
+    a = client.predict(LESSON, False, None, None, None, api_name="/attribution_record")
+    assert a["candidate"]["piece"] == " Paris" and a["residual_error"] < 1e-3
+    total = a["embedding"] + sum(a["attention"]) + sum(a["mlp"]) + a["bias"]
+    assert abs(total - a["logit_diff"]) < 1e-3 and len(a["heads"]) == 9
+    r = client.predict(LESSON, "mlp", 30, None, "zero", {"temperature": 0.7, "seed": 3}, False, None,
+                       api_name="/knockout_record")
+    assert r["candidate"]["piece"] == " Paris" and r["prob_after"] < r["prob_before"] and r["rank_after"] > 1
+    assert r["before"]["draw"]["u"] == r["after"]["draw"]["u"] and r["target"] == {"kind": "mlp", "block": 30,
+                                                                                    "head": None, "mode": "zero"}
+    with pytest.raises(AppError, match="head must be a whole number between 1 and 9"):
+        client.predict(LESSON, "head", 3, 12, "zero", None, False, None, api_name="/knockout_record")

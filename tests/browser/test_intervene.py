@@ -1,0 +1,56 @@
+"""The Forward pass tab's interventions in a real browser, on a projector (1280x720) and a phone (390x844): the
+prompt on screen's attribution appears with its trace; knocking out block 30's MLP takes " Paris" off the top, the
+lab's stages drawn on the new logits; Restore brings the model back; Vietnamese labels."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import ARTIFACTS, mounted
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.mark.parametrize("width, height", [(1280, 720), (390, 844)])
+def test_who_pushed_paris_up_and_what_knocking_out_the_last_mlp_does(browser, app_url, width, height):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        page = context.new_page()
+        page.goto(app_url + "?tab=forward", wait_until="domcontentloaded")
+        mounted(page, "#fw-prompt textarea")
+        text = page.locator("#iv-attribution-text")
+        expect(text).to_contain_text("logit(␣Paris) − logit(␣the)", timeout=90_000)
+        expect(text).to_contain_text("The bars add up to it")
+        expect(page.locator("#iv-attribution")).to_contain_text("head by head")
+        page.locator("#iv-block input[type=number]").fill("30")
+        page.locator("#iv-block input[type=number]").press("Tab")
+        page.locator("#iv-knock").click()
+        knocked = page.locator("#iv-knockout-text")
+        expect(knocked).to_contain_text("Knocked out: block 30's MLP", timeout=60_000)
+        expect(knocked).to_contain_text("The most probable token is now")  # " Paris" is no longer on top
+        expect(page.locator("#iv-knockout")).to_contain_text("after")
+        expect(page.locator("#iv-stages")).to_contain_text("final")
+        page.locator("#iv-knockout").scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(ARTIFACTS / f"intervene_{width}.png"))
+        box = page.locator("#iv-knockout .js-plotly-plot").bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width + 1  # no chart off the screen
+        page.locator("#iv-restore").click()
+        expect(knocked).to_contain_text("Restored: the model as it is")
+        expect(page.locator("#iv-knockout")).to_contain_text("Pick a part")
+    finally:
+        context.close()
+
+
+def test_a_head_out_of_range_is_named_and_the_page_switches_language(page):
+    page.get_by_role("tab", name="Forward pass").click()
+    expect(page.locator("#iv-attribution-text")).to_contain_text("logit(", timeout=90_000)
+    page.locator("#iv-kind").get_by_text("one attention head").click()
+    page.locator("#iv-head input").fill("12")
+    page.locator("#iv-knock").click()
+    expect(page.get_by_text("head must be a whole number between 1 and 9", exact=False).first).to_be_visible(
+        timeout=60_000)
+    page.locator("#language").get_by_text("Tiếng Việt").click()
+    expect(page.locator("#iv-attribution-text")).to_contain_text("Các cột cộng lại", timeout=60_000)
+    expect(page.locator("#iv-kind")).to_contain_text("một head attention")

@@ -1,0 +1,72 @@
+"""The interventions' lines and charts (playground/forward/intervene_text.py, intervene_charts.py): hand-made
+records in; every token escaped, the running total ending at the logit difference, the kept counts said."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import plotly.graph_objects as go
+import pytest
+
+from model_service.records.intervention import Attribution, Knockout, KnockoutResult
+from model_service.records.step import Token
+from playground.forward.intervene_charts import attribution_figure, knockout_figure
+from playground.forward.intervene_text import attribution_markdown, knockout_markdown
+from tests.unit.lab.test_charts import make_record
+
+BOLD = Token(7, "<b>x</b>")
+
+
+def attribution(**changes) -> Attribution:
+    a = Attribution(candidate=BOLD, rival=Token(8, " the"), logit_diff=2.0, scale=25.0, embedding=-0.5,
+                    attention=(0.25, 1.0), mlp=(-0.25, 1.5), lens=(-3.0, 2.0), bias=0.0, residual_error=1e-7,
+                    head_block=2, heads=(0.75, 0.25), head_note="", softcap=None, tokens=5, ms=12.0)
+    return replace(a, **changes)
+
+
+def test_the_attribution_says_its_sum_and_escapes_the_tokens():
+    text = attribution_markdown(attribution())
+    assert "<b>x</b>" not in text and "&lt;b&gt;x&lt;/b&gt;" in text
+    assert "= +2.000" in text and "attention +1.250" in text and "MLP +1.250" in text and "r = 25" in text
+    assert "block 2's MLP (+1.500)" in text and "block 1's MLP (-0.250)" in text and "head 1 gives the most" in text
+    assert "not split by head: odd" in attribution_markdown(attribution(heads=(), head_note="odd"))
+    assert "soft-caps its logits at 30" in attribution_markdown(attribution(softcap=30.0))
+    assert "Các cột cộng lại" in attribution_markdown(attribution(), "vi")
+
+
+def test_the_running_total_ends_at_the_logit_difference_and_the_figure_validates():
+    fig = attribution_figure(attribution())
+    spec = json.loads(fig.to_json())
+    go.Figure(spec)  # plotly raises on anything it does not know
+    running = next(t for t in spec["data"] if t.get("name") == "running total")
+    assert running["y"][0] == -0.5 and running["y"][-1] == pytest.approx(2.0)
+    assert [t["y"] for t in spec["data"] if t.get("type") == "bar"][-1] == [0.75, 0.25]  # the heads
+
+
+def knockout(**changes) -> KnockoutResult:
+    before = make_record()
+    after = make_record(chosen=1)
+    after = replace(after, stages=tuple(replace(s, kept_count=3) if s.name == "top_p" else s for s in after.stages))
+    r = KnockoutResult(Knockout("head", 4, 2, "mean"), before, after, before.candidates[0], 0.5, 0.2, 1, 2, 3.25,
+                       80.0, 170.0)
+    return replace(r, **changes)
+
+
+def test_the_knockout_line_names_the_part_the_odds_and_what_the_filters_keep_now():
+    r = knockout()
+    text = knockout_markdown(r)
+    assert "Knocked out: head 2 of block 4" in text and "its mean over the prompt" in text
+    assert "0.500 → 0.200 (rank 1 → 2)" in text and "Largest change of any logit: 3.250" in text
+    assert "drawn at the same u = 0.300" in text
+    assert "top-p keeps 3 tokens now (was 2)" in text and "top-k keeps" not in text  # only what changed
+    assert "Đã bỏ: head 2 của khối 4" in knockout_markdown(r, "vi")
+
+
+def test_the_knockout_chart_puts_the_candidate_in_bold_and_validates():
+    spec = json.loads(knockout_figure(knockout()).to_json())
+    go.Figure(spec)
+    before, after = spec["data"]
+    assert before["name"] == "before" and after["name"] == "after" and before["x"][0] == pytest.approx(0.5)
+    assert before["y"][0].startswith("<b>")
+    assert knockout_figure(None).to_plotly_json()["layout"]["annotations"][0]["text"].startswith("Pick a part")
