@@ -171,6 +171,14 @@ class ModelClient(ABC):
         one), and `candidate`'s (default: the top token's) probability and rank both ways. A KnockoutResult."""
         return self._knock_out(prompt_of(prompt, chat), chat, target, settings, candidate, top_n)
 
+    def patch(self, prompt: Prompt, source: Prompt, cells: Sequence, chat: bool = False, candidate: int | None = None):
+        """Activation patching: for each cell [position, block] (position from 0, or None for every position; block
+        from 1), the stream after that block at that position copied from `source` (a prompt of as many tokens),
+        and the next token's odds at the prompt's last position: p(candidate) (default: the prompt's own top token)
+        and p(the source's top token). A PatchResult."""
+        return self._patch(prompt_of(prompt, chat), prompt_of(source, chat), chat,
+                           tuple(cells) if isinstance(cells, list) else cells, candidate)
+
     def lm_head(self, prompt: Prompt, chat: bool = False, continue_from: Sequence[int] = (),
                 top_k: int = limits.DEFAULT_LM_HEAD_TOP_K):
         """The LM head after prompt + continue_from: for the top tokens, logit = ‖h‖·‖w‖·cos (an LmHeadView)."""
@@ -225,6 +233,9 @@ class ModelClient(ABC):
 
     @abstractmethod
     def _knock_out(self, prompt, chat, target, settings, candidate, top_n): ...
+
+    @abstractmethod
+    def _patch(self, prompt, source, chat, cells, candidate): ...
 
     @abstractmethod
     def _prompt_logprobs(self, prompt, chat, top_n): ...

@@ -261,6 +261,23 @@ class ModelService(ModelClient):
                               float((after - before).abs().max()), round(forward_ms, 1),
                               round((time.perf_counter() - started) * 1000, 1))
 
+    def _patch(self, prompt, source, chat, cells, candidate):
+        from .forward_pass.attribution import check_token
+        from .forward_pass.patching import patch
+
+        ids, source_ids = self.prompt_ids(prompt, chat), self._source_ids(source, chat)
+        if candidate is not None:
+            candidate = check_token("candidate", candidate, self.info.vocab_size)
+        with self.model_lock:
+            self._check_open()
+            return patch(self.model, self.pieces, ids, source_ids, cells, candidate)
+
+    def _source_ids(self, source, chat) -> list[int]:
+        try:
+            return self.prompt_ids(source, chat)
+        except ValueError as e:  # its message names "prompt": this one is the source
+            raise ValueError(f"source: {e}") from None
+
     def _plain_logits(self, ids, last_logits):
         """The model's own last logits for ids (under the model lock): the prompt's next knock-outs (another part,
         the other mode) rerun only their own pass. The few most recent prompts are kept."""

@@ -134,6 +134,18 @@ def register_api(service) -> None:
         except (ValueError, RuntimeError) as e:
             raise user_error(e) from None
 
+    def patch_record(prompt: str, source: str, cells: Any, chat: Any = False, candidate: Any = None) -> dict:
+        """Activation patching: for each cell [position, block] (position from 0, or null for every position; block
+        from 1), the stream after that block at that position copied from source (a prompt of as many tokens) into
+        the prompt's pass; per cell, the next token's odds for candidate (a token id; default the prompt's own top
+        token) and for the source's top token."""
+        try:
+            prompt, source = validation.text("prompt", prompt), validation.text("source", source)
+            chat = validation.boolean("chat", chat)
+            return service.patch(prompt, source, cells, chat, candidate).to_dict()
+        except (ValueError, RuntimeError) as e:
+            raise user_error(e) from None
+
     def model_info() -> dict:
         """What this app serves, with no model work: the load status, the model (name, size, device,
         dtype, ...), the model picker's allowlist (and a switch under way), the room's limits and its live state (rows per step, queue), and the request caps.
@@ -160,3 +172,4 @@ def register_api(service) -> None:
     gr.api(trace_record, api_name="trace_record")
     gr.api(attribution_record, api_name="attribution_record")
     gr.api(knockout_record, api_name="knockout_record")
+    gr.api(patch_record, api_name="patch_record")

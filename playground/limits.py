@@ -13,6 +13,8 @@ from model_service.limits import DEFAULT_TOP_N
 # ---- what the page asks for, when a visitor does not say -------------------------------------------------------
 LESSON_PROMPT = "The capital of France is"  # lessons 10 and 13 both start from it
 LESSON_PROMPT_VI = "Thủ đô của Pháp là"  # the same prompt, for a page in Vietnamese
+# the interventions' second prompt, patched into the lesson's: as many tokens as it on both offline models
+PATCH_SOURCE, PATCH_SOURCE_VI = "The capital of Italy is", "Thủ đô của Mỹ là"
 DEFAULT_ENGINE_MAX_NEW_TOKENS = 32  # an engine row's (eight rows side by side stay readable)
 MAX_ENGINE_ROWS = 8  # the Engine tab's table
 MAX_RUN_FILE_BYTES = 8_000_000  # an imported run (JSON): a 512-step run is ~1.5 MB; the upload route allows this much

@@ -174,6 +174,11 @@ class ModelDeployment:
             b.get("prompt"), b.get("target"), b.get("settings"), _chat(b), b.get("candidate"),
             b.get("top_n", limits.DEFAULT_TOP_N)))
 
+    @api.post("/patch")
+    async def patch(self, request: Request):
+        return await self._answer(request, lambda b: self.service.patch(
+            b.get("prompt"), b.get("source"), b.get("cells"), _chat(b), b.get("candidate")))
+
     @api.post("/lm_head")
     async def lm_head(self, request: Request):
         return await self._answer(request, lambda b: self.service.lm_head(

@@ -109,7 +109,7 @@ def generate_batch_lease(requests, top_n):
 
 @gpu(duration=limits.ZERO_GPU_TRACE_SECONDS)
 def one_pass(method: str, args: tuple, kwargs: dict):
-    """trace, trace_attention, attribute, knock_out, lm_head, prompt_logprobs, sample_many or batch_effect: one
+    """trace, trace_attention, attribute, knock_out, patch, lm_head, prompt_logprobs, sample_many or batch_effect: one
     record back."""
     try:
         return getattr(_SERVICE, method)(*args, **kwargs)
@@ -221,6 +221,11 @@ class ZeroGpuService(ModelClient):
         self.inner.check_generate(GenerateCall(prompt, settings, 1, (), chat, top_n))  # bad input costs no lease
         knockout_from(target)
         return _unwrap(one_pass("knock_out", (prompt, target, settings, chat, candidate, top_n), {}))
+
+    def _patch(self, prompt, source, chat, cells, candidate):
+        self.inner.prompt_ids(prompt, chat)
+        self.inner._source_ids(source, chat)
+        return _unwrap(one_pass("patch", (prompt, source, cells, chat, candidate), {}))
 
     def _lm_head(self, prompt, chat, continue_from, top_k):
         self.inner.prompt_ids(prompt, chat)

@@ -191,6 +191,9 @@ class LoadingService(ModelClient):
     def _knock_out(self, *args):
         return self.service._knock_out(*args)
 
+    def _patch(self, *args):
+        return self.service._patch(*args)
+
     def _lm_head(self, *args):
         return self.service._lm_head(*args)
 

@@ -83,6 +83,34 @@ class KnockoutResult(_Record):
                       "before": StepRecord.from_dict(data["before"]), "after": StepRecord.from_dict(data["after"])})
 
 
+@dataclass(frozen=True)
+class PatchCell(_Record):
+    """One cell of a patching grid: the stream after `block` at `position` (None: every position) copied from the
+    source prompt; the next token's odds at the prompt's last position then."""
+
+    position: int | None
+    block: int
+    candidate: float  # p(the prompt's own answer)
+    source_answer: float  # p(the source prompt's answer)
+    top: Token  # the most probable token now
+    top_prob: float
+
+
+@dataclass(frozen=True)
+class PatchResult(_Record):
+    """Activation patching from a source prompt into the prompt (forward_pass/patching.py): per cell, where the
+    prompt's answer (" Paris") gives way to the source's (" Rome"). clean and source: (p(candidate), p(source_answer))
+    for the prompt unpatched and for the source prompt itself, the two ends of every cell's scale."""
+
+    candidate: Token
+    source_answer: Token
+    tokens: int
+    clean: tuple[float, float]
+    source: tuple[float, float]
+    cells: tuple[PatchCell, ...]
+    ms: float
+
+
 def knockout_from(value) -> Knockout:
     """A Knockout, or a mapping of its fields (JSON, a form): unknown or missing fields named. The values are
     checked against the model where it runs (forward_pass/knockout.py:check_knockout)."""
@@ -99,4 +127,4 @@ def knockout_from(value) -> Knockout:
     return Knockout(**value)
 
 
-__all__ = ["KINDS", "MODES", "Attribution", "Knockout", "KnockoutResult", "knockout_from"]
+__all__ = ["KINDS", "MODES", "Attribution", "Knockout", "KnockoutResult", "PatchCell", "PatchResult", "knockout_from"]

@@ -56,6 +56,7 @@ def tr(lang, key: str, **values) -> str:
 
 
 LESSON_PROMPTS = {"en": limits.LESSON_PROMPT, "vi": limits.LESSON_PROMPT_VI}  # the lessons' prompt, per language
+PATCH_SOURCES = {"en": limits.PATCH_SOURCE, "vi": limits.PATCH_SOURCE_VI}  # the prompt patched into it (intervene.py)
 
 
 def swapped_default(current, lang, versions: dict[str, str]) -> str | None:

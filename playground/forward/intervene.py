@@ -4,6 +4,7 @@
     Candidate / Against changed, Who pushed it up?  ──► attribute() for those two, the heads of the knock-out block
     Knock it out ──► knock_out(prompt, part, the lab's settings) ──► before → after, the lab's stages on the after
     Restore ──► the model as it is (nothing to compute: the before is the trace's)
+    Patch ──► patch(prompt, source, every (position, block)) ──► the grid of p(the source's answer)
 
 The attribution costs one traced pass and a knock-out two (the model as it is, then without the part), each a
 prompt's prefill: on the service's lock as a trace, never in the room's queue. The lab's settings come from the lab's
@@ -18,10 +19,11 @@ import gradio as gr
 
 from model_service.records import validation
 from model_service.records.intervention import KINDS, MODES, Knockout
+from playground import limits
 
 from ..common.errors import unchanged, user_error
 from ..common.figures import empty_figure
-from ..common.i18n import DEFAULT, T, tr
+from ..common.i18n import DEFAULT, PATCH_SOURCES, T, swapped_default, tr
 from ..common.text import escape_html
 from ..lab.request import field_labels, parse_request
 from ..lab.view import View, stage_chart
@@ -47,6 +49,10 @@ class InterveneComponents:
     knockout_md: gr.Markdown
     knockout_plot: gr.Plot
     stages_plot: gr.Plot
+    source: gr.Textbox
+    patch_btn: gr.Button
+    patch_md: gr.Markdown
+    patch_plot: gr.Plot
 
     @property
     def attribution_views(self) -> list:
@@ -88,9 +94,15 @@ def build(blocks: int) -> InterveneComponents:
     knockout_plot = gr.Plot(empty_figure(tr(DEFAULT, "intervene.empty.knockout"), 320), show_label=False,
                             elem_id="iv-knockout")
     stages_plot = gr.Plot(empty_figure(tr(DEFAULT, "intervene.empty.stages"), 200), show_label=False, elem_id="iv-stages")
+    gr.Markdown(T("intervene.patch.lesson"), elem_id="iv-patch-lesson")
+    with gr.Row(equal_height=True):
+        source = gr.Textbox(PATCH_SOURCES[DEFAULT], label=T("intervene.source"), lines=1, scale=4, elem_id="iv-source")
+        patch_btn = gr.Button(T("intervene.patch"), elem_id="iv-patch", scale=1, min_width=160)
+    patch_md = gr.Markdown(elem_id="iv-patch-text")
+    patch_plot = gr.Plot(empty_figure(tr(DEFAULT, "intervene.empty.patch"), 240), show_label=False, elem_id="iv-patch-grid")
     return InterveneComponents(gr.State(None), lesson_md, candidate, rival, attribute_btn, attribution_md,
                                attribution_plot, kind, block, head, mode, knock_btn, restore_btn, knockout_md,
-                               knockout_plot, stages_plot)
+                               knockout_plot, stages_plot, source, patch_btn, patch_md, patch_plot)
 
 
 # ---- the handlers ---------------------------------------------------------------------------------------------
@@ -149,7 +161,8 @@ def new_trace(iv: InterveneComponents, service, trace, current, lang="en"):
         a = service.attribute(trace.prompt, trace.chat)
     except (ValueError, RuntimeError) as e:  # another model now, or a prompt the tracer took and this one did not
         return {iv.attribution_md: escape_html(str(e))}
-    return attribution_views(iv, trace, a, lang) | restored(iv, lang) | {iv.block: gr.update(maximum=trace.num_layers)}
+    return (attribution_views(iv, trace, a, lang) | restored(iv, lang) | {iv.block: gr.update(maximum=trace.num_layers)}
+            | {iv.patch_md: "", iv.patch_plot: empty_figure(tr(lang, "intervene.empty.patch"), 240)})
 
 
 def knock_out(iv: InterveneComponents, service, trace, kind, block, head, mode, candidate, view, lang, *controls):
@@ -167,15 +180,40 @@ def knock_out(iv: InterveneComponents, service, trace, kind, block, head, mode, 
             iv.stages_plot: stage_chart(result.after, view if isinstance(view, View) else View(), lang)}
 
 
+def grid_cells(trace) -> list[tuple[int, int]]:
+    """Every (position, block) of the prompt on screen, its last positions first when the whole grid is too big."""
+    blocks = trace.num_layers
+    positions = range(max(0, len(trace.tokens) - limits.MAX_PATCH_CELLS // blocks), len(trace.tokens))
+    return [(p, b) for p in positions for b in range(1, blocks + 1)]
+
+
+def patch(iv: InterveneComponents, service, trace, source, candidate, lang="en"):
+    """Patch every cell of the grid from the source prompt into the prompt on screen."""
+    if trace is None:
+        raise user_error(tr(lang, "intervene.status.no_trace"))
+    try:
+        source = validation.text("source", source)
+        # the other language's default still in the box (the page's language set as it loaded): this language's
+        source = swapped_default(source, lang, PATCH_SOURCES) or source
+        result = service.patch(trace.prompt, source, grid_cells(trace), trace.chat, _token("candidate", candidate))
+    except (ValueError, RuntimeError) as e:
+        raise user_error(e, lang) from None
+    return {iv.patch_md: text.patch_markdown(result, source, trace.tokens, lang),
+            iv.patch_plot: charts.patch_figure(result, trace.tokens, lang)}
+
+
 def restored(iv: InterveneComponents, lang="en") -> dict:
     return {iv.knockout_md: tr(lang, "intervene.restored"),
             iv.knockout_plot: empty_figure(tr(lang, "intervene.empty.knockout"), 320),
             iv.stages_plot: empty_figure(tr(lang, "intervene.empty.stages"), 200)}
 
 
-def relabel(iv: InterveneComponents, trace, current, lang="en") -> dict:
-    """The page's language changed: the attribution redrawn from the State, the choices' labels in `lang`."""
+def relabel(iv: InterveneComponents, trace, current, source, lang="en") -> dict:
+    """The page's language changed: the attribution redrawn from the State, the choices' labels in `lang`, the
+    source prompt in `lang` unless the learner typed another."""
     out = {iv.kind: gr.update(choices=kind_choices(lang)), iv.mode: gr.update(choices=mode_choices(lang))}
+    swapped = swapped_default(source, lang, PATCH_SOURCES)
+    out |= {iv.source: swapped} if swapped is not None else {}
     if current is None or trace is None:
         return out | {iv.attribution_plot: empty_figure(tr(lang, "intervene.empty.attribution"), 420)}
     return out | attribution_views(iv, trace, current["attribution"], lang)
@@ -190,7 +228,7 @@ def wire(iv: InterveneComponents, service, trace_state: gr.State, language: gr.R
     lang = [language] if language is not None else []
     hidden = dict(api_visibility="private", show_progress="hidden")
     trace_state.change(bind(new_trace, iv, service), [trace_state, iv.state, *lang],
-                       [*iv.attribution_views, *iv.knockout_views, iv.block], **hidden)
+                       [*iv.attribution_views, *iv.knockout_views, iv.block, iv.patch_md, iv.patch_plot], **hidden)
     asked = [trace_state, iv.candidate, iv.rival, iv.block, *lang]
     # (scripts: attribution_record and knockout_record in playground/api.py take a prompt, not the page's trace)
     iv.attribute_btn.click(bind(attribute, iv, service), asked, iv.attribution_views, api_visibility="private",
@@ -204,9 +242,11 @@ def wire(iv: InterveneComponents, service, trace_state: gr.State, language: gr.R
                                                       view, *(lang or [gr.State("en")]), *controls],
                        iv.knockout_views, api_visibility="private", preprocess=False)
     iv.restore_btn.click(bind(restored, iv), lang, iv.knockout_views, queue=False, **hidden)
+    iv.patch_btn.click(bind(patch, iv, service), [trace_state, iv.source, iv.candidate, *lang], [iv.patch_md, iv.patch_plot],
+                       api_visibility="private", preprocess=False)
     if language is not None:
-        language.change(bind(relabel, iv), [trace_state, iv.state, language],
-                        [iv.kind, iv.mode, *iv.attribution_views], trigger_mode="multiple", **hidden)
+        language.change(bind(relabel, iv), [trace_state, iv.state, iv.source, language],
+                        [iv.kind, iv.mode, iv.source, *iv.attribution_views], trigger_mode="multiple", **hidden)
 
 
 __all__ = ["InterveneComponents", "build", "wire"]

@@ -8,9 +8,9 @@ import itertools
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from model_service.records.intervention import Attribution, KnockoutResult
+from model_service.records.intervention import Attribution, KnockoutResult, PatchResult
 
-from ..common.colours import BLUE, GREY, INK, SKY, VERMILLION
+from ..common.colours import BLUE, GREY, INK, PROBABILITY_SCALE, SKY, VERMILLION
 from ..common.figures import TEXT, base_layout, empty_figure
 from ..common.i18n import tr
 from ..common.text import pct, piece_hover, piece_label, show_token
@@ -98,4 +98,27 @@ def knockout_figure(r: KnockoutResult | None, lang: str = "en", height: int = 32
                        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=dict(size=TEXT)))
 
 
-__all__ = ["attribution_figure", "knockout_figure", "token_text"]
+def patch_figure(r: PatchResult | None, tokens=(), lang: str = "en", height: int = 300) -> go.Figure:
+    """Positions (rows, the prompt's tokens) by blocks (columns): p(the source's answer) at the last position once
+    that cell's stream is copied from the source prompt, on the probability scale."""
+    if r is None:
+        return empty_figure(tr(lang, "intervene.empty.patch"), height)
+    positions = sorted({c.position for c in r.cells if c.position is not None})
+    blocks = sorted({c.block for c in r.cells})
+    at = {(c.position, c.block): c for c in r.cells}
+    labels = [f"{p} {token_text(tokens[p], lang)}" if p < len(tokens) else str(p) for p in positions]
+    z = [[at[(p, b)].source_answer if (p, b) in at else None for b in blocks] for p in positions]
+    answer, own = token_text(r.source_answer, lang), token_text(r.candidate, lang)
+    hover = [[tr(lang, "intervene.patch.hover", position=p, block=b, answer=answer, own=own,
+                 p_answer=pct(at[(p, b)].source_answer), p_own=pct(at[(p, b)].candidate),
+                 top=token_text(at[(p, b)].top, lang), p_top=pct(at[(p, b)].top_prob)) if (p, b) in at else ""
+              for b in blocks] for p in positions]
+    fig = go.Figure(go.Heatmap(z=z, x=blocks, y=labels, zmin=0, zmax=max(r.source[1], 1e-6), colorscale=PROBABILITY_SCALE,
+                               customdata=hover, hovertemplate="%{customdata}<extra></extra>", xgap=1, ygap=1,
+                               colorbar=dict(title=dict(text=f"p({answer})", font=dict(size=TEXT)), thickness=12)))
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=TEXT), type="category")
+    fig.update_xaxes(title_text=tr(lang, "intervene.chart.block_axis"), dtick=5 if len(blocks) > 12 else 1)
+    return base_layout(fig, max(height, 90 + 26 * len(positions)), dict(l=120, r=16, t=16, b=44))
+
+
+__all__ = ["attribution_figure", "knockout_figure", "patch_figure", "token_text"]

@@ -3,10 +3,10 @@ No torch, no gradio."""
 
 from __future__ import annotations
 
-from model_service.records.intervention import Attribution, Knockout, KnockoutResult
+from model_service.records.intervention import Attribution, Knockout, KnockoutResult, PatchResult
 
 from ..common.i18n import tr
-from ..common.text import piece_markdown, prob_text, show_token
+from ..common.text import escape_html, piece_markdown, prob_text, show_token
 
 STAGE_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "typical_p": "typical-p", "top_n_sigma": "top-nσ",
                "epsilon": "ε-cutoff", "eta": "η-cutoff", "xtc": "XTC", "mirostat": "mirostat"}
@@ -63,4 +63,29 @@ def knockout_markdown(r: KnockoutResult, lang: str = "en") -> str:
     return "\n\n".join(lines)
 
 
-__all__ = ["attribution_markdown", "knockout_markdown", "target_text", "token_md"]
+def patch_markdown(r: PatchResult, source: str, tokens=(), lang: str = "en") -> str:
+    """What the grid shows: the two ends of its scale, then, block by block, the position whose copy carries the
+    source's answer furthest (where at least half of the source's own probability comes back)."""
+    answer, own = token_md(r.source_answer, lang), token_md(r.candidate, lang)
+    lines = [tr(lang, "intervene.patch.ends", source=escape_html(source), answer=answer, own=own,
+                p_clean=prob_text(r.clean[1]), p_source=prob_text(r.source[1]))]
+    carriers = []  # (first block, last block, position)
+    for block in sorted({c.block for c in r.cells}):
+        cells = [c for c in r.cells if c.block == block and c.position is not None]
+        best = max(cells, key=lambda c: c.source_answer, default=None)
+        if best is None or best.source_answer < r.source[1] / 2:
+            continue
+        if carriers and carriers[-1][2] == best.position and carriers[-1][1] == block - 1:
+            carriers[-1] = (carriers[-1][0], block, best.position)
+        else:
+            carriers.append((block, block, best.position))
+    if not carriers:
+        lines.append(tr(lang, "intervene.patch.nowhere", answer=answer))
+    for first, last, position in carriers:
+        token = token_md(tokens[position], lang) if position < len(tokens) else str(position)
+        lines.append(tr(lang, "intervene.patch.carrier", first=first, last=last, position=position, token=token,
+                        answer=answer))
+    return "\n\n".join(lines)
+
+
+__all__ = ["attribution_markdown", "knockout_markdown", "patch_markdown", "target_text", "token_md"]

@@ -39,6 +39,15 @@ def test_who_pushed_paris_up_and_what_knocking_out_the_last_mlp_does(browser, ap
         page.locator("#iv-restore").click()
         expect(knocked).to_contain_text("Restored: the model as it is")
         expect(page.locator("#iv-knockout")).to_contain_text("Pick a part")
+        if width > 1000:  # the patching grid: " Italy" carries " Rome" until the last position takes it over
+            page.locator("#iv-patch").click()
+            patched = page.locator("#iv-patch-text")
+            expect(patched).to_contain_text("Copied from “The capital of Italy is”", timeout=60_000)
+            expect(patched).to_contain_text("position 3 (␣France)")
+            expect(patched).to_contain_text("position 4 (␣is)")
+            expect(page.locator("#iv-patch-grid")).to_contain_text("3 ␣France")
+            page.locator("#iv-patch-grid").scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / f"intervene_patch_{width}.png"))
     finally:
         context.close()
 

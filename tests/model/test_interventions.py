@@ -126,3 +126,35 @@ def test_bad_tokens_are_named(tiny_service):
         tiny_service.attribute("hello", head_block=9)
     with pytest.raises(ValueError, match="candidate"):
         tiny_service.knock_out("hello", Knockout("mlp", 1), candidate=-1)
+
+
+@pytest.mark.parametrize("which", ["embedded", "gemma"])
+def test_patching_every_position_after_the_last_block_gives_the_source_its_own_next_token(which, request):
+    service = request.getfixturevalue(which)
+    source = "The capital of Italy is"
+    n = service.model.config.get_text_config().num_hidden_layers
+    r = service.patch(PROMPT, source, [(None, n), (None, 1), (0, n)])
+    own, other = model_logits(service, service.encode(PROMPT)), model_logits(service, service.encode(source))
+    assert r.candidate.id == int(own.argmax()) and r.source == pytest.approx(
+        (float(other.softmax(-1)[r.candidate.id]), float(other.softmax(-1)[r.source_answer.id])), rel=1e-4, abs=1e-7)
+    every_last, every_first, first_last = r.cells
+    assert every_last.source_answer == pytest.approx(r.source[1], rel=1e-4, abs=1e-7)
+    assert every_first.source_answer == pytest.approx(r.source[1], rel=1e-3, abs=1e-6)  # (after block 1: all of it)
+    assert first_last.candidate == pytest.approx(r.clean[0], rel=1e-4)  # position 0 after the last block: unread
+
+
+def test_the_subject_carries_rome_until_the_last_position_takes_it(embedded):
+    """The lesson's picture on SmolLM2: " Italy"'s stream brings " Rome" back early on, the last position's late."""
+    r = embedded.patch(PROMPT, "The capital of Italy is", [(p, b) for p in (3, 4) for b in (2, 12, 29)])
+    p = {(c.position, c.block): c.source_answer for c in r.cells}
+    assert r.candidate.piece == " Paris" and r.source_answer.piece == " Rome"
+    assert p[(3, 2)] > r.source[1] / 2 > p[(4, 2)] and p[(4, 29)] > r.source[1] / 2 > p[(3, 29)]
+
+
+@pytest.mark.parametrize("source, cells, field", [
+    ("The capital of Italy is now", [(0, 1)], "source must have as many tokens"), ("The capital of Italy is", [], "cells"),
+    ("The capital of Italy is", [(9, 1)], "position"), ("The capital of Italy is", [(0, 0)], "block"),
+    ("The capital of Italy is", [5], "cells"), ("", [(0, 1)], "source")])
+def test_a_bad_patch_is_named(embedded, source, cells, field):
+    with pytest.raises(ValueError, match=field):
+        embedded.patch(PROMPT, source, cells)
