@@ -194,10 +194,12 @@ def lay_out(service, policy: SwitchPolicy, scenes: SceneList, replays: Replays |
 def page_state(parts: PageParts) -> PageState:
     """Which component each field of a link (and a scene, and a room) sets, on every tab."""
     toy, engine, forward, compare = parts.softmax["toy"], parts.engine, parts.forward, parts.compare
+    iv = forward["intervene"]
     fields = {**{name: parts.lab.control(name) for name in CONTROLS},  # the lab controls its own link carries
               "toy_logits": toy.logits, "toy_shift": toy.shift, "toy_temperature": toy.temperature,
               "engine": engine["table"], "fw_prompt": forward["prompt"], "fw_chat": forward["chat"],
-              "fw_block": forward["block"], "fw_head": forward["head"], "compare_prompt": compare["prompt"],
+              "fw_block": forward["block"], "fw_head": forward["head"], "iv_kind": iv.kind, "iv_block": iv.block,
+              "iv_head": iv.head, "iv_mode": iv.mode, "iv_source": iv.source, "compare_prompt": compare["prompt"],
               "compare_seed": compare["seed"], "compare_max_new": compare["max_new_tokens"],
               "compare_table": compare["table"]}
     return PageState(fields, parts.tabs, parts.tab_items)

@@ -122,7 +122,7 @@ def patch(model, pieces, ids, source_ids, cells, candidate: int | None = None) -
     top = probs.max(-1)
     clean, moved = own.softmax(-1), source.softmax(-1)
     return PatchResult(
-        candidate=pieces(answer), source_answer=pieces(other), tokens=len(ids),
+        candidate=pieces(answer), source_answer=pieces(other), tokens=tuple(pieces(i) for i in ids),
         clean=(float(clean[answer]), float(clean[other])), source=(float(moved[answer]), float(moved[other])),
         cells=tuple(PatchCell(position=p, block=b, candidate=float(probs[i, answer]), source_answer=float(probs[i, other]),
                               top=pieces(int(top.indices[i])), top_prob=float(top.values[i]))

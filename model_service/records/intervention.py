@@ -104,7 +104,7 @@ class PatchResult(_Record):
 
     candidate: Token
     source_answer: Token
-    tokens: int
+    tokens: tuple[Token, ...]  # the prompt's, as the grid's rows read them
     clean: tuple[float, float]
     source: tuple[float, float]
     cells: tuple[PatchCell, ...]

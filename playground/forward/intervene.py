@@ -2,7 +2,7 @@
 
     a new trace (the tab's State) ──► attribute(): candidate and rival = its top two; the bars, the heads, the line
     Candidate / Against changed, Who pushed it up?  ──► attribute() for those two, the heads of the knock-out block
-    Knock it out ──► knock_out(prompt, part, the lab's settings) ──► before → after, the lab's stages on the after
+    Knock it out ──► knock_out(the box's prompt, part, the lab's settings) ──► before → after, the lab's stages on it
     Restore ──► the model as it is (nothing to compute: the before is the trace's)
     Patch ──► patch(prompt, source, every (position, block)) ──► the grid of p(the source's answer)
 
@@ -150,56 +150,59 @@ def heads_of(iv: InterveneComponents, service, current, trace, candidate, rival,
     return attribute(iv, service, trace, candidate, rival, block, lang)
 
 
-def new_trace(iv: InterveneComponents, service, trace, current, lang="en"):
+def new_trace(iv: InterveneComponents, service, trace, current, block, lang="en"):
     """A trace came (a new prompt, a link, another block's attention): its top two, unless this prompt's
-    attribution is on screen already; the knock-out's views go back to the model as it is."""
+    attribution is on screen already; the knock-out's views go back to the model as it is, its block slider to the
+    model's depth (the block it showed, where the model has it)."""
     if trace is None:
         return unchanged(iv.state)
     if current is not None and current["key"] == (trace.prompt, trace.chat, trace.model):
         return unchanged(iv.state)
     try:
+        block = min(validation.number("block", block, integer=True, low=1, high=1 << 16), trace.num_layers)
+    except ValueError:
+        block = trace.num_layers
+    try:
         a = service.attribute(trace.prompt, trace.chat)
     except (ValueError, RuntimeError) as e:  # another model now, or a prompt the tracer took and this one did not
         return {iv.attribution_md: escape_html(str(e))}
-    return (attribution_views(iv, trace, a, lang) | restored(iv, lang) | {iv.block: gr.update(maximum=trace.num_layers)}
+    return (attribution_views(iv, trace, a, lang) | restored(iv, lang)
+            | {iv.block: gr.update(maximum=trace.num_layers, value=block)}
             | {iv.patch_md: "", iv.patch_plot: empty_figure(tr(lang, "intervene.empty.patch"), 240)})
 
 
-def knock_out(iv: InterveneComponents, service, trace, kind, block, head, mode, candidate, view, lang, *controls):
-    if trace is None:
-        raise user_error(tr(lang, "intervene.status.no_trace"))
+def knock_out(iv: InterveneComponents, service, prompt, chat, kind, block, head, mode, candidate, view, lang, *controls):
+    """The prompt in the tab's box (the one traced, or a scene's still being traced) with one part knocked out."""
     try:
+        prompt, chat = validation.text("prompt", prompt), validation.boolean("chat template", chat)
         settings = parse_request(*controls).settings
-        target = Knockout(kind, validation.number("block", block, integer=True, low=1, high=trace.num_layers),
-                          validation.number("head", head, integer=True, low=1, high=10_000) if kind == "head" else None,
-                          mode)
-        result = service.knock_out(trace.prompt, target, settings, trace.chat, _token("candidate", candidate))
+        target = Knockout(kind, block, head if kind == "head" else None, mode)  # checked by the service, on the model
+        result = service.knock_out(prompt, target, settings, chat, _token("candidate", candidate))
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang, field_labels(lang)) from None
     return {iv.knockout_md: text.knockout_markdown(result, lang), iv.knockout_plot: charts.knockout_figure(result, lang),
             iv.stages_plot: stage_chart(result.after, view if isinstance(view, View) else View(), lang)}
 
 
-def grid_cells(trace) -> list[tuple[int, int]]:
-    """Every (position, block) of the prompt on screen, its last positions first when the whole grid is too big."""
-    blocks = trace.num_layers
-    positions = range(max(0, len(trace.tokens) - limits.MAX_PATCH_CELLS // blocks), len(trace.tokens))
+def grid_cells(tokens: int, blocks: int) -> list[tuple[int, int]]:
+    """Every (position, block) of a prompt, its last positions only when the whole grid is too big."""
+    positions = range(max(0, tokens - limits.MAX_PATCH_CELLS // blocks), tokens)
     return [(p, b) for p in positions for b in range(1, blocks + 1)]
 
 
-def patch(iv: InterveneComponents, service, trace, source, candidate, lang="en"):
-    """Patch every cell of the grid from the source prompt into the prompt on screen."""
-    if trace is None:
-        raise user_error(tr(lang, "intervene.status.no_trace"))
+def patch(iv: InterveneComponents, service, prompt, chat, source, candidate, lang="en"):
+    """Patch every cell of the grid from the source prompt into the prompt in the tab's box."""
     try:
+        prompt, chat = validation.text("prompt", prompt), validation.boolean("chat template", chat)
         source = validation.text("source", source)
         # the other language's default still in the box (the page's language set as it loaded): this language's
         source = swapped_default(source, lang, PATCH_SOURCES) or source
-        result = service.patch(trace.prompt, source, grid_cells(trace), trace.chat, _token("candidate", candidate))
+        cells = grid_cells(len(service.encode(prompt, chat)), service.info.num_layers)
+        result = service.patch(prompt, source, cells, chat, _token("candidate", candidate))
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang) from None
-    return {iv.patch_md: text.patch_markdown(result, source, trace.tokens, lang),
-            iv.patch_plot: charts.patch_figure(result, trace.tokens, lang)}
+    return {iv.patch_md: text.patch_markdown(result, source, result.tokens, lang),
+            iv.patch_plot: charts.patch_figure(result, result.tokens, lang)}
 
 
 def restored(iv: InterveneComponents, lang="en") -> dict:
@@ -222,12 +225,13 @@ def relabel(iv: InterveneComponents, trace, current, source, lang="en") -> dict:
 # ---- the events -----------------------------------------------------------------------------------------------
 
 
-def wire(iv: InterveneComponents, service, trace_state: gr.State, language: gr.Radio | None, lab) -> None:
+def wire(iv: InterveneComponents, service, trace_state: gr.State, prompt: gr.Textbox, chat: gr.Checkbox,
+         language: gr.Radio | None, lab) -> None:
     from ..common.handlers import bind
 
     lang = [language] if language is not None else []
     hidden = dict(api_visibility="private", show_progress="hidden")
-    trace_state.change(bind(new_trace, iv, service), [trace_state, iv.state, *lang],
+    trace_state.change(bind(new_trace, iv, service), [trace_state, iv.state, iv.block, *lang],
                        [*iv.attribution_views, *iv.knockout_views, iv.block, iv.patch_md, iv.patch_plot], **hidden)
     asked = [trace_state, iv.candidate, iv.rival, iv.block, *lang]
     # (scripts: attribution_record and knockout_record in playground/api.py take a prompt, not the page's trace)
@@ -238,12 +242,12 @@ def wire(iv: InterveneComponents, service, trace_state: gr.State, language: gr.R
                      trigger_mode="always_last", **hidden)
     # the lab's settings and the page's view (a phone's stage chart stacks its panels)
     controls, view = (lab.controls, lab.view) if lab is not None else ([], gr.State(View()))
-    iv.knock_btn.click(bind(knock_out, iv, service), [trace_state, iv.kind, iv.block, iv.head, iv.mode, iv.candidate,
+    iv.knock_btn.click(bind(knock_out, iv, service), [prompt, chat, iv.kind, iv.block, iv.head, iv.mode, iv.candidate,
                                                       view, *(lang or [gr.State("en")]), *controls],
                        iv.knockout_views, api_visibility="private", preprocess=False)
     iv.restore_btn.click(bind(restored, iv), lang, iv.knockout_views, queue=False, **hidden)
-    iv.patch_btn.click(bind(patch, iv, service), [trace_state, iv.source, iv.candidate, *lang], [iv.patch_md, iv.patch_plot],
-                       api_visibility="private", preprocess=False)
+    iv.patch_btn.click(bind(patch, iv, service), [prompt, chat, iv.source, iv.candidate, *lang],
+                       [iv.patch_md, iv.patch_plot], api_visibility="private", preprocess=False)
     if language is not None:
         language.change(bind(relabel, iv), [trace_state, iv.state, iv.source, language],
                         [iv.kind, iv.mode, iv.source, *iv.attribution_views], trigger_mode="multiple", **hidden)

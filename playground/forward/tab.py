@@ -67,10 +67,10 @@ def build_forward_tab(service, lab=None, tabs: gr.Tabs | None = None, lab_tab_id
         wire_language(c, service, language)
     if lab is not None:
         wire_sample(c, lab, tabs, lab_tab_id)
-    wire_intervene(c.intervene, service, c.state, language, lab)
+    wire_intervene(c.intervene, service, c.state, c.prompt, c.chat, language, lab)
     return {
         "state": c.state, "prompt": c.prompt, "chat": c.chat, "trace_button": c.trace_btn,
-        "sample_button": c.sample_btn, "block": c.block, "head": c.head, "status": c.status,
+        "sample_button": c.sample_btn, "block": c.block, "head": c.head, "status": c.status, "intervene": c.intervene,
         # for a tab.select(...) that shows the lesson's trace when the tab is opened:
         "trace_if_new": bind(fh.trace_if_new, c, service),
         "select_inputs": [c.prompt, c.chat, c.block, c.head, c.state, *lang_input],

@@ -96,7 +96,7 @@ class PageState:
                     value = table_rows(value)
                 except ValueError:
                     value = None
-            elif name == "fw_block" and out["tab"] != "forward":
+            elif name in ("fw_block", "iv_block") and out["tab"] != "forward":
                 value = None
             elif name == "compare_table":
                 value = compare_rows(value)

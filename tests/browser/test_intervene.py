@@ -63,3 +63,16 @@ def test_a_head_out_of_range_is_named_and_the_page_switches_language(page):
     page.locator("#language").get_by_text("Tiếng Việt").click()
     expect(page.locator("#iv-attribution-text")).to_contain_text("Các cột cộng lại", timeout=60_000)
     expect(page.locator("#iv-kind")).to_contain_text("một head attention")
+
+
+def test_the_intervention_scenes_knock_out_and_patch_on_their_own(browser, app_url):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        page = context.new_page()
+        page.goto(app_url + "?scene=fp-knock-out", wait_until="domcontentloaded")
+        expect(page.locator("#scene-caption")).to_contain_text("Knock out one block's MLP", timeout=60_000)
+        expect(page.locator("#iv-knockout-text")).to_contain_text("Knocked out: block 12's MLP", timeout=90_000)
+        page.goto(app_url + "?scene=fp-patch", wait_until="domcontentloaded")
+        expect(page.locator("#iv-patch-text")).to_contain_text("Copied from “The capital of Italy is”", timeout=90_000)
+    finally:
+        context.close()

@@ -77,7 +77,7 @@ def test_the_patch_line_says_where_the_difference_lives_block_by_block_and_the_g
     cells = [PatchCell(p, b, 0.1, value, Token(9, " Rome"), value) for p, b, value in
              [(0, 1, 0.0), (1, 1, 0.4), (2, 1, 0.0), (0, 2, 0.0), (1, 2, 0.35), (2, 2, 0.0),
               (0, 3, 0.0), (1, 3, 0.0), (2, 3, 0.38)]]
-    r = PatchResult(Token(7, " Paris"), Token(9, " Rome"), 3, (0.8, 0.001), (0.01, 0.4), tuple(cells), 10.0)
+    r = PatchResult(Token(7, " Paris"), Token(9, " Rome"), tokens, (0.8, 0.001), (0.01, 0.4), tuple(cells), 10.0)
     text = patch_markdown(r, "The <b>capital</b>", tokens)
     assert "“The &lt;b&gt;capital&lt;/b&gt;”" in text and "<b>capital" not in text
     assert "Blocks 1–2: the copy at position 1 (<code>␣&lt;i&gt;</code>)" in text and "Blocks 3–3: the copy at position 2" in text
@@ -86,5 +86,5 @@ def test_the_patch_line_says_where_the_difference_lives_block_by_block_and_the_g
     heat = spec["data"][0]
     assert heat["z"] == [[0.0, 0.0, 0.0], [0.4, 0.35, 0.0], [0.0, 0.0, 0.38]] and heat["zmax"] == 0.4
     assert "<i>" not in json.dumps(spec)  # the token is escaped for Plotly too
-    nowhere = PatchResult(r.candidate, r.source_answer, 3, r.clean, r.source, tuple(c for c in cells if c.source_answer < 0.1), 1.0)
+    nowhere = PatchResult(r.candidate, r.source_answer, tokens, r.clean, r.source, tuple(c for c in cells if c.source_answer < 0.1), 1.0)
     assert "No single cell brings back half" in patch_markdown(nowhere, "x", tokens)

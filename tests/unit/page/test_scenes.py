@@ -175,6 +175,6 @@ def test_a_language_switch_relabels_the_scene_bar_in_the_browser_from_every_scen
     for code in LANGUAGES:
         assert texts[code]["choices"] == [list(c) for c in lessons.choices(code)]
         assert texts[code]["captions"] == {s.id: caption_markdown(s, lessons, code) for s in lessons.scenes}
-    assert texts["vi"]["captions"]["l10-embedding"].startswith("**Cảnh 2/30 · Bài 10 · Embedding**")
+    assert texts["vi"]["captions"]["l10-embedding"].startswith("**Cảnh 2/33 · Bài 10 · Embedding**")
     mine = relabel_js(SceneList(tuple(host)))
     assert "<" not in mine and "&lt;b&gt;Mine&lt;/b&gt;" in mine  # a host's markup: escaped text, in a JSON string
