@@ -179,6 +179,14 @@ class ModelClient(ABC):
         return self._patch(prompt_of(prompt, chat), prompt_of(source, chat), chat,
                            tuple(cells) if isinstance(cells, list) else cells, candidate)
 
+    def steer(self, prompt: Prompt, towards: str, away: str, block: int, scale: float,
+              settings: SamplingSettings | Mapping | None = None, max_new_tokens: int = 24, chat: bool = False,
+              top_n: int = limits.DEFAULT_TOP_N):
+        """Generate with scale * (stream(towards) - stream(away)) added after `block` (the streams at those prompts'
+        last positions), beside the same run without it: the same settings and seed (a fresh one when blank), so
+        both read the same u at every step. At most limits.MAX_STEER_TOKENS tokens. A SteerResult."""
+        return self._steer(prompt_of(prompt, chat), towards, away, block, scale, settings, max_new_tokens, chat, top_n)
+
     def lm_head(self, prompt: Prompt, chat: bool = False, continue_from: Sequence[int] = (),
                 top_k: int = limits.DEFAULT_LM_HEAD_TOP_K):
         """The LM head after prompt + continue_from: for the top tokens, logit = ‖h‖·‖w‖·cos (an LmHeadView)."""
@@ -236,6 +244,9 @@ class ModelClient(ABC):
 
     @abstractmethod
     def _patch(self, prompt, source, chat, cells, candidate): ...
+
+    @abstractmethod
+    def _steer(self, prompt, towards, away, block, scale, settings, max_new_tokens, chat, top_n): ...
 
     @abstractmethod
     def _prompt_logprobs(self, prompt, chat, top_n): ...

@@ -41,6 +41,8 @@ KEPT_LOGITS_PAGE_BYTES = 64 << 20  # SmolLM2: 341 steps (a 48-token run is 9.4 M
 KEPT_LOGITS_TOTAL_BYTES = 1 << 30  # SmolLM2: ~110 pages with a 48-token run each
 MAX_KEEP_KEY_CHARS = 64  # the page's name for its kept run
 MAX_PATCH_CELLS = 1024  # cells of one patching call (32 a forward pass): the page's grid, its last 1024 // blocks positions
+MAX_STEER_TOKENS = 48  # a steered run and its plain twin: a demonstration, outside the room's scheduler
+MAX_STEER_SCALE = 16.0  # times the direction (the difference of two streams)
 PLAIN_LOGITS_KEPT = 8  # prompts whose own last logits a knock-out keeps for the next (Gemma: 1 MB each)
 
 # A seed is shown, put in links and typed back: every seed must survive a trip through a JavaScript

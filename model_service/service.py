@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ from .engine.kept import KeptRuns, Missing
 from .engine.loaded import LoadedModel
 from .engine.step import RowState
 from .engine.streams import BatchStream, GroupSink, Job, Stream, StreamSink
+from .interventions import InterventionCalls
 from .models import loading
 from .records import validation
 from .records.settings import SamplingSettings, request_from, settings_from
@@ -57,15 +57,14 @@ def scheduler_mode(mode: str, device: str | None = None) -> str:
     return mode
 
 
-class ModelService(ModelClient):
+class ModelService(InterventionCalls, ModelClient):
     def __init__(self, model, tokenizer, info: ModelInfo | None = None, *, max_rows: int | None = None,
                  queue_size: int | None = None, batch_invariant: bool | None = None):
         """Wrap an already loaded model (tests pass a tiny random one); `load` is the usual door.
 
-        max_rows: rows per forward step (default NTP_MAX_ROWS, else as many as the GPU card holds, capped
-        at limits.MAX_ROWS_GPU, and MAX_ROWS_CPU on a CPU); queue_size: requests that may wait for a row (NTP_QUEUE_SIZE, else
-        limits.QUEUE_SIZE); batch_invariant: a row's logits bit-identical in any batch (engine/invariant.py; default
-        NTP_BATCH_INVARIANT, else the device's default)."""
+        max_rows: rows per forward step (default NTP_MAX_ROWS, else as many as the GPU card holds, capped at
+        limits.MAX_ROWS_GPU, and MAX_ROWS_CPU on a CPU); queue_size: requests that may wait for a row (NTP_QUEUE_SIZE,
+        else limits.QUEUE_SIZE); batch_invariant: a row's logits bit-identical in any batch (engine/invariant.py)."""
         self.batch_invariant = room_mode(model, batch_invariant)
         self.info = info or loading.model_info(model, tokenizer, type(model).__name__, "in-memory")
         self.loaded = LoadedModel.of(model, tokenizer, self.info.eos_token_ids)  # what the engine takes
@@ -75,7 +74,6 @@ class ModelService(ModelClient):
         self._scheduler = None
         self._scheduler_lock = threading.Lock()
         self.kept = KeptRuns()  # the logits of the pages' lab runs, for their what-ifs (engine/kept.py)
-        self.plain_logits: OrderedDict = OrderedDict()  # a knock-out's "before": prompt ids -> last logits (a few)
         self.closed: Exception | None = None  # why this service no longer serves (the host switched the model)
 
     # the loaded model's parts, as the service's own callers read them
@@ -224,71 +222,6 @@ class ModelService(ModelClient):
                 self.model, self.tokenizer, self.pieces, ids, prompt=prompt, chat=chat, model_name=self.info.name,
                 tokenize_ms=tokenize_ms, block=block, top_n=top_n,
             )
-
-    def _attribute(self, prompt, chat, candidate, rival, head_block):
-        from .forward_pass.attribution import attribute
-
-        ids = self.prompt_ids(prompt, chat)
-        with self.model_lock:
-            self._check_open()
-            return attribute(self.model, self.pieces, ids, candidate, rival, head_block)
-
-    def _knock_out(self, prompt, chat, target, settings, candidate, top_n):
-        """Two passes (the model as it is, kept for the prompt's next knock-out; then with the part knocked out), each
-        drawn like a run's first step."""
-        from .engine.what_if import redraw
-        from .forward_pass.attribution import check_token
-        from .forward_pass.knockout import check_knockout, last_logits
-        from .records.intervention import KnockoutResult, knockout_from
-        from .records.settings import fresh_seed
-        from .sampling.draw import u_at
-
-        started = time.perf_counter()
-        target = knockout_from(target)
-        checked = self.check_generate(GenerateCall(prompt, settings, 1, (), chat, top_n))
-        seed = checked.settings.seed if checked.settings.seed is not None else fresh_seed()
-        with self.model_lock:
-            self._check_open()
-            target = check_knockout(self.model, target)
-            before = self._plain_logits(checked.ids, last_logits)
-            after, forward_ms = last_logits(self.model, checked.ids, target)
-        vocab = before.shape[-1]
-        chosen = int(before.argmax()) if candidate is None else check_token("candidate", candidate, vocab)
-        u = u_at(seed, 0)
-        records = [redraw(self.loaded, checked, seed, logits, u) for logits in (before, after)]
-        (p0, r0), (p1, r1) = [(float(x.softmax(-1)[chosen]), int((x > x[chosen]).sum()) + 1) for x in (before, after)]
-        return KnockoutResult(target, *records, self.pieces(chosen), p0, p1, r0, r1,
-                              float((after - before).abs().max()), round(forward_ms, 1),
-                              round((time.perf_counter() - started) * 1000, 1))
-
-    def _patch(self, prompt, source, chat, cells, candidate):
-        from .forward_pass.attribution import check_token
-        from .forward_pass.patching import patch
-
-        ids, source_ids = self.prompt_ids(prompt, chat), self._source_ids(source, chat)
-        if candidate is not None:
-            candidate = check_token("candidate", candidate, self.info.vocab_size)
-        with self.model_lock:
-            self._check_open()
-            return patch(self.model, self.pieces, ids, source_ids, cells, candidate)
-
-    def _source_ids(self, source, chat) -> list[int]:
-        try:
-            return self.prompt_ids(source, chat)
-        except ValueError as e:  # its message names "prompt": this one is the source
-            raise ValueError(f"source: {e}") from None
-
-    def _plain_logits(self, ids, last_logits):
-        """The model's own last logits for ids (under the model lock): the prompt's next knock-outs (another part,
-        the other mode) rerun only their own pass. The few most recent prompts are kept."""
-        key = tuple(ids)
-        if key in self.plain_logits:
-            self.plain_logits.move_to_end(key)
-            return self.plain_logits[key]
-        self.plain_logits[key] = last_logits(self.model, ids)[0]
-        while len(self.plain_logits) > limits.PLAIN_LOGITS_KEPT:
-            self.plain_logits.popitem(last=False)
-        return self.plain_logits[key]
 
     def _trace_attention(self, prompt, chat, block):
         from .forward_pass.tracing import attention

@@ -146,6 +146,18 @@ def register_api(service) -> None:
         except (ValueError, RuntimeError) as e:
             raise user_error(e) from None
 
+    def steer_record(prompt: str, towards: str, away: str, block: Any = 10, scale: Any = 1.0, settings: Any = None,
+                     max_new_tokens: Any = 20, chat: Any = False) -> dict:
+        """A run with scale * (stream(towards) - stream(away)) added after block (the two prompts' streams at their last
+        positions) beside the same run without it: the same settings (an object of stream_records' knobs) and seed,
+        so both read the same u at every step. plain and steered: step records; parted_at: the first step they
+        differ."""
+        try:
+            prompt, chat = validation.text("prompt", prompt), validation.boolean("chat", chat)
+            return service.steer(prompt, towards, away, block, scale, settings, max_new_tokens, chat).to_dict()
+        except (ValueError, RuntimeError) as e:
+            raise user_error(e) from None
+
     def model_info() -> dict:
         """What this app serves, with no model work: the load status, the model (name, size, device,
         dtype, ...), the model picker's allowlist (and a switch under way), the room's limits and its live state (rows per step, queue), and the request caps.
@@ -173,3 +185,4 @@ def register_api(service) -> None:
     gr.api(attribution_record, api_name="attribution_record")
     gr.api(knockout_record, api_name="knockout_record")
     gr.api(patch_record, api_name="patch_record")
+    gr.api(steer_record, api_name="steer_record")

@@ -15,6 +15,11 @@ LESSON_PROMPT = "The capital of France is"  # lessons 10 and 13 both start from 
 LESSON_PROMPT_VI = "Thủ đô của Pháp là"  # the same prompt, for a page in Vietnamese
 # the interventions' second prompt, patched into the lesson's: as many tokens as it on both offline models
 PATCH_SOURCE, PATCH_SOURCE_VI = "The capital of Italy is", "Thủ đô của Mỹ là"
+# steering: the prompt it runs, the two prompts whose streams' difference is the direction, where, how many tokens
+STEER_PROMPT, STEER_PROMPT_VI = "I think that this movie is", "Tôi nghĩ bộ phim này"
+STEER_TOWARDS, STEER_TOWARDS_VI = "I love this. It is wonderful", "Tôi yêu nó. Nó thật tuyệt vời"
+STEER_AWAY, STEER_AWAY_VI = "I hate this. It is terrible", "Tôi ghét nó. Nó thật tệ hại"
+STEER_BLOCK, STEER_TOKENS, STEER_SLIDER = 10, 20, 4.0  # (SmolLM2: block 10 at scale 1 turns "great" to "wonderful")
 DEFAULT_ENGINE_MAX_NEW_TOKENS = 32  # an engine row's (eight rows side by side stay readable)
 MAX_ENGINE_ROWS = 8  # the Engine tab's table
 MAX_RUN_FILE_BYTES = 8_000_000  # an imported run (JSON): a 512-step run is ~1.5 MB; the upload route allows this much

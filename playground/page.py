@@ -198,10 +198,10 @@ def page_state(parts: PageParts) -> PageState:
     fields = {**{name: parts.lab.control(name) for name in CONTROLS},  # the lab controls its own link carries
               "toy_logits": toy.logits, "toy_shift": toy.shift, "toy_temperature": toy.temperature,
               "engine": engine["table"], "fw_prompt": forward["prompt"], "fw_chat": forward["chat"],
-              "fw_block": forward["block"], "fw_head": forward["head"], "iv_kind": iv.kind, "iv_block": iv.block,
-              "iv_head": iv.head, "iv_mode": iv.mode, "iv_source": iv.source, "compare_prompt": compare["prompt"],
+              "fw_block": forward["block"], "fw_head": forward["head"], "compare_prompt": compare["prompt"],
               "compare_seed": compare["seed"], "compare_max_new": compare["max_new_tokens"],
-              "compare_table": compare["table"]}
+              "compare_table": compare["table"], "iv_kind": iv.kind, "iv_block": iv.block, "iv_head": iv.head,
+              "iv_mode": iv.mode, "iv_source": iv.source}
     return PageState(fields, parts.tabs, parts.tab_items)
 
 

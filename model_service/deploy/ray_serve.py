@@ -179,6 +179,12 @@ class ModelDeployment:
         return await self._answer(request, lambda b: self.service.patch(
             b.get("prompt"), b.get("source"), b.get("cells"), _chat(b), b.get("candidate")))
 
+    @api.post("/steer")
+    async def steer(self, request: Request):
+        return await self._answer(request, lambda b: self.service.steer(
+            b.get("prompt"), b.get("towards"), b.get("away"), b.get("block"), b.get("scale"), b.get("settings"),
+            b.get("max_new_tokens", 24), _chat(b), b.get("top_n", limits.DEFAULT_TOP_N)))
+
     @api.post("/lm_head")
     async def lm_head(self, request: Request):
         return await self._answer(request, lambda b: self.service.lm_head(

@@ -24,7 +24,7 @@ from ..forward_pass.lm_head import LmHeadView
 from ..models.switching import ServiceNotReady
 from ..records import validation, wire
 from ..records.batch_effect import BatchEffect
-from ..records.intervention import Attribution, Knockout, KnockoutResult, PatchResult
+from ..records.intervention import Attribution, Knockout, KnockoutResult, PatchResult, SteerResult
 from ..records.prompt import PromptLogprobs
 from ..records.settings import request_from, settings_from
 from ..records.step import LoadStatus, ManyDraws, ModelInfo, Room, Token, WhatIf
@@ -172,6 +172,12 @@ class RemoteService(ModelClient):
     def _patch(self, prompt, source, chat, cells, candidate):
         body = {"prompt": prompt, "source": source, "chat": chat, "cells": [list(c) for c in cells], "candidate": candidate}
         return PatchResult.from_dict(self._post("/patch", body))
+
+    def _steer(self, prompt, towards, away, block, scale, settings, max_new_tokens, chat, top_n):
+        body = {"prompt": prompt, "towards": towards, "away": away, "block": block, "scale": scale,
+                "settings": settings_from(settings).to_dict(), "max_new_tokens": max_new_tokens, "chat": chat,
+                "top_n": top_n}
+        return SteerResult.from_dict(self._post("/steer", body))
 
     def _lm_head(self, prompt, chat, continue_from, top_k):
         body = {"prompt": prompt, "chat": chat, "continue_from": list(continue_from), "top_k": top_k}

@@ -109,7 +109,7 @@ def generate_batch_lease(requests, top_n):
 
 @gpu(duration=limits.ZERO_GPU_TRACE_SECONDS)
 def one_pass(method: str, args: tuple, kwargs: dict):
-    """trace, trace_attention, attribute, knock_out, patch, lm_head, prompt_logprobs, sample_many or batch_effect: one
+    """trace, trace_attention, attribute, knock_out, patch, steer, lm_head, prompt_logprobs, sample_many or batch_effect: one
     record back."""
     try:
         return getattr(_SERVICE, method)(*args, **kwargs)
@@ -226,6 +226,11 @@ class ZeroGpuService(ModelClient):
         self.inner.prompt_ids(prompt, chat)
         self.inner._source_ids(source, chat)
         return _unwrap(one_pass("patch", (prompt, source, cells, chat, candidate), {}))
+
+    def _steer(self, prompt, towards, away, block, scale, settings, max_new_tokens, chat, top_n):
+        self.inner.check_generate(GenerateCall(prompt, settings, 1, (), chat, top_n))  # bad input costs no lease
+        return _unwrap(one_pass("steer", (prompt, towards, away, block, scale, settings, max_new_tokens, chat, top_n),
+                                {}))
 
     def _lm_head(self, prompt, chat, continue_from, top_k):
         self.inner.prompt_ids(prompt, chat)

@@ -71,8 +71,7 @@ class _Hooks:
         self.handles = []
         self.seen: dict[str, object] = {}
 
-    def before(self, module, key: str, pick=None) -> None:
-        """Keep the module's inputs as (args, kwargs), or pick(first input tensor) when given."""
+    def before(self, module, key: str, pick=None) -> None:  # keep (args, kwargs), or pick(the first input)
         def hook(_module, args, kwargs):
             if threading.get_ident() == self.thread:
                 self.seen[key] = (args, kwargs) if pick is None else pick(_first_tensor(args, kwargs))

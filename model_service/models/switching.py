@@ -194,6 +194,9 @@ class LoadingService(ModelClient):
     def _patch(self, *args):
         return self.service._patch(*args)
 
+    def _steer(self, *args):
+        return self.service._steer(*args)
+
     def _lm_head(self, *args):
         return self.service._lm_head(*args)
 

@@ -111,6 +111,33 @@ class PatchResult(_Record):
     ms: float
 
 
+@dataclass(frozen=True)
+class SteerResult:
+    """A run steered by a direction beside the same run without it (forward_pass/steering.py): the same settings and
+    seed, so both read the same u at every step. direction_norm beside stream_norm (the prompt's own stream there,
+    at its last position) says how big a push `scale` gives. parted_at: the first step whose tokens differ."""
+
+    block: int
+    scale: float
+    direction_norm: float
+    stream_norm: float
+    plain: tuple[StepRecord, ...]
+    steered: tuple[StepRecord, ...]
+    parted_at: int | None
+    seed: int
+    ms: float
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["plain"], d["steered"] = [r.to_dict() for r in self.plain], [r.to_dict() for r in self.steered]
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SteerResult:
+        return cls(**{**data, "plain": tuple(StepRecord.from_dict(r) for r in data["plain"]),
+                      "steered": tuple(StepRecord.from_dict(r) for r in data["steered"])})
+
+
 def knockout_from(value) -> Knockout:
     """A Knockout, or a mapping of its fields (JSON, a form): unknown or missing fields named. The values are
     checked against the model where it runs (forward_pass/knockout.py:check_knockout)."""
@@ -127,4 +154,5 @@ def knockout_from(value) -> Knockout:
     return Knockout(**value)
 
 
-__all__ = ["KINDS", "MODES", "Attribution", "Knockout", "KnockoutResult", "PatchCell", "PatchResult", "knockout_from"]
+__all__ = ["KINDS", "MODES", "Attribution", "Knockout", "KnockoutResult", "PatchCell", "PatchResult", "SteerResult",
+           "knockout_from"]

@@ -57,6 +57,9 @@ def tr(lang, key: str, **values) -> str:
 
 LESSON_PROMPTS = {"en": limits.LESSON_PROMPT, "vi": limits.LESSON_PROMPT_VI}  # the lessons' prompt, per language
 PATCH_SOURCES = {"en": limits.PATCH_SOURCE, "vi": limits.PATCH_SOURCE_VI}  # the prompt patched into it (intervene.py)
+STEER_PROMPTS = {"en": limits.STEER_PROMPT, "vi": limits.STEER_PROMPT_VI}  # steering's three prompts (intervene.py)
+STEER_TOWARDS = {"en": limits.STEER_TOWARDS, "vi": limits.STEER_TOWARDS_VI}
+STEER_AWAY = {"en": limits.STEER_AWAY, "vi": limits.STEER_AWAY_VI}
 
 
 def swapped_default(current, lang, versions: dict[str, str]) -> str | None:

@@ -5,6 +5,7 @@
     Knock it out ──► knock_out(the box's prompt, part, the lab's settings) ──► before → after, the lab's stages on it
     Restore ──► the model as it is (nothing to compute: the before is the trace's)
     Patch ──► patch(prompt, source, every (position, block)) ──► the grid of p(the source's answer)
+    Steer ──► steer(its prompt, towards − away after a block, scale, the lab's settings) ──► both runs' texts
 
 The attribution costs one traced pass and a knock-out two (the model as it is, then without the part), each a
 prompt's prefill: on the service's lock as a trace, never in the room's queue. The lab's settings come from the lab's
@@ -23,7 +24,7 @@ from playground import limits
 
 from ..common.errors import unchanged, user_error
 from ..common.figures import empty_figure
-from ..common.i18n import DEFAULT, PATCH_SOURCES, T, swapped_default, tr
+from ..common.i18n import DEFAULT, PATCH_SOURCES, STEER_AWAY, STEER_PROMPTS, STEER_TOWARDS, T, swapped_default, tr
 from ..common.text import escape_html
 from ..lab.request import field_labels, parse_request
 from ..lab.view import View, stage_chart
@@ -53,6 +54,13 @@ class InterveneComponents:
     patch_btn: gr.Button
     patch_md: gr.Markdown
     patch_plot: gr.Plot
+    steer_prompt: gr.Textbox
+    towards: gr.Textbox
+    away: gr.Textbox
+    steer_block: gr.Slider
+    scale: gr.Slider
+    steer_btn: gr.Button
+    steer_md: gr.Markdown
 
     @property
     def attribution_views(self) -> list:
@@ -100,9 +108,26 @@ def build(blocks: int) -> InterveneComponents:
         patch_btn = gr.Button(T("intervene.patch"), elem_id="iv-patch", scale=1, min_width=160)
     patch_md = gr.Markdown(elem_id="iv-patch-text")
     patch_plot = gr.Plot(empty_figure(tr(DEFAULT, "intervene.empty.patch"), 240), show_label=False, elem_id="iv-patch-grid")
+    steer = build_steer(blocks)
     return InterveneComponents(gr.State(None), lesson_md, candidate, rival, attribute_btn, attribution_md,
                                attribution_plot, kind, block, head, mode, knock_btn, restore_btn, knockout_md,
-                               knockout_plot, stages_plot, source, patch_btn, patch_md, patch_plot)
+                               knockout_plot, stages_plot, source, patch_btn, patch_md, patch_plot, *steer)
+
+
+def build_steer(blocks: int) -> tuple:
+    """Steer: a prompt, the two prompts whose difference is the direction, where and how hard; the two runs."""
+    gr.Markdown(T("intervene.steer.lesson"), elem_id="iv-steer-lesson")
+    prompt = gr.Textbox(STEER_PROMPTS[DEFAULT], label=T("intervene.steer.prompt"), lines=1, elem_id="iv-steer-prompt")
+    with gr.Row(equal_height=True):
+        towards = gr.Textbox(STEER_TOWARDS[DEFAULT], label=T("intervene.steer.towards"), lines=1, elem_id="iv-towards")
+        away = gr.Textbox(STEER_AWAY[DEFAULT], label=T("intervene.steer.away"), lines=1, elem_id="iv-away")
+    with gr.Row(equal_height=True):
+        block = gr.Slider(1, blocks, min(limits.STEER_BLOCK, blocks), step=1, label=T("intervene.block"),
+                          elem_id="iv-steer-block", scale=2)
+        scale = gr.Slider(-limits.STEER_SLIDER, limits.STEER_SLIDER, 1.0, step=0.25, label=T("intervene.steer.scale"),
+                          elem_id="iv-scale", scale=2)
+        button = gr.Button(T("intervene.steer"), elem_id="iv-steer", scale=1, min_width=160)
+    return prompt, towards, away, block, scale, button, gr.Markdown(elem_id="iv-steer-text")
 
 
 # ---- the handlers ---------------------------------------------------------------------------------------------
@@ -205,18 +230,33 @@ def patch(iv: InterveneComponents, service, prompt, chat, source, candidate, lan
             iv.patch_plot: charts.patch_figure(result, result.tokens, lang)}
 
 
+def steer(iv: InterveneComponents, service, prompt, towards, away, block, scale, lang, *controls):
+    """The steer prompt run twice with the lab's settings and one seed: as it is, and with the direction added."""
+    try:
+        prompt = validation.text("prompt", prompt)
+        settings = parse_request(*controls).settings
+        block = validation.number("block", block, integer=True, low=1, high=service.info.num_layers)
+        scale = validation.number("scale", scale, low=-limits.MAX_STEER_SCALE, high=limits.MAX_STEER_SCALE)
+        result = service.steer(prompt, towards, away, block, scale, settings, limits.STEER_TOKENS)
+    except (ValueError, RuntimeError) as e:
+        raise user_error(e, lang, field_labels(lang)) from None
+    return {iv.steer_md: text.steer_markdown(result, lang)}
+
+
 def restored(iv: InterveneComponents, lang="en") -> dict:
     return {iv.knockout_md: tr(lang, "intervene.restored"),
             iv.knockout_plot: empty_figure(tr(lang, "intervene.empty.knockout"), 320),
             iv.stages_plot: empty_figure(tr(lang, "intervene.empty.stages"), 200)}
 
 
-def relabel(iv: InterveneComponents, trace, current, source, lang="en") -> dict:
+def relabel(iv: InterveneComponents, trace, current, source, steer_prompt, towards, away, lang="en") -> dict:
     """The page's language changed: the attribution redrawn from the State, the choices' labels in `lang`, the
     source prompt in `lang` unless the learner typed another."""
     out = {iv.kind: gr.update(choices=kind_choices(lang)), iv.mode: gr.update(choices=mode_choices(lang))}
-    swapped = swapped_default(source, lang, PATCH_SOURCES)
-    out |= {iv.source: swapped} if swapped is not None else {}
+    for box, value, versions in ((iv.source, source, PATCH_SOURCES), (iv.steer_prompt, steer_prompt, STEER_PROMPTS),
+                                 (iv.towards, towards, STEER_TOWARDS), (iv.away, away, STEER_AWAY)):
+        swapped = swapped_default(value, lang, versions)
+        out |= {box: swapped} if swapped is not None else {}
     if current is None or trace is None:
         return out | {iv.attribution_plot: empty_figure(tr(lang, "intervene.empty.attribution"), 420)}
     return out | attribution_views(iv, trace, current["attribution"], lang)
@@ -248,9 +288,13 @@ def wire(iv: InterveneComponents, service, trace_state: gr.State, prompt: gr.Tex
     iv.restore_btn.click(bind(restored, iv), lang, iv.knockout_views, queue=False, **hidden)
     iv.patch_btn.click(bind(patch, iv, service), [prompt, chat, iv.source, iv.candidate, *lang],
                        [iv.patch_md, iv.patch_plot], api_visibility="private", preprocess=False)
+    iv.steer_btn.click(bind(steer, iv, service), [iv.steer_prompt, iv.towards, iv.away, iv.steer_block, iv.scale,
+                                                  *(lang or [gr.State("en")]), *controls], iv.steer_md,
+                       api_visibility="private", preprocess=False)
     if language is not None:
-        language.change(bind(relabel, iv), [trace_state, iv.state, iv.source, language],
-                        [iv.kind, iv.mode, iv.source, *iv.attribution_views], trigger_mode="multiple", **hidden)
+        boxes = [iv.source, iv.steer_prompt, iv.towards, iv.away]
+        language.change(bind(relabel, iv), [trace_state, iv.state, *boxes, language],
+                        [iv.kind, iv.mode, *boxes, *iv.attribution_views], trigger_mode="multiple", **hidden)
 
 
 __all__ = ["InterveneComponents", "build", "wire"]

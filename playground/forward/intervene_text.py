@@ -3,13 +3,11 @@ No torch, no gradio."""
 
 from __future__ import annotations
 
-from model_service.records.intervention import Attribution, Knockout, KnockoutResult, PatchResult
+from model_service.records.intervention import Attribution, Knockout, KnockoutResult, PatchResult, SteerResult
 
 from ..common.i18n import tr
-from ..common.text import escape_html, piece_markdown, prob_text, show_token
-
-STAGE_NAMES = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "typical_p": "typical-p", "top_n_sigma": "top-nσ",
-               "epsilon": "ε-cutoff", "eta": "η-cutoff", "xtc": "XTC", "mirostat": "mirostat"}
+from ..common.text import escape_html, escape_markdown_cell, piece_markdown, prob_text, show_token
+from ..lab.stage_panels import FOLD_NAMES
 
 
 def token_md(token, lang: str = "en") -> str:
@@ -56,8 +54,9 @@ def knockout_markdown(r: KnockoutResult, lang: str = "en") -> str:
         lines.append(tr(lang, "intervene.knockout.greedy_draw", **drawn))
     else:
         lines.append(tr(lang, "intervene.knockout.draw", u=r.before.draw.u, **drawn))
-    kept = [tr(lang, "intervene.knockout.kept", stage=STAGE_NAMES[b.name], before=b.kept_count, after=a.kept_count)
-            for b, a in zip(r.before.stages, r.after.stages) if b.name in STAGE_NAMES and b.kept_count != a.kept_count]
+    kept = [tr(lang, "intervene.knockout.kept", stage=FOLD_NAMES.get(b.name, b.name), before=b.kept_count,
+               after=a.kept_count)
+            for b, a in zip(r.before.stages, r.after.stages) if b.name not in ("raw", "final") and b.kept_count != a.kept_count]
     lines += kept
     lines.append(tr(lang, "intervene.knockout.dlogit", dlogit=r.max_abs_dlogit))
     return "\n\n".join(lines)
@@ -88,4 +87,20 @@ def patch_markdown(r: PatchResult, source: str, tokens=(), lang: str = "en") -> 
     return "\n\n".join(lines)
 
 
-__all__ = ["attribution_markdown", "knockout_markdown", "patch_markdown", "target_text", "token_md"]
+def steer_markdown(r: SteerResult, lang: str = "en") -> str:
+    """The two runs side by side (escaped), where they part, and how big the push was."""
+    cell = lambda records: escape_markdown_cell(records[-1].text if records else "").replace("\n", "↵")
+    lines = [tr(lang, "intervene.steer.push", block=r.block, scale=r.scale, norm=r.direction_norm * abs(r.scale),
+                stream=r.stream_norm, seed=r.seed),
+             f"| {tr(lang, 'intervene.steer.plain')} | {tr(lang, 'intervene.steer.steered')} |\n|---|---|\n"
+             f"| {cell(r.plain)} | {cell(r.steered)} |"]
+    if r.parted_at is None:
+        lines.append(tr(lang, "intervene.steer.same"))
+    else:
+        a, b = r.plain[r.parted_at], r.steered[r.parted_at]
+        key = "intervene.steer.parted" if a.draw.u is not None else "intervene.steer.parted_greedy"
+        lines.append(tr(lang, key, step=r.parted_at + 1, plain=token_md(a, lang), steered=token_md(b, lang), u=a.draw.u))
+    return "\n\n".join(lines)
+
+
+__all__ = ["attribution_markdown", "knockout_markdown", "patch_markdown", "steer_markdown", "target_text", "token_md"]

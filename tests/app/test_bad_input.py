@@ -66,11 +66,15 @@ ENDPOINTS = {
     "/patch_record": [field(st.just(LESSON), "prompt"), field(st.just("The capital of Italy is"), "source"),
                       field(st.lists(st.tuples(st.integers(0, 4), st.integers(1, 30)), min_size=1, max_size=3), "cells"),
                       field(st.booleans(), "chat"), field(st.integers(0, 49151), "candidate")],
+    "/steer_record": [field(st.just("I think this movie is"), "prompt"), field(st.just("I love it"), "towards"),
+                      field(st.just("I hate it"), "away"), field(st.integers(1, 30), "block"),
+                      field(st.floats(-4, 4), "scale"), field(st.just({"temperature": 0.7, "seed": 3}), "settings"),
+                      field(SMALL, "max_new_tokens"), field(st.booleans(), "chat")],
     "/engine_run": [field(st.just({"headers": [], "data": [[LESSON, 0, 0, 1, 0, "hf", "", 2, ""]]}), "table")],
 }
 FIELD_WORDS = re.compile(
     r"prompt|chat|temperature|top[-_ ]?k|top[-_ ]?p|min[-_ ]?p|seed|order|max[-_ ]?new[-_ ]?tokens|max tokens|stop|"
-    r"top_n|block|table|row \d|scrub|step|head|candidate|rival|kind|mode|target|settings|source|cells|position",
+    r"top_n|block|table|row \d|scrub|step|head|candidate|rival|kind|mode|target|settings|source|cells|position|towards|away|scale",
     re.IGNORECASE,
 )
 

@@ -17,8 +17,11 @@ LAB = [limits.LESSON_PROMPT, False, 0.5, 40, 1.0, 0.0, "", 48, "", "hf", *KNOBS_
 COMPARE = [limits.LESSON_PROMPT, "3", 24, {"headers": ["temperature"], "data": [[0.5, 0, 1, 0, "hf"], [1, 0, 1, 0, "hf"]]}]
 
 
-def page_link(client, lang="en", toy=TOY, shift=1.5, fw_block=4, compare=COMPARE):
-    return client.predict(*LAB, toy, shift, 1.0, ENGINE, "A cat sat", True, fw_block, -1, *compare, lang,
+INTERVENE = ["mlp", 12, 1, "zero", "The capital of Italy is"]  # iv_kind, iv_block, iv_head, iv_mode, iv_source
+
+
+def page_link(client, lang="en", toy=TOY, shift=1.5, fw_block=4, compare=COMPARE, intervene=INTERVENE):
+    return client.predict(*LAB, toy, shift, 1.0, ENGINE, "A cat sat", True, fw_block, -1, *compare, *intervene, lang,
                           api_name="/page_link")
 
 

@@ -158,3 +158,27 @@ def test_the_subject_carries_rome_until_the_last_position_takes_it(embedded):
 def test_a_bad_patch_is_named(embedded, source, cells, field):
     with pytest.raises(ValueError, match=field):
         embedded.patch(PROMPT, source, cells)
+
+
+def test_a_steered_run_beside_its_plain_twin(embedded):
+    settings = SamplingSettings(temperature=0.7, seed=3)
+    prompt, towards, away = "I think that this movie is", "I love this. It is wonderful", "I hate this. It is terrible"
+    room = [r.token_id for r in embedded.generate(prompt, settings, max_new_tokens=8)]
+    still = embedded.steer(prompt, towards, away, 10, 0.0, settings, 8)
+    assert [r.token_id for r in still.plain] == [r.token_id for r in still.steered] == room  # the room's own run
+    assert still.parted_at is None and still.seed == 3
+    pushed = embedded.steer(prompt, towards, away, 10, 4.0, settings, 8)
+    assert pushed.parted_at is not None and [r.token_id for r in pushed.plain] == room
+    i = pushed.parted_at
+    assert pushed.plain[i].draw.u == pushed.steered[i].draw.u  # the same u: the direction moved the bar
+    assert pushed.direction_norm > 0 and pushed.stream_norm > 0
+    from model_service.records.intervention import SteerResult
+    assert SteerResult.from_dict(pushed.to_dict()) == pushed
+
+
+@pytest.mark.parametrize("kwargs, field", [({"block": 0}, "block"), ({"scale": 99}, "scale"), ({"towards": ""}, "towards"),
+                                           ({"max_new_tokens": 500}, "max_new_tokens"), ({"away": 5}, "away")])
+def test_a_bad_steer_is_named(tiny_service, kwargs, field):
+    args = {"prompt": "hello", "towards": "good", "away": "bad", "block": 1, "scale": 1.0, **kwargs}
+    with pytest.raises(ValueError, match=field):
+        tiny_service.steer(**args)

@@ -12,7 +12,7 @@ import pytest
 from model_service.records.intervention import Attribution, Knockout, KnockoutResult, PatchCell, PatchResult
 from model_service.records.step import Token
 from playground.forward.intervene_charts import attribution_figure, knockout_figure, patch_figure
-from playground.forward.intervene_text import attribution_markdown, knockout_markdown, patch_markdown
+from playground.forward.intervene_text import attribution_markdown, knockout_markdown, patch_markdown, steer_markdown
 from tests.unit.lab.test_charts import make_record
 
 BOLD = Token(7, "<b>x</b>")
@@ -88,3 +88,18 @@ def test_the_patch_line_says_where_the_difference_lives_block_by_block_and_the_g
     assert "<i>" not in json.dumps(spec)  # the token is escaped for Plotly too
     nowhere = PatchResult(r.candidate, r.source_answer, tokens, r.clean, r.source, tuple(c for c in cells if c.source_answer < 0.1), 1.0)
     assert "No single cell brings back half" in patch_markdown(nowhere, "x", tokens)
+
+
+def test_the_steer_line_shows_both_texts_escaped_and_where_they_part():
+    from model_service.records.intervention import SteerResult
+
+    plain = (replace(make_record(), text=" a great | <b>film</b>\nyes"),)
+    steered = (replace(make_record(chosen=1), text=" a wonderful film"),)
+    r = SteerResult(block=10, scale=1.5, direction_norm=20.0, stream_norm=90.0, plain=plain, steered=steered,
+                    parted_at=0, seed=3, ms=5.0)
+    text = steer_markdown(r)
+    assert "<b>film" not in text and "&lt;b&gt;film" in text and "\\|" in text and "↵yes" in text
+    assert "after block 10: 1.5 × (towards − away), a vector of length 30.0" in text and "seed 3" in text
+    assert "They part at step 1" in text and "u = 0.300" in text
+    assert "write the same tokens" in steer_markdown(replace(r, parted_at=None))
+    assert "Cộng sau khối 10" in steer_markdown(r, "vi")

@@ -30,7 +30,8 @@ def test_the_scenes_follow_the_lessons_sections_then_the_samplers_beyond_them(le
                          "l13-top-p-unsure", "l13-min-p", "l13-order-hf", "l13-order-llamacpp", "l13-engine",
                          "l13-stops", "l13-seed", "l13-busy-room", "l13-compare-temperatures"]
     # good material after the lesson, not inside it (their ids, and so every link to them, stay as they were)
-    assert ids[25:] == ["l13-repetition-penalty", "l13-xtc", "l13-dry", "l13-no-repeat", "l13-mirostat"]
+    assert ids[25:] == ["l13-repetition-penalty", "l13-xtc", "l13-dry", "l13-no-repeat", "l13-mirostat",
+                         "fp-who-pushed-it-up", "fp-knock-out", "fp-patch"]
     assert labels["l13-xtc"].startswith("Beyond the lesson") and labels["l13-top-k"].startswith("Lesson 13")
     assert {scene: label for label, scene in lessons.choices("vi")}["l13-xtc"].startswith("Ngoài bài học")
 
@@ -63,7 +64,8 @@ def test_stepping_through_scenes_clamps_at_the_ends(lessons):
     assert lessons.step("l10-tokens", -1).id == "l10-tokens"
     assert lessons.step("l10-tokens", 1).id == "l10-embedding"
     assert lessons.step("l13-compare-temperatures", 1).id == "l13-repetition-penalty"  # on to the samplers beyond
-    assert lessons.step("l13-mirostat", 1).id == "l13-mirostat"
+    assert lessons.step("l13-mirostat", 1).id == "fp-who-pushed-it-up"  # on to the interventions
+    assert lessons.step("fp-patch", 1).id == "fp-patch"
     assert lessons.get("nope") is None
 
 
