@@ -48,6 +48,11 @@ def test_who_pushed_paris_up_and_what_knocking_out_the_last_mlp_does(browser, ap
             expect(page.locator("#iv-patch-grid")).to_contain_text("3 ␣France")
             page.locator("#iv-patch-grid").scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / f"intervene_patch_{width}.png"))
+            page.locator("#iv-steer").click()  # both runs, the lab's settings, one seed
+            steered = page.locator("#iv-steer-text")
+            expect(steered).to_contain_text("Added after block 10: 1 × (towards − away)", timeout=90_000)
+            expect(steered.locator("table")).to_contain_text("steered")
+            expect(steered.locator("table")).to_contain_text("without")
     finally:
         context.close()
 
