@@ -201,7 +201,8 @@ def page_state(parts: PageParts) -> PageState:
               "fw_block": forward["block"], "fw_head": forward["head"], "compare_prompt": compare["prompt"],
               "compare_seed": compare["seed"], "compare_max_new": compare["max_new_tokens"],
               "compare_table": compare["table"], "iv_kind": iv.kind, "iv_block": iv.block, "iv_head": iv.head,
-              "iv_mode": iv.mode, "iv_source": iv.source}
+              "iv_mode": iv.mode, "iv_source": iv.source, "iv_steer_prompt": iv.steer_prompt, "iv_towards": iv.towards,
+              "iv_away": iv.away, "iv_steer_block": iv.steer_block, "iv_scale": iv.scale}
     return PageState(fields, parts.tabs, parts.tab_items)
 
 

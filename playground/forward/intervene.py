@@ -175,7 +175,7 @@ def heads_of(iv: InterveneComponents, service, current, trace, candidate, rival,
     return attribute(iv, service, trace, candidate, rival, block, lang)
 
 
-def new_trace(iv: InterveneComponents, service, trace, current, block, lang="en"):
+def new_trace(iv: InterveneComponents, service, trace, current, block, steer_block, lang="en"):
     """A trace came (a new prompt, a link, another block's attention): its top two, unless this prompt's
     attribution is on screen already; the knock-out's views go back to the model as it is, its block slider to the
     model's depth (the block it showed, where the model has it)."""
@@ -183,16 +183,16 @@ def new_trace(iv: InterveneComponents, service, trace, current, block, lang="en"
         return unchanged(iv.state)
     if current is not None and current["key"] == (trace.prompt, trace.chat, trace.model):
         return unchanged(iv.state)
-    try:
-        block = min(validation.number("block", block, integer=True, low=1, high=1 << 16), trace.num_layers)
-    except ValueError:
-        block = trace.num_layers
+    depth = lambda value, default: min(value, trace.num_layers) if isinstance(value, (int, float)) and value >= 1 \
+        else default
+    block, steer_block = depth(block, trace.num_layers), depth(steer_block, min(limits.STEER_BLOCK, trace.num_layers))
     try:
         a = service.attribute(trace.prompt, trace.chat)
     except (ValueError, RuntimeError) as e:  # another model now, or a prompt the tracer took and this one did not
         return {iv.attribution_md: escape_html(str(e))}
     return (attribution_views(iv, trace, a, lang) | restored(iv, lang)
-            | {iv.block: gr.update(maximum=trace.num_layers, value=block)}
+            | {iv.block: gr.update(maximum=trace.num_layers, value=int(block)),
+               iv.steer_block: gr.update(maximum=trace.num_layers, value=int(steer_block))}
             | {iv.patch_md: "", iv.patch_plot: empty_figure(tr(lang, "intervene.empty.patch"), 240)})
 
 
@@ -271,8 +271,9 @@ def wire(iv: InterveneComponents, service, trace_state: gr.State, prompt: gr.Tex
 
     lang = [language] if language is not None else []
     hidden = dict(api_visibility="private", show_progress="hidden")
-    trace_state.change(bind(new_trace, iv, service), [trace_state, iv.state, iv.block, *lang],
-                       [*iv.attribution_views, *iv.knockout_views, iv.block, iv.patch_md, iv.patch_plot], **hidden)
+    trace_state.change(bind(new_trace, iv, service), [trace_state, iv.state, iv.block, iv.steer_block, *lang],
+                       [*iv.attribution_views, *iv.knockout_views, iv.block, iv.steer_block, iv.patch_md, iv.patch_plot],
+                       **hidden)
     asked = [trace_state, iv.candidate, iv.rival, iv.block, *lang]
     # (scripts: attribution_record and knockout_record in playground/api.py take a prompt, not the page's trace)
     iv.attribute_btn.click(bind(attribute, iv, service), asked, iv.attribution_views, api_visibility="private",

@@ -36,7 +36,7 @@ TABS = ("lab", "softmax", "engine", "compare", "forward")  # the page's tab ids,
 PAGE_PARAMS = ("lang", "scene", "view")  # read by the page itself, not by a control
 MAX_BLOCK = limits.LINK_MAX_BLOCK
 MAX_ENGINE_JSON = limits.LINK_MAX_ENGINE_JSON
-WHOLE = ("fw_block", "fw_head", "iv_block", "iv_head", "top_k", "max_new_tokens", "compare_max_new")  # a slider's 3.0 is written 3
+WHOLE = ("fw_block", "fw_head", "iv_block", "iv_head", "iv_steer_block", "top_k", "max_new_tokens", "compare_max_new")  # a slider's 3.0 is written 3
 
 
 class LinkError(ValueError):
@@ -201,6 +201,11 @@ FIELDS = {
     "iv_head": lambda v: validation.number("iv_head", v, integer=True, low=1, high=MAX_BLOCK),
     "iv_mode": lambda v: validation.choice("iv_mode", v, MODES),
     "iv_source": lambda v: validation.text("iv_source", v),
+    "iv_steer_prompt": lambda v: validation.text("iv_steer_prompt", v),
+    "iv_towards": lambda v: validation.text("iv_towards", v),
+    "iv_away": lambda v: validation.text("iv_away", v),
+    "iv_steer_block": lambda v: validation.number("iv_steer_block", v, integer=True, low=1, high=MAX_BLOCK),
+    "iv_scale": lambda v: validation.number("iv_scale", v, low=-limits.STEER_SLIDER, high=limits.STEER_SLIDER),
     "compare_prompt": lambda v: validation.text("compare_prompt", v),
     "compare_seed": _compare_seed,
     "compare_max_new": lambda v: validation.number("compare_max_new", v, integer=True, low=1, high=limits.MAX_NEW_TOKENS),
@@ -212,6 +217,8 @@ DEFAULTS = {
     **LINK_DEFAULTS, "tab": "lab", "toy_logits": toy_defaults()[1], "toy_shift": 0.0,
     "toy_temperature": 1.0, "engine": [list(r) for r in EXAMPLE_ROWS], "fw_chat": False, "fw_head": -1,
     "iv_kind": "mlp", "iv_head": 1, "iv_mode": "zero", "iv_source": limits.PATCH_SOURCE,
+    "iv_steer_prompt": limits.STEER_PROMPT, "iv_towards": limits.STEER_TOWARDS, "iv_away": limits.STEER_AWAY,
+    "iv_steer_block": limits.STEER_BLOCK, "iv_scale": 1.0,
     "compare_seed": compare.EXAMPLE_SEED, "compare_max_new": compare.DEFAULT_MAX_NEW_TOKENS, "compare_table": COMPARE_ROWS,
 }
 

@@ -17,7 +17,9 @@ LAB = [limits.LESSON_PROMPT, False, 0.5, 40, 1.0, 0.0, "", 48, "", "hf", *KNOBS_
 COMPARE = [limits.LESSON_PROMPT, "3", 24, {"headers": ["temperature"], "data": [[0.5, 0, 1, 0, "hf"], [1, 0, 1, 0, "hf"]]}]
 
 
-INTERVENE = ["mlp", 12, 1, "zero", "The capital of Italy is"]  # iv_kind, iv_block, iv_head, iv_mode, iv_source
+# iv_kind, iv_block, iv_head, iv_mode, iv_source, iv_steer_prompt, iv_towards, iv_away, iv_steer_block, iv_scale
+INTERVENE = ["mlp", 12, 1, "zero", "The capital of Italy is", "I think that this movie is", "I love this. It is wonderful",
+             "I hate this. It is terrible", 10, 1.0]
 
 
 def page_link(client, lang="en", toy=TOY, shift=1.5, fw_block=4, compare=COMPARE, intervene=INTERVENE):

@@ -39,20 +39,24 @@ def test_who_pushed_paris_up_and_what_knocking_out_the_last_mlp_does(browser, ap
         page.locator("#iv-restore").click()
         expect(knocked).to_contain_text("Restored: the model as it is")
         expect(page.locator("#iv-knockout")).to_contain_text("Pick a part")
-        if width > 1000:  # the patching grid: " Italy" carries " Rome" until the last position takes it over
-            page.locator("#iv-patch").click()
-            patched = page.locator("#iv-patch-text")
-            expect(patched).to_contain_text("Copied from “The capital of Italy is”", timeout=60_000)
-            expect(patched).to_contain_text("position 3 (␣France)")
-            expect(patched).to_contain_text("position 4 (␣is)")
-            expect(page.locator("#iv-patch-grid")).to_contain_text("3 ␣France")
-            page.locator("#iv-patch-grid").scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / f"intervene_patch_{width}.png"))
-            page.locator("#iv-steer").click()  # both runs, the lab's settings, one seed
-            steered = page.locator("#iv-steer-text")
-            expect(steered).to_contain_text("Added after block 10: 1 × (towards − away)", timeout=90_000)
-            expect(steered.locator("table")).to_contain_text("steered")
-            expect(steered.locator("table")).to_contain_text("without")
+        # the patching grid: " Italy" carries " Rome" until the last position takes it over
+        page.locator("#iv-patch").click()
+        patched = page.locator("#iv-patch-text")
+        expect(patched).to_contain_text("Copied from “The capital of Italy is”", timeout=60_000)
+        expect(patched).to_contain_text("position 3 (␣France)")
+        expect(patched).to_contain_text("position 4 (␣is)")
+        expect(page.locator("#iv-patch-grid")).to_contain_text("3 ␣France")
+        page.locator("#iv-patch-grid").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"intervene_patch_{width}.png"))
+        grid = page.locator("#iv-patch-grid .js-plotly-plot").bounding_box()
+        assert grid is not None and grid["x"] >= 0 and grid["x"] + grid["width"] <= width + 1
+        page.locator("#iv-steer").click()  # both runs, the lab's settings, one seed
+        steered = page.locator("#iv-steer-text")
+        expect(steered).to_contain_text("Added after block 10: 1 × (towards − away)", timeout=90_000)
+        expect(steered.locator("table")).to_contain_text("steered")
+        expect(steered.locator("table")).to_contain_text("without")
+        steered.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"intervene_steer_{width}.png"))
     finally:
         context.close()
 
@@ -79,5 +83,8 @@ def test_the_intervention_scenes_knock_out_and_patch_on_their_own(browser, app_u
         expect(page.locator("#iv-knockout-text")).to_contain_text("Knocked out: block 12's MLP", timeout=90_000)
         page.goto(app_url + "?scene=fp-patch", wait_until="domcontentloaded")
         expect(page.locator("#iv-patch-text")).to_contain_text("Copied from “The capital of Italy is”", timeout=90_000)
+        page.goto(app_url + "?scene=fp-steer", wait_until="domcontentloaded")
+        expect(page.locator("#iv-steer-text")).to_contain_text("Added after block 10: 1.5 × (towards − away)",
+                                                               timeout=90_000)
     finally:
         context.close()

@@ -83,14 +83,14 @@ def test_keys_and_buttons_walk_the_scenes_and_a_vietnamese_link_captions_in_viet
         expect(page.locator("#scene-picker input")).to_have_attribute("placeholder", "Chọn một cảnh", timeout=60_000)
         expect(page.locator("#scene-caption")).to_be_hidden()
         page.locator("body").press("PageDown")
-        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/33 · Bài 10 · Tokenizer")
+        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/34 · Bài 10 · Tokenizer")
         expect(page.locator("#tabs [role=tab][aria-selected=true]")).to_have_text("Forward pass", timeout=30_000)
         page.locator("body").press("Alt+ArrowRight")
-        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 2/33")
+        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 2/34")
         page.locator("#scene-prev").click()
-        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/33")
+        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/34")
         page.locator("body").press("PageUp")  # the first scene stays the first
-        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/33")
+        expect(page.locator("#scene-caption")).to_contain_text("Cảnh 1/34")
     finally:
         context.close()
 

@@ -31,7 +31,7 @@ def test_the_scenes_follow_the_lessons_sections_then_the_samplers_beyond_them(le
                          "l13-stops", "l13-seed", "l13-busy-room", "l13-compare-temperatures"]
     # good material after the lesson, not inside it (their ids, and so every link to them, stay as they were)
     assert ids[25:] == ["l13-repetition-penalty", "l13-xtc", "l13-dry", "l13-no-repeat", "l13-mirostat",
-                         "fp-who-pushed-it-up", "fp-knock-out", "fp-patch"]
+                         "fp-who-pushed-it-up", "fp-knock-out", "fp-patch", "fp-steer"]
     assert labels["l13-xtc"].startswith("Beyond the lesson") and labels["l13-top-k"].startswith("Lesson 13")
     assert {scene: label for label, scene in lessons.choices("vi")}["l13-xtc"].startswith("Ngoài bài học")
 
@@ -65,7 +65,7 @@ def test_stepping_through_scenes_clamps_at_the_ends(lessons):
     assert lessons.step("l10-tokens", 1).id == "l10-embedding"
     assert lessons.step("l13-compare-temperatures", 1).id == "l13-repetition-penalty"  # on to the samplers beyond
     assert lessons.step("l13-mirostat", 1).id == "fp-who-pushed-it-up"  # on to the interventions
-    assert lessons.step("fp-patch", 1).id == "fp-patch"
+    assert lessons.step("fp-steer", 1).id == "fp-steer"
     assert lessons.get("nope") is None
 
 
@@ -177,6 +177,6 @@ def test_a_language_switch_relabels_the_scene_bar_in_the_browser_from_every_scen
     for code in LANGUAGES:
         assert texts[code]["choices"] == [list(c) for c in lessons.choices(code)]
         assert texts[code]["captions"] == {s.id: caption_markdown(s, lessons, code) for s in lessons.scenes}
-    assert texts["vi"]["captions"]["l10-embedding"].startswith("**Cảnh 2/33 · Bài 10 · Embedding**")
+    assert texts["vi"]["captions"]["l10-embedding"].startswith("**Cảnh 2/34 · Bài 10 · Embedding**")
     mine = relabel_js(SceneList(tuple(host)))
     assert "<" not in mine and "&lt;b&gt;Mine&lt;/b&gt;" in mine  # a host's markup: escaped text, in a JSON string
