@@ -235,3 +235,24 @@ def test_the_openai_api_in_front_of_the_remote_service_answers_as_the_service_do
         with pytest.raises(openai.BadRequestError) as bad:
             client.completions.create(model=model, prompt="Hello", max_tokens=2, temperature=5)
         assert "temperature" in bad.value.message
+
+
+def test_the_interventions_cross_as_records_and_equal_the_in_process_service(remote, tiny_service):
+    from model_service.records.intervention import Knockout
+
+    def strip(d):
+        if isinstance(d, dict):
+            return {k: strip(v) for k, v in d.items() if not (k == "ms" or k.endswith("_ms"))}
+        return [strip(v) for v in d] if isinstance(d, (list, tuple)) else d
+
+    same = lambda far, near: strip(far.to_dict()) == strip(near.to_dict())
+    assert same(remote.attribute("hello world", head_block=2), tiny_service.attribute("hello world", head_block=2))
+    settings = SamplingSettings(temperature=0.8, seed=4)
+    target = Knockout("head", 2, 3, "mean")
+    assert same(remote.knock_out("hello world", target, settings), tiny_service.knock_out("hello world", target, settings))
+    cells = [(0, 1), (None, 2), (3, 2)]
+    assert same(remote.patch("hello world", "hello there", cells), tiny_service.patch("hello world", "hello there", cells))
+    far, near = (client.steer("hello", "good", "bad", 1, 2.0, settings, 4) for client in (remote, tiny_service))
+    assert same(far, near)
+    with pytest.raises(ValueError, match="kind must be one of attention, mlp, head"):
+        remote.knock_out("hello", {"kind": "neuron", "block": 1})
