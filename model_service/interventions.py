@@ -46,7 +46,7 @@ class InterventionCalls:
         with self.model_lock:
             self._check_open()
             target = check_knockout(self.model, target)
-            before = self._plain_logits(checked.ids, last_logits)
+            before = self._plain_logits(checked.ids)
             after, forward_ms = last_logits(self.model, checked.ids, target)
         vocab = before.shape[-1]
         chosen = int(before.argmax()) if candidate is None else check_token("candidate", candidate, vocab)
@@ -88,9 +88,11 @@ class InterventionCalls:
         except ValueError as e:
             raise ValueError(f"{field}: {e}") from None
 
-    def _plain_logits(self, ids, last_logits):
+    def _plain_logits(self, ids):
         """The model's own last logits for ids (under the model lock): the prompt's next knock-outs (another part,
         the other mode) rerun only their own pass. The few most recent prompts are kept."""
+        from .forward_pass.knockout import last_logits
+
         key, kept = tuple(ids), self.__dict__.setdefault("plain_logits", OrderedDict())  # (the model lock is held)
         if key in kept:
             kept.move_to_end(key)

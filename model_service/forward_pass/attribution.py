@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..records import validation
 from ..records.intervention import Attribution
 from .lm_head import final_norm
 from .tracing import _attention_module, _blocks, _check_block, _check_ids, _Hooks
@@ -83,9 +84,8 @@ def _last(x: torch.Tensor) -> torch.Tensor:
 
 
 def check_token(field: str, token, vocab: int) -> int:
-    if isinstance(token, bool) or not isinstance(token, (int, float)) or token != int(token) or not 0 <= token < vocab:
-        raise ValueError(f"{field} must be a token id between 0 and {vocab - 1}, got {token!r}")
-    return int(token)
+    """A token id of the vocabulary; the error names `field`."""
+    return int(validation.number(field, token, integer=True, low=0, high=vocab - 1))
 
 
 @torch.inference_mode()

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import torch
 
 from ..engine.runner import sync
+from ..records import validation
 from ..records.intervention import KINDS, MODES, Knockout
 from .attribution import parts
 from .tracing import _check_block, _check_ids
@@ -25,19 +26,12 @@ from .tracing import _check_block, _check_ids
 
 def check_knockout(model, target: Knockout) -> Knockout:
     """The target as given, checked against the model; a ValueError names the field."""
-    if target.kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {target.kind!r}")
-    if target.mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {target.mode!r}")
+    kind, mode = validation.choice("kind", target.kind, KINDS), validation.choice("mode", target.mode, MODES)
     block = _check_block(model, target.block)
     head = None
-    if target.kind == "head":
-        heads = parts(model, block).heads
-        h = target.head
-        if isinstance(h, bool) or not isinstance(h, (int, float)) or h != int(h) or not 1 <= h <= heads:
-            raise ValueError(f"head must be a whole number between 1 and {heads}, got {h!r}")
-        head = int(h)
-    return Knockout(target.kind, block, head, target.mode)
+    if kind == "head":
+        head = int(validation.number("head", target.head, integer=True, low=1, high=parts(model, block).heads))
+    return Knockout(kind, block, head, mode)
 
 
 def _replaced(x: torch.Tensor, mode: str) -> torch.Tensor:
@@ -45,7 +39,7 @@ def _replaced(x: torch.Tensor, mode: str) -> torch.Tensor:
 
 
 def _hook(model, target: Knockout, thread: int):
-    """(module, register) for the target: a forward hook on attention or the MLP, a pre-hook on the projection."""
+    """The handle of the target's hook: a forward hook on attention or the MLP, a pre-hook on the projection."""
     p = parts(model, target.block)
     if target.kind == "head":
         size = p.out_proj.in_features // p.heads

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import torch
 
 from .. import limits
+from ..records import validation
 from ..records.intervention import PatchCell, PatchResult
 from .tracing import _blocks, _check_block, _check_ids
 
@@ -38,17 +39,17 @@ def check_cells(model, cells, tokens: int) -> list[tuple[int | None, int]]:
         if isinstance(cell, (str, bytes)) or not isinstance(cell, Sequence) or len(cell) != 2:
             raise ValueError(f"cells: each is a [position, block] pair, got {cell!r}")
         position, block = cell
-        if position is not None and (isinstance(position, bool) or not isinstance(position, (int, float))
-                                     or position != int(position) or not 0 <= position < tokens):
-            raise ValueError(f"position must be a whole number between 0 and {tokens - 1} (or null: all), got {position!r}")
-        out.append((None if position is None else int(position), _check_block(model, block)))
+        if position is not None:  # (None: every position)
+            position = int(validation.number("position", position, integer=True, low=0, high=tokens - 1))
+        out.append((position, _check_block(model, block)))
     return out
 
 
 @torch.inference_mode()
-def _source_streams(model, ids) -> tuple[torch.Tensor, torch.Tensor]:
-    """The stream after each block ((L, T, d), the last one before the final norm) and the last logits of one
-    prompt, read by hooks that hear only this thread (a generation may run on the same blocks in another)."""
+def block_outputs(model, ids) -> tuple[torch.Tensor, torch.Tensor]:
+    """The stream after each block ((L, T, d); the last one before the final norm, which transformers'
+    hidden_states[L] already has) and the last logits of one prompt, read by hooks that hear only this thread (a
+    generation may run on the same blocks in another)."""
     blocks, thread = _blocks(model), threading.get_ident()
     kept: dict[int, torch.Tensor] = {}
 
@@ -80,7 +81,7 @@ def patched_logits(model, ids: Sequence[int], source_ids: Sequence[int], cells) 
         raise ValueError(f"source must have as many tokens as the prompt ({len(source_ids)} vs {len(ids)}): "
                          "a position is the same slot in both")
     cells = check_cells(model, cells, len(ids))
-    streams, source_logits = _source_streams(model, source_ids)
+    streams, source_logits = block_outputs(model, source_ids)
     device = streams.device
     blocks, thread = _blocks(model), threading.get_ident()
     own = model(input_ids=torch.tensor([ids], device=device), use_cache=False, logits_to_keep=1).logits[0, -1].float()
@@ -130,4 +131,4 @@ def patch(model, pieces, ids, source_ids, cells, candidate: int | None = None) -
         ms=round((time.perf_counter() - started) * 1000, 1))
 
 
-__all__ = ["check_cells", "patch", "patched_logits"]
+__all__ = ["block_outputs", "check_cells", "patch", "patched_logits"]

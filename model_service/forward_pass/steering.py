@@ -23,16 +23,15 @@ import torch
 from .. import limits
 from ..engine.runner import sync
 from ..engine.step import RowState, choose, summarise_chosen
+from ..records import validation
 from ..records.intervention import SteerResult
+from .patching import block_outputs
 from .tracing import _blocks, _check_block, _check_ids
 
 
-@torch.inference_mode()
 def stream_after(model, ids: Sequence[int], block: int) -> torch.Tensor:
-    """The stream after block `block` at the last position of `ids` (float32, (d,))."""
-    out = model(input_ids=torch.tensor([ids], device=model.get_input_embeddings().weight.device),
-                output_hidden_states=True, use_cache=False, logits_to_keep=1)
-    return out.hidden_states[block][0, -1].float()
+    """The stream after block `block` at the last position of `ids` (float32, (d,)), where the hook adds to it."""
+    return block_outputs(model, ids)[0][block - 1, -1].float()
 
 
 @torch.inference_mode()
@@ -82,9 +81,7 @@ def steer(loaded, ids, checked, seed: int, towards: Sequence[int], away: Sequenc
     vocab = model.get_input_embeddings().weight.shape[0]
     towards, away = _check_ids(towards, vocab), _check_ids(away, vocab)
     block = _check_block(model, block)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not -limits.MAX_STEER_SCALE <= scale <= limits.MAX_STEER_SCALE:
-        raise ValueError(f"scale must be a number between {-limits.MAX_STEER_SCALE:g} and {limits.MAX_STEER_SCALE:g}, "
-                         f"got {scale!r}")
+    scale = validation.number("scale", scale, low=-limits.MAX_STEER_SCALE, high=limits.MAX_STEER_SCALE)
     direction = stream_after(model, towards, block) - stream_after(model, away, block)
     own = stream_after(model, ids, block)
     plain = _run(loaded, ids, checked, seed, block, None)

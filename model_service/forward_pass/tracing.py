@@ -120,9 +120,7 @@ def _attention_module(block):
 
 def _check_block(model, block, field: str = "block") -> int:
     n = model.config.get_text_config().num_hidden_layers
-    if isinstance(block, bool) or not isinstance(block, (int, float)) or block != int(block) or not 1 <= block <= n:
-        raise ValueError(f"{field} must be a whole number between 1 and {n}, got {block!r}")
-    return int(block)
+    return int(validation.number(field, block, integer=True, low=1, high=n))
 
 
 def _check_ids(ids: Sequence[int], vocab: int) -> list[int]:

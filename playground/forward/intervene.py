@@ -140,8 +140,9 @@ def candidate_choices(trace, lang: str) -> list:
     return [(f"{text.show_token(c, lang=lang).text} · {c.prob:.1%}", c.id) for c in trace.predictions[-1].top]
 
 
-def _token(field: str, value):
-    return validation.number(field, value, integer=True, low=0, high=2**31, blank=None)
+def _token(value):
+    """A candidate box's token id as the service takes it (it checks it against the vocabulary): blank is None."""
+    return None if validation.is_blank(value) else value
 
 
 def attribution_views(iv: InterveneComponents, trace, a, lang: str) -> dict:
@@ -161,7 +162,7 @@ def attribute(iv: InterveneComponents, service, trace, candidate, rival, block, 
     if trace is None:
         raise user_error(tr(lang, "intervene.status.no_trace"))
     try:
-        a = service.attribute(trace.prompt, trace.chat, _token("candidate", candidate), _token("rival", rival),
+        a = service.attribute(trace.prompt, trace.chat, _token(candidate), _token(rival),
                               validation.number("block", block, integer=True, low=1, high=trace.num_layers, blank=None))
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang) from None
@@ -175,6 +176,14 @@ def heads_of(iv: InterveneComponents, service, current, trace, candidate, rival,
     return attribute(iv, service, trace, candidate, rival, block, lang)
 
 
+def within(block, blocks: int, default: int) -> int:
+    """A block slider's value on a model of `blocks` blocks: the same block where it has it, its last one past it."""
+    try:
+        return min(int(validation.number("block", block, integer=True, low=1)), blocks)
+    except ValueError:
+        return default
+
+
 def new_trace(iv: InterveneComponents, service, trace, current, block, steer_block, lang="en"):
     """A trace came (a new prompt, a link, another block's attention): its top two, unless this prompt's
     attribution is on screen already; the knock-out's views go back to the model as it is, its block slider to the
@@ -183,16 +192,15 @@ def new_trace(iv: InterveneComponents, service, trace, current, block, steer_blo
         return unchanged(iv.state)
     if current is not None and current["key"] == (trace.prompt, trace.chat, trace.model):
         return unchanged(iv.state)
-    depth = lambda value, default: min(value, trace.num_layers) if isinstance(value, (int, float)) and value >= 1 \
-        else default
-    block, steer_block = depth(block, trace.num_layers), depth(steer_block, min(limits.STEER_BLOCK, trace.num_layers))
+    block = within(block, trace.num_layers, trace.num_layers)
+    steer_block = within(steer_block, trace.num_layers, min(limits.STEER_BLOCK, trace.num_layers))
     try:
         a = service.attribute(trace.prompt, trace.chat)
     except (ValueError, RuntimeError) as e:  # another model now, or a prompt the tracer took and this one did not
         return {iv.attribution_md: escape_html(str(e))}
     return (attribution_views(iv, trace, a, lang) | restored(iv, lang)
-            | {iv.block: gr.update(maximum=trace.num_layers, value=int(block)),
-               iv.steer_block: gr.update(maximum=trace.num_layers, value=int(steer_block))}
+            | {iv.block: gr.update(maximum=trace.num_layers, value=block),
+               iv.steer_block: gr.update(maximum=trace.num_layers, value=steer_block)}
             | {iv.patch_md: "", iv.patch_plot: empty_figure(tr(lang, "intervene.empty.patch"), 240)})
 
 
@@ -202,7 +210,7 @@ def knock_out(iv: InterveneComponents, service, prompt, chat, kind, block, head,
         prompt, chat = validation.text("prompt", prompt), validation.boolean("chat template", chat)
         settings = parse_request(*controls).settings
         target = Knockout(kind, block, head if kind == "head" else None, mode)  # checked by the service, on the model
-        result = service.knock_out(prompt, target, settings, chat, _token("candidate", candidate))
+        result = service.knock_out(prompt, target, settings, chat, _token(candidate))
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang, field_labels(lang)) from None
     return {iv.knockout_md: text.knockout_markdown(result, lang), iv.knockout_plot: charts.knockout_figure(result, lang),
@@ -223,7 +231,7 @@ def patch(iv: InterveneComponents, service, prompt, chat, source, candidate, lan
         # the other language's default still in the box (the page's language set as it loaded): this language's
         source = swapped_default(source, lang, PATCH_SOURCES) or source
         cells = grid_cells(len(service.encode(prompt, chat)), service.info.num_layers)
-        result = service.patch(prompt, source, cells, chat, _token("candidate", candidate))
+        result = service.patch(prompt, source, cells, chat, _token(candidate))
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang) from None
     return {iv.patch_md: text.patch_markdown(result, source, result.tokens, lang),
@@ -235,8 +243,6 @@ def steer(iv: InterveneComponents, service, prompt, towards, away, block, scale,
     try:
         prompt = validation.text("prompt", prompt)
         settings = parse_request(*controls).settings
-        block = validation.number("block", block, integer=True, low=1, high=service.info.num_layers)
-        scale = validation.number("scale", scale, low=-limits.MAX_STEER_SCALE, high=limits.MAX_STEER_SCALE)
         result = service.steer(prompt, towards, away, block, scale, settings, limits.STEER_TOKENS)
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang, field_labels(lang)) from None

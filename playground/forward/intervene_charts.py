@@ -57,8 +57,8 @@ def attribution_figure(a: Attribution | None, lang: str = "en", height: int = 42
                              customdata=[tr(lang, "intervene.chart.head_hover", head=h, value=f"{v:+.3f}")
                                          for h, v in zip(heads, a.heads)]), row=2, col=1)
         fig.update_xaxes(tickvals=heads, title_text=tr(lang, "intervene.chart.head_axis"), row=2, col=1)
-    fig.update_xaxes(tickvals=[0, *blocks[4::5]] if len(blocks) > 12 else [0, *blocks],
-                     ticktext=[tr(lang, "intervene.chart.embedding_tick")] + [str(b) for b in (blocks[4::5] if len(blocks) > 12 else blocks)],
+    ticks = blocks[4::5] if len(blocks) > 12 else blocks  # every fifth block on a deep model
+    fig.update_xaxes(tickvals=[0, *ticks], ticktext=[tr(lang, "intervene.chart.embedding_tick"), *map(str, ticks)],
                      title_text=tr(lang, "intervene.chart.block_axis"), row=1, col=1)
     fig.update_yaxes(title_text=tr(lang, "intervene.chart.logit_axis"), zeroline=True, zerolinecolor="#999",
                      gridcolor="#EEEEEE", row=1, col=1)

@@ -182,3 +182,17 @@ def test_a_bad_steer_is_named(tiny_service, kwargs, field):
     args = {"prompt": "hello", "towards": "good", "away": "bad", "block": 1, "scale": 1.0, **kwargs}
     with pytest.raises(ValueError, match=field):
         tiny_service.steer(**args)
+
+
+def test_steering_reads_the_last_blocks_stream_before_the_final_norm(tiny_service):
+    """transformers' hidden_states[L] already has the final norm; the steering hook adds to the block's output."""
+    from model_service.forward_pass.lm_head import final_norm
+    from model_service.forward_pass.steering import stream_after
+
+    model, ids = tiny_service.model, tiny_service.encode("hello world")
+    n = model.config.get_text_config().num_hidden_layers
+    with torch.inference_mode():
+        hidden = model(input_ids=torch.tensor([ids]), output_hidden_states=True, use_cache=False).hidden_states
+        last = stream_after(model, ids, n)
+        assert torch.allclose(final_norm(model)(last[None])[0], hidden[n][0, -1].float(), atol=1e-5)
+        assert torch.allclose(stream_after(model, ids, 1), hidden[1][0, -1].float(), atol=1e-6)
