@@ -64,7 +64,8 @@ def build(config: Config):
         scenes = load(scene_paths(config.scenes))
     except SceneError as e:  # a host's file with a mistake: say which scene and field before the room arrives
         sys.exit(f"error: {e}")
-    room = {"max_rows": config.max_rows, "queue_size": config.queue_size, "batch_invariant": config.batch_invariant}
+    room = {"max_rows": config.max_rows, "queue_size": config.queue_size, "batch_invariant": config.batch_invariant,
+            "precision": config.precision}
     policy = config.policy
     try:
         if config.service:  # the model runs in another process (model_service/deploy/ray_serve.py)

@@ -23,6 +23,7 @@ DEVICE = "NTP_DEVICE"  # cpu or cuda
 MAX_ROWS = "NTP_MAX_ROWS"  # rows in one forward pass
 QUEUE_SIZE = "NTP_QUEUE_SIZE"  # requests that may wait for a row
 SCHEDULER = "NTP_SCHEDULER"  # auto, process or thread
+PRECISION = "NTP_PRECISION"  # fp32, bf16, int8 or int4: the weights' precision (default by device)
 # ---- the model's process, no flag ------------------------------------------------------------------------------
 CACHE_DIR = "NTP_CACHE_DIR"  # where dequantised GGUF weights are kept
 THREADS = "NTP_THREADS"  # CPU threads for the model (default: all cores but one)
@@ -81,6 +82,12 @@ def batch_invariant() -> bool | None:
     """NTP_BATCH_INVARIANT as true or false, or None when unset (then the device's default, limits.py)."""
     value = text(BATCH_INVARIANT)
     return None if value is None else validation.boolean(BATCH_INVARIANT, value)
+
+
+def precision() -> str | None:
+    """NTP_PRECISION, one of limits.PRECISIONS, or None when unset (then the device's default, limits.py)."""
+    value = text(PRECISION)
+    return None if value is None else validation.choice(PRECISION, value.strip(), limits.PRECISIONS)
 
 
 def cuda_graphs() -> bool | None:

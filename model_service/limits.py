@@ -152,6 +152,17 @@ ZERO_GPU_TRACE_SECONDS = 20.0  # a trace, one block's attention, an LM-head view
 # of this many (a full CPU room; forward_pass/batch_effect.py)
 BATCH_EFFECT_ROWS = MAX_ROWS_CPU
 
+# ---- the weights' precision (models/precision.py), env NTP_PRECISION / --precision --------------------------------
+PRECISIONS = ("fp32", "bf16", "int8", "int4")
+# fp32 on a CPU keeps the lessons' numbers as the model's arithmetic gives them (and bf16 matmuls were no faster
+# there: BENCHMARKS.md, "Precision"); bf16 on a GPU
+PRECISION_DEFAULT = {"cpu": "fp32", "cuda": "bf16"}
+PRECISION_TOP_N = 5  # the precision check's top tokens, from each side
+# the precision check keeps a float32 copy of the model on the CPU: not for models above this (an 8B model's would be
+# 32 GB)
+PRECISION_REFERENCE_MAX_PARAMETERS = 2_000_000_000
+INT4_GROUP = 32  # int4: a scale and a zero per this many weights along a row (Q4_1's block, the embedded GGUF's)
+
 # ---- the decode step at static shapes (engine/static_decode.py): CUDA graphs per bucket ------------------------
 GRAPH_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)  # a batch of n rows runs in the smallest bucket that holds it
 GRAPH_MIN_LENGTH = 256  # cache length buckets: powers of two from here

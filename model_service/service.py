@@ -22,6 +22,7 @@ from .engine.step import RowState
 from .engine.streams import BatchStream, GroupSink, Job, Stream, StreamSink
 from .interventions import InterventionCalls
 from .models import loading
+from .precision_check import PrecisionCalls
 from .records import validation
 from .records.settings import SamplingSettings, request_from, settings_from
 from .records.step import BatchStep, ManyDraws, ModelInfo, Room, StepRecord, Token, Waiting, WhatIf
@@ -57,7 +58,7 @@ def scheduler_mode(mode: str, device: str | None = None) -> str:
     return mode
 
 
-class ModelService(InterventionCalls, ModelClient):
+class ModelService(InterventionCalls, PrecisionCalls, ModelClient):
     def __init__(self, model, tokenizer, info: ModelInfo | None = None, *, max_rows: int | None = None,
                  queue_size: int | None = None, batch_invariant: bool | None = None):
         """Wrap an already loaded model (tests pass a tiny random one); `load` is the usual door.
@@ -86,17 +87,18 @@ class ModelService(InterventionCalls, ModelClient):
     @classmethod
     def load(cls, model: str | None = None, device: str | None = None, progress=None, *,
              max_rows: int | None = None, queue_size: int | None = None, scheduler: str = "thread",
-             batch_invariant: bool | None = None) -> ModelService:
-        """scheduler: "thread" (the room's loop in this process), "process" (in a process of its own, which loads
-        its own copy of the model: model_service/engine/scheduler_process.py says why), or "auto" (a process on a CPU)."""
+             batch_invariant: bool | None = None, precision: str | None = None) -> ModelService:
+        """precision: fp32, bf16, int8 or int4 (models/precision.py; None: NTP_PRECISION, else the device's). scheduler:
+        "thread" (the room's loop here), "process" (its own process, with its own copy of the model:
+        engine/scheduler_process.py says why), or "auto" (a process on a CPU)."""
         mode = scheduler_mode(scheduler, device)
         process = None
         if mode == "process":  # started first: the two copies load side by side
             from .engine.scheduler_process import SchedulerProcess
 
-            process = SchedulerProcess((model, device), max_rows, queue_size, batch_invariant)
+            process = SchedulerProcess((model, device, None, precision), max_rows, queue_size, batch_invariant)
         try:
-            service = cls(*loading.load(model, device, progress), max_rows=max_rows, queue_size=queue_size,
+            service = cls(*loading.load(model, device, progress, precision), max_rows=max_rows, queue_size=queue_size,
                           batch_invariant=batch_invariant)
             if process is not None:
                 process.max_rows, process.queue_size = service.max_rows, service.queue_size
@@ -314,10 +316,8 @@ class ModelService(InterventionCalls, ModelClient):
         return BatchStream(self.scheduler, jobs, sink)
 
     def _sample_many(self, call: DrawCall) -> ManyDraws:
-        """The step's logits are recomputed as one row of the room's batch (a prefill of prompt +
-        continue_from); the n draws are one vectorised read of its final distribution, seeded by `seed`
-        (None: fresh). With the run's own settings (seed included) the record's token_id is the token the run
-        drew at this step."""
+        """The step's logits recomputed as a row of the room's batch (prompt + continue_from); n draws read its final
+        distribution at once, seeded (None: fresh). With a run's settings and seed, token_id is the run's token."""
         import torch
 
         from .sampling.draw import side_chance

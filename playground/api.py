@@ -121,6 +121,14 @@ def register_api(service) -> None:
         except (ValueError, RuntimeError) as e:
             raise user_error(e) from None
 
+    def precision_record(prompt: str, chat: Any = False) -> dict:
+        """What the host's --precision does to the next token: the model beside its float32 self (max and mean
+        |Δlogit|, the top tokens' probabilities and ranks both ways, the greedy token both ways)."""
+        try:
+            return service.precision_effect(validation.text("prompt", prompt), validation.boolean("chat", chat)).to_dict()
+        except (ValueError, RuntimeError) as e:
+            raise user_error(e) from None
+
     def knockout_record(prompt: str, kind: str = "mlp", block: Any = 1, head: Any = None, mode: str = "zero",
                         settings: Any = None, chat: Any = False, candidate: Any = None) -> dict:
         """The next token with one part knocked out: kind "attention", "mlp" or "head" (head: from 1) of block
@@ -179,10 +187,6 @@ def register_api(service) -> None:
             },
         }
 
-    gr.api(stream_records, api_name="stream_records")
-    gr.api(model_info, api_name="model_info")
-    gr.api(trace_record, api_name="trace_record")
-    gr.api(attribution_record, api_name="attribution_record")
-    gr.api(knockout_record, api_name="knockout_record")
-    gr.api(patch_record, api_name="patch_record")
-    gr.api(steer_record, api_name="steer_record")
+    for endpoint in (stream_records, model_info, trace_record, attribution_record, knockout_record, precision_record,
+                     patch_record, steer_record):
+        gr.api(endpoint, api_name=endpoint.__name__)

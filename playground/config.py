@@ -51,6 +51,7 @@ class Config:
     queue_size: int
     scheduler: str  # auto, process or thread
     batch_invariant: bool | None  # None: the device's default
+    precision: str | None  # fp32, bf16, int8 or int4; None: the device's default
     lang: str | None  # the page's language for every visitor; None: each browser's own
     host_key: str | None
     service: str | None  # the URL of a model service elsewhere
@@ -116,6 +117,10 @@ def parser(machine: Machine, cuda: bool, description: str = "") -> argparse.Argu
                    default=_variable(env.batch_invariant),
                    help="a row's logits bit-identical in any batch, so a seed replays in any room (default: the "
                         "device's, docs/sampling.md)")
+    p.add_argument("--precision", default=_variable(env.precision), choices=limits.PRECISIONS,
+                   help="the weights' precision: fp32 (the CPU's default: the lessons' numbers), bf16 (a GPU's), or "
+                        "int8 / int4 weights with bf16 activations, CPU only: about 1.5x / 2x faster decoding there, "
+                        "at a cost the Forward pass tab shows (docs/precision.md)")
     p.add_argument("--lang", default=text(LANG), choices=sorted(LANGUAGE_MODELS),
                    help="the page's language for every visitor (default: each browser's own; a link's ?lang= still "
                         "wins); with no --model, vi runs the multilingual gemma3-270m where the default is SmolLM2")
@@ -154,7 +159,7 @@ def configure(argv, machine: Machine, cuda: bool, description: str = "") -> Conf
     policy = switch_policy(machine, models=models, bind=args.bind, share=args.share, host_key=args.host_key)
     return Config(model=model, models=models, device=args.device, bind=args.bind, port=args.port, share=args.share,
                   max_rows=args.max_rows, queue_size=args.queue_size, scheduler=args.scheduler,
-                  batch_invariant=args.batch_invariant, lang=args.lang, host_key=args.host_key, service=args.service,
+                  batch_invariant=args.batch_invariant, precision=args.precision, lang=args.lang, host_key=args.host_key, service=args.service,
                   scenes=args.scenes or "", scene_runs=args.scene_runs, api_key=_api_key(), machine=machine,
                   policy=policy)
 

@@ -168,6 +168,10 @@ class ModelDeployment:
         return await self._answer(request, lambda b: self.service.attribute(
             b.get("prompt"), _chat(b), b.get("candidate"), b.get("rival"), b.get("head_block")))
 
+    @api.post("/precision_effect")
+    async def precision_effect(self, request: Request):
+        return await self._answer(request, lambda b: self.service.precision_effect(b.get("prompt"), _chat(b)))
+
     @api.post("/knock_out")
     async def knock_out(self, request: Request):
         return await self._answer(request, lambda b: self.service.knock_out(

@@ -25,6 +25,7 @@ from ..models.switching import ServiceNotReady
 from ..records import validation, wire
 from ..records.batch_effect import BatchEffect
 from ..records.intervention import Attribution, Knockout, KnockoutResult, PatchResult, SteerResult
+from ..records.precision import PrecisionEffect
 from ..records.prompt import PromptLogprobs
 from ..records.settings import request_from, settings_from
 from ..records.step import LoadStatus, ManyDraws, ModelInfo, Room, Token, WhatIf
@@ -162,6 +163,9 @@ class RemoteService(ModelClient):
     def _attribute(self, prompt, chat, candidate, rival, head_block):
         body = {"prompt": prompt, "chat": chat, "candidate": candidate, "rival": rival, "head_block": head_block}
         return Attribution.from_dict(self._post("/attribute", body))
+
+    def _precision_effect(self, prompt, chat):
+        return PrecisionEffect.from_dict(self._post("/precision_effect", {"prompt": prompt, "chat": chat}))
 
     def _knock_out(self, prompt, chat, target, settings, candidate, top_n):
         target = target.to_dict() if isinstance(target, Knockout) else target

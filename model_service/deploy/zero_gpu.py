@@ -109,8 +109,8 @@ def generate_batch_lease(requests, top_n):
 
 @gpu(duration=limits.ZERO_GPU_TRACE_SECONDS)
 def one_pass(method: str, args: tuple, kwargs: dict):
-    """trace, trace_attention, attribute, knock_out, patch, steer, lm_head, prompt_logprobs, sample_many or batch_effect: one
-    record back."""
+    """trace, trace_attention, attribute, knock_out, patch, steer, precision_effect, lm_head, prompt_logprobs, sample_many
+    or batch_effect: one record back."""
     try:
         return getattr(_SERVICE, method)(*args, **kwargs)
     except (ValueError, RuntimeError) as e:
@@ -216,6 +216,10 @@ class ZeroGpuService(ModelClient):
     def _attribute(self, prompt, chat, candidate, rival, head_block):
         self.inner.prompt_ids(prompt, chat)
         return _unwrap(one_pass("attribute", (prompt, chat, candidate, rival, head_block), {}))
+
+    def _precision_effect(self, prompt, chat):
+        self.inner.prompt_ids(prompt, chat)
+        return _unwrap(one_pass("precision_effect", (prompt, chat), {}))
 
     def _knock_out(self, prompt, chat, target, settings, candidate, top_n):
         self.inner.check_generate(GenerateCall(prompt, settings, 1, (), chat, top_n))  # bad input costs no lease

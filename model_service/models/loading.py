@@ -21,6 +21,8 @@ from pathlib import Path
 import torch
 
 from .. import env, limits
+from ..records import validation
+from . import precision as modes
 
 Progress = Callable[[float, str], None]
 
@@ -97,6 +99,19 @@ def pick_device(device: str | None = None) -> tuple[torch.device, torch.dtype]:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ModelLoadError(f"device {name!r} asked for, but this machine has no CUDA GPU")
     return dev, (torch.bfloat16 if dev.type == "cuda" else torch.float32)
+
+
+def pick_precision(precision: str | None, dev: torch.device) -> str:
+    """The weights' precision (models/precision.py): asked for, else NTP_PRECISION, else the device's default."""
+    try:
+        chosen = precision or env.precision() or limits.PRECISION_DEFAULT.get(dev.type, "fp32")
+        chosen = validation.choice("precision", chosen, limits.PRECISIONS)
+    except ValueError as e:
+        raise ModelLoadError(str(e)) from None
+    if chosen in modes.QUANTISED and dev.type != "cpu":
+        raise ModelLoadError(f"precision {chosen} runs on the CPU only (its kernels are the CPU's); on {dev.type} "
+                             f"use bf16 or fp32")
+    return chosen
 
 
 def serve_beside_web_server(threads: int | None = None) -> None:
@@ -191,8 +206,11 @@ def resolve(model: str | None) -> tuple[str, str, EmbeddedModel | None]:
     return key, key, None
 
 
-def load(model: str | None = None, device: str | None = None, progress: Progress | None = None):
-    """Load (model, tokenizer, info). Never enables trust_remote_code."""
+def load(model: str | None = None, device: str | None = None, progress: Progress | None = None,
+         precision: str | None = None):
+    """Load (model, tokenizer, info). Never enables trust_remote_code. precision: fp32, bf16, int8 or int4
+    (pick_precision; None: NTP_PRECISION, else the device's default)."""
+
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -200,7 +218,9 @@ def load(model: str | None = None, device: str | None = None, progress: Progress
     report = progress or (lambda fraction, message: None)
     started = time.perf_counter()
     name, target, spec = resolve(model)
-    dev, dtype = pick_device(device)
+    dev, _ = pick_device(device)
+    chosen = pick_precision(precision, dev)
+    dtype = modes.DTYPES[chosen]
     report(0.0, f"Loading {name}")
     from_cache = False
     if spec is not None:
@@ -215,6 +235,11 @@ def load(model: str | None = None, device: str | None = None, progress: Progress
     except (OSError, ValueError, KeyError) as e:
         raise ModelLoadError(_load_failure(name, target, e)) from e
     lm.to(dev).eval()
+    if chosen in modes.QUANTISED:
+        report(0.9, f"Packing {name}'s weights as {chosen}")
+        with torch.no_grad():
+            modes.quantise(lm, chosen)
+    lm.ntp_precision, lm.ntp_load = chosen, target  # model_info's, and the precision check's (precision_check.py)
     info = model_info(lm, tokenizer, name, source, time.perf_counter() - started, from_cache)
     report(1.0, f"Loaded {info.describe()}")
     return lm, tokenizer, info
@@ -254,7 +279,8 @@ def model_info(lm, tokenizer, name: str, source: str, load_seconds: float = 0.0,
         hidden_size=config.hidden_size,
         num_layers=config.num_hidden_layers,
         device=str(lm.device),
-        dtype=str(lm.dtype).replace("torch.", ""),
+        dtype=modes.describe(lm.ntp_precision) if hasattr(lm, "ntp_precision") else str(lm.dtype).replace("torch.", ""),
+        precision=getattr(lm, "ntp_precision", ""),
         has_chat_template=bool(getattr(tokenizer, "chat_template", None)),
         adds_bos=_adds_bos(tokenizer),
         eos_token_ids=tuple(sorted(eos_ids)),

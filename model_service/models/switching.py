@@ -41,7 +41,7 @@ class LoadingService(ModelClient):
 
     def __init__(self, model: str | None = None, device: str | None = None, *, service=None, threads: int | None = None,
                  max_rows: int | None = None, queue_size: int | None = None, models: tuple[str, ...] | None = None,
-                 scheduler: str = "thread", batch_invariant: bool | None = None):
+                 scheduler: str = "thread", batch_invariant: bool | None = None, precision: str | None = None):
         """model: the key (catalog.py) or name to start with; models: the allowlist a switch may pick from
         (default: only the start model); scheduler: where the room's loop runs (ModelService.load)."""
         from .catalog import canonical
@@ -53,7 +53,7 @@ class LoadingService(ModelClient):
         self._device = device
         # the scheduler's limits (None: env, then limits) and its place
         self._room_limits = {"max_rows": max_rows, "queue_size": queue_size, "scheduler": scheduler,
-                             "batch_invariant": batch_invariant}
+                             "batch_invariant": batch_invariant, "precision": precision}
         self._service = service
         self._status = LoadStatus(1.0, service.description, True) if service else LoadStatus(0.0, "starting", False)
         self._switching: str | None = None  # the key being switched to
@@ -190,6 +190,9 @@ class LoadingService(ModelClient):
 
     def _knock_out(self, *args):
         return self.service._knock_out(*args)
+
+    def _precision_effect(self, *args):
+        return self.service._precision_effect(*args)
 
     def _patch(self, *args):
         return self.service._patch(*args)

@@ -1,7 +1,7 @@
 """The "Forward pass" tab's components: ForwardComponents names them, build_components lays them out.
 
 Top to bottom, as the lesson's journey: the prompt and its chips, the embedding, the blocks (residual
-stream, one block's attention), the output (logits, their cost), the logit lens, the interventions (intervene.py),
+stream, one block's attention), the output (logits, their cost, what the precision does: precision.py), the logit lens, the interventions (intervene.py),
 "Sample from here".
 A component whose value the server replaces starts from tr(DEFAULT, ...), never T() (see `tab`).
 """
@@ -18,6 +18,7 @@ from ..common.figures import empty_figure
 from ..common.i18n import DEFAULT, T, tr
 from .intervene import InterveneComponents
 from .intervene import build as build_intervene
+from .precision import build as build_precision
 
 ALL_HEADS = -1  # the head picker's "every head"
 DEFAULT_BLOCKS = limits.FORWARD_DEFAULT_BLOCKS
@@ -49,6 +50,7 @@ class ForwardComponents:
     teacher_plot: gr.Plot
     cost_md: gr.Markdown
     cost_plot: gr.Plot
+    precision_md: gr.Markdown  # what the host's --precision does to the next token (precision.py; hidden in fp32)
     lens_md: gr.Markdown
     lens_plot: gr.Plot
     intervene: InterveneComponents
@@ -101,6 +103,7 @@ def build_components() -> ForwardComponents:
     teacher_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.teacher"), 170), show_label=False, elem_id="fw-teacher")
     cost_md = gr.Markdown(tr(DEFAULT, "forward.lesson.cost"), elem_id="fw-cost-text")
     cost_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.cost")), show_label=False, elem_id="fw-cost")
+    precision_md = build_precision()
 
     gr.Markdown(T("forward.section.lens"))
     lens_md = gr.Markdown(tr(DEFAULT, "forward.lesson.lens"), elem_id="fw-lens-text")
@@ -115,5 +118,5 @@ def build_components() -> ForwardComponents:
         shapes_md=shapes_md, lesson_md=lesson_md, numbers=numbers, embedding_md=embedding_md, stream_md=stream_md,
         residual_plot=residual_plot, attention_md=attention_md, block=block, head=head, attention_plot=attention_plot,
         output_md=output_md, predictions_plot=predictions_plot, teacher_plot=teacher_plot, cost_md=cost_md,
-        cost_plot=cost_plot, lens_md=lens_md, lens_plot=lens_plot, intervene=intervene, sample_btn=sample_btn,
+        cost_plot=cost_plot, precision_md=precision_md, lens_md=lens_md, lens_plot=lens_plot, intervene=intervene, sample_btn=sample_btn,
     )

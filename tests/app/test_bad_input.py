@@ -63,6 +63,7 @@ ENDPOINTS = {
                          field(st.sampled_from(["zero", "mean"]), "mode"),
                          field(st.just({"temperature": 0.7, "top_p": 0.9, "seed": 3}), "settings"),
                          field(st.booleans(), "chat"), field(st.integers(0, 49151), "candidate")],
+    "/precision_record": [field(st.just(LESSON), "prompt"), field(st.booleans(), "chat")],
     "/patch_record": [field(st.just(LESSON), "prompt"), field(st.just("The capital of Italy is"), "source"),
                       field(st.lists(st.tuples(st.integers(0, 4), st.integers(1, 30)), min_size=1, max_size=3), "cells"),
                       field(st.booleans(), "chat"), field(st.integers(0, 49151), "candidate")],

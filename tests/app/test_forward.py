@@ -79,6 +79,15 @@ def test_bad_requests_are_told_in_the_pages_language(client):
         client.predict(LESSON, False, 99, -1, "vi", api_name="/trace")
 
 
+def test_a_script_asks_what_the_precision_does_and_in_fp32_it_is_nothing(client):
+    e = client.predict(LESSON, False, api_name="/precision_record")
+    assert e["precision"] == "fp32" and e["described"] == "float32" and e["max_abs_dlogit"] == 0
+    assert e["greedy"]["piece"] == e["greedy_fp32"]["piece"] == " Paris"
+    assert [row["prob"] for row in e["top"]] == [row["prob_fp32"] for row in e["top"]]
+    with pytest.raises(AppError, match="prompt is empty"):
+        client.predict("", False, api_name="/precision_record")
+
+
 def test_a_script_asks_who_pushed_paris_up_and_knocks_out_the_last_mlp(client):
     a = client.predict(LESSON, False, None, None, None, api_name="/attribution_record")
     assert a["candidate"]["piece"] == " Paris" and a["residual_error"] < 1e-3
