@@ -7,9 +7,10 @@ from __future__ import annotations
 import gradio as gr
 
 from model_service.records.precision import PrecisionEffect
+from playground import limits
 
 from ..common.handlers import bind
-from ..common.i18n import tr
+from ..common.i18n import catalogue, language, tr
 from ..common.text import escape_html, piece_markdown, prob_text, show_token
 
 
@@ -21,11 +22,17 @@ def _token(token, lang: str) -> str:
     return f"<code>{piece_markdown(show_token(token, lang=lang))}</code>"
 
 
+def described(precision: str, lang: str = "en") -> str:
+    """The mode in the page's language (the record's `described` is the service's English)."""
+    key = f"precision.described.{precision}"
+    return tr(lang, key, group=limits.INT4_GROUP) if key in catalogue(language(lang)) else escape_html(precision)
+
+
 def precision_markdown(e: PrecisionEffect, lang: str = "en") -> str:
     same = (tr(lang, "precision.same", token=_token(e.greedy, lang)) if e.same_greedy else
             tr(lang, "precision.differs", token=_token(e.greedy, lang), fp32=_token(e.greedy_fp32, lang)))
     lines = [tr(lang, "precision.heading"),
-             tr(lang, "precision.summary", precision=escape_html(e.described), max=e.max_abs_dlogit,
+             tr(lang, "precision.summary", precision=described(e.precision, lang), max=e.max_abs_dlogit,
                 mean=e.mean_abs_dlogit, same=same), "",
              tr(lang, "precision.table", precision=escape_html(e.precision)), "|---|---:|---:|---:|---:|"]
     lines += [f"| {_token(r.token, lang)} | {prob_text(r.prob)} | {prob_text(r.prob_fp32)} | {r.rank} | {r.rank_fp32} |"

@@ -35,11 +35,11 @@ def test_an_int4_model_shows_what_int4_does_to_the_next_token(browser, int4_url,
         page.goto(f"{int4_url}?tab=forward&lang={lang}", wait_until="domcontentloaded")
         mounted(page, "#fw-prompt textarea")
         line = page.locator("#fw-precision")
-        words = {"en": ("This model runs in int4 weights", "p (float32)", "the greedy token is the same"),
-                 "vi": ("Mô hình này chạy ở int4 weights", "p (float32)", "token greedy vẫn như cũ")}[lang]
+        words = {"en": ("This model runs in int4 weights (groups of 32)", "p fp32", "the greedy token is the same"),
+                 "vi": ("Mô hình này chạy ở trọng số int4 (nhóm 32)", "hạng ở fp32", "token greedy vẫn như cũ")}[lang]
         for text in words:
             expect(line).to_contain_text(text, timeout=90_000)
-        expect(line.locator("table")).to_contain_text({"en": "␣Paris", "vi": "hạng ở float32"}[lang])  # vi: Pháp's prompt
+        expect(line.locator("table")).to_contain_text({"en": "␣Paris", "vi": "p int4"}[lang])  # vi: Pháp's prompt
         line.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / f"precision_{width}.png"))
         box = line.locator("table").bounding_box()
