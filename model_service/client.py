@@ -187,11 +187,11 @@ class ModelClient(ABC):
         both read the same u at every step. At most limits.MAX_STEER_TOKENS tokens. A SteerResult."""
         return self._steer(prompt_of(prompt, chat), towards, away, block, scale, settings, max_new_tokens, chat, top_n)
 
-    def precision_effect(self, prompt: Prompt, chat: bool = False):
-        """What the weights' precision (fp32, bf16, int8 or int4: the host's --precision) does to the next token: the
-        model as it runs beside a float32 copy of the same weights, at the prompt's last position. A PrecisionEffect
-        (records/precision.py); in fp32 both sides are the model itself."""
-        return self._precision_effect(prompt_of(prompt, chat), chat)
+    def precision_effect(self, prompt: Prompt, chat: bool = False, precision: str | None = None):
+        """What a precision (fp32, bf16, int8 or int4; None: the one the model serves in, the host's --precision) does
+        to the next token: the model at that precision beside the same weights in float32, at the prompt's last
+        position. A PrecisionEffect (records/precision.py); in fp32 both sides are the same."""
+        return self._precision_effect(prompt_of(prompt, chat), chat, precision)
 
     def lm_head(self, prompt: Prompt, chat: bool = False, continue_from: Sequence[int] = (),
                 top_k: int = limits.DEFAULT_LM_HEAD_TOP_K):
@@ -246,7 +246,7 @@ class ModelClient(ABC):
     def _attribute(self, prompt, chat, candidate, rival, head_block): ...
 
     @abstractmethod
-    def _precision_effect(self, prompt, chat): ...
+    def _precision_effect(self, prompt, chat, precision): ...
 
     @abstractmethod
     def _knock_out(self, prompt, chat, target, settings, candidate, top_n): ...

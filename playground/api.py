@@ -121,11 +121,12 @@ def register_api(service) -> None:
         except (ValueError, RuntimeError) as e:
             raise user_error(e) from None
 
-    def precision_record(prompt: str, chat: Any = False) -> dict:
-        """What the host's --precision does to the next token: the model beside its float32 self (max and mean
-        |Δlogit|, the top tokens' probabilities and ranks both ways, the greedy token both ways)."""
+    def precision_record(prompt: str, chat: Any = False, precision: Any = None) -> dict:
+        """What a precision (fp32, bf16, int8, int4; blank: the host's --precision) does to the next token beside the
+        same weights in float32: max and mean |Δlogit|, the top tokens' probabilities and ranks, the greedy token."""
         try:
-            return service.precision_effect(validation.text("prompt", prompt), validation.boolean("chat", chat)).to_dict()
+            prompt, chat = validation.text("prompt", prompt), validation.boolean("chat", chat)
+            return service.precision_effect(prompt, chat, None if validation.is_blank(precision) else precision).to_dict()
         except (ValueError, RuntimeError) as e:
             raise user_error(e) from None
 

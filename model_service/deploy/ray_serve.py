@@ -170,7 +170,8 @@ class ModelDeployment:
 
     @api.post("/precision_effect")
     async def precision_effect(self, request: Request):
-        return await self._answer(request, lambda b: self.service.precision_effect(b.get("prompt"), _chat(b)))
+        return await self._answer(request, lambda b: self.service.precision_effect(b.get("prompt"), _chat(b),
+                                                                                        b.get("precision")))
 
     @api.post("/knock_out")
     async def knock_out(self, request: Request):

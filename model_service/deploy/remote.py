@@ -164,8 +164,9 @@ class RemoteService(ModelClient):
         body = {"prompt": prompt, "chat": chat, "candidate": candidate, "rival": rival, "head_block": head_block}
         return Attribution.from_dict(self._post("/attribute", body))
 
-    def _precision_effect(self, prompt, chat):
-        return PrecisionEffect.from_dict(self._post("/precision_effect", {"prompt": prompt, "chat": chat}))
+    def _precision_effect(self, prompt, chat, precision):
+        body = {"prompt": prompt, "chat": chat, "precision": precision}
+        return PrecisionEffect.from_dict(self._post("/precision_effect", body))
 
     def _knock_out(self, prompt, chat, target, settings, candidate, top_n):
         target = target.to_dict() if isinstance(target, Knockout) else target

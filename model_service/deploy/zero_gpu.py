@@ -217,9 +217,9 @@ class ZeroGpuService(ModelClient):
         self.inner.prompt_ids(prompt, chat)
         return _unwrap(one_pass("attribute", (prompt, chat, candidate, rival, head_block), {}))
 
-    def _precision_effect(self, prompt, chat):
+    def _precision_effect(self, prompt, chat, precision):
         self.inner.prompt_ids(prompt, chat)
-        return _unwrap(one_pass("precision_effect", (prompt, chat), {}))
+        return _unwrap(one_pass("precision_effect", (prompt, chat, precision), {}))
 
     def _knock_out(self, prompt, chat, target, settings, candidate, top_n):
         self.inner.check_generate(GenerateCall(prompt, settings, 1, (), chat, top_n))  # bad input costs no lease

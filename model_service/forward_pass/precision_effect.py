@@ -1,10 +1,7 @@
 """What the weights' precision does to the next token (models/precision.py): one forward pass of the model as it
 runs, one of a float32 copy of the same weights, on the same prompt; their last positions compared.
 
-The float32 copy is loaded on the CPU the first time it is asked for and kept (forward_pass is where tensors stay;
-ModelService holds the copy): for the embedded SmolLM2 540 MB beside the int4 model. A model above
-limits.PRECISION_REFERENCE_MAX_PARAMETERS gets no copy (its float32 weights would not fit a laptop's memory); the
-check then says so.
+The copies it compares are ModelService's (precision_check.py says which it makes and keeps).
 """
 
 from __future__ import annotations
@@ -26,9 +23,9 @@ def last_logits(model, ids: list[int]) -> torch.Tensor:
     return out.logits[0, -1].float().cpu()
 
 
-def compare(model, reference, pieces, ids: list[int], precision: str, top_n: int = limits.PRECISION_TOP_N
-            ) -> PrecisionEffect:
-    """The model (at `precision`) against `reference` (float32, the same weights), both on `ids`."""
+def compare(model, reference, pieces, ids: list[int], precision: str, running: str = "fp32",
+            top_n: int = limits.PRECISION_TOP_N) -> PrecisionEffect:
+    """`model` (at `precision`) against `reference` (float32, the same weights; None: the model itself), on `ids`."""
     started = time.perf_counter()
     here = last_logits(model, ids)
     fp32 = here if reference is None else last_logits(reference, ids)
@@ -38,7 +35,7 @@ def compare(model, reference, pieces, ids: list[int], precision: str, top_n: int
     ids_top = dict.fromkeys(q.topk(top_n).indices.tolist() + p.topk(top_n).indices.tolist())
     rows = tuple(PrecisionRow(pieces(i), float(p[i]), float(q[i]), rank(here, i), rank(fp32, i))
                  for i in sorted(ids_top, key=lambda i: -float(q[i])))
-    return PrecisionEffect(precision, describe(precision), float(delta.max()), float(delta.mean()), rows,
+    return PrecisionEffect(precision, running, describe(precision), float(delta.max()), float(delta.mean()), rows,
                            pieces(int(here.argmax())), pieces(int(fp32.argmax())), len(ids),
                            round((time.perf_counter() - started) * 1000, 1))
 

@@ -235,7 +235,7 @@ def load(model: str | None = None, device: str | None = None, progress: Progress
     except (OSError, ValueError, KeyError) as e:
         raise ModelLoadError(_load_failure(name, target, e)) from e
     lm.to(dev).eval()
-    if chosen in modes.QUANTISED:
+    if chosen != "fp32":
         report(0.9, f"Packing {name}'s weights as {chosen}")
         with torch.no_grad():
             modes.quantise(lm, chosen)

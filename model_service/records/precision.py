@@ -23,9 +23,11 @@ class PrecisionRow(_Record):
 @dataclass(frozen=True)
 class PrecisionEffect(_Record):
     """The next token's distribution at the prompt's last position, at `precision` and in float32 (the same weights
-    as loaded, before any rounding to bf16 or packing into int8 / int4)."""
+    as loaded, before any rounding to bf16 or packing into int8 / int4). `running` is the precision the model serves
+    in: when `precision` is another, its side is a copy of the model packed for the check."""
 
-    precision: str  # fp32, bf16, int8 or int4
+    precision: str  # fp32, bf16, int8 or int4: the side compared with float32
+    running: str  # the precision the model serves in (the host's --precision)
     described: str  # as the model card says it ("int4 weights (groups of 32), bfloat16 activations")
     max_abs_dlogit: float  # max over the vocabulary of |logit - logit in fp32|
     mean_abs_dlogit: float

@@ -18,6 +18,7 @@ from ..common.figures import empty_figure
 from ..common.i18n import DEFAULT, T, tr
 from .intervene import InterveneComponents
 from .intervene import build as build_intervene
+from .precision import PrecisionComponents
 from .precision import build as build_precision
 
 ALL_HEADS = -1  # the head picker's "every head"
@@ -50,7 +51,7 @@ class ForwardComponents:
     teacher_plot: gr.Plot
     cost_md: gr.Markdown
     cost_plot: gr.Plot
-    precision_md: gr.Markdown  # what the host's --precision does to the next token (precision.py; hidden in fp32)
+    precision: PrecisionComponents  # what bf16, int8 or int4 do to the next token (precision.py)
     lens_md: gr.Markdown
     lens_plot: gr.Plot
     intervene: InterveneComponents
@@ -103,7 +104,7 @@ def build_components() -> ForwardComponents:
     teacher_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.teacher"), 170), show_label=False, elem_id="fw-teacher")
     cost_md = gr.Markdown(tr(DEFAULT, "forward.lesson.cost"), elem_id="fw-cost-text")
     cost_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.cost")), show_label=False, elem_id="fw-cost")
-    precision_md = build_precision()
+    precision = build_precision()
 
     gr.Markdown(T("forward.section.lens"))
     lens_md = gr.Markdown(tr(DEFAULT, "forward.lesson.lens"), elem_id="fw-lens-text")
@@ -118,5 +119,5 @@ def build_components() -> ForwardComponents:
         shapes_md=shapes_md, lesson_md=lesson_md, numbers=numbers, embedding_md=embedding_md, stream_md=stream_md,
         residual_plot=residual_plot, attention_md=attention_md, block=block, head=head, attention_plot=attention_plot,
         output_md=output_md, predictions_plot=predictions_plot, teacher_plot=teacher_plot, cost_md=cost_md,
-        cost_plot=cost_plot, precision_md=precision_md, lens_md=lens_md, lens_plot=lens_plot, intervene=intervene, sample_btn=sample_btn,
+        cost_plot=cost_plot, precision=precision, lens_md=lens_md, lens_plot=lens_plot, intervene=intervene, sample_btn=sample_btn,
     )

@@ -1,8 +1,11 @@
-"""The Forward pass tab's precision line: what the host's --precision (int4, int8, bf16) does to the next token on the
-prompt on screen, beside the same weights in float32 (the service's PrecisionEffect). Hidden when the model runs
-in float32. Its component, its text (every token escaped), its handler and its events; no torch."""
+"""The Forward pass tab's precision check, under the logits: what bf16, int8 or int4 weights do to the next token on
+the prompt on screen, beside the same weights in float32 (the service's PrecisionEffect). A model served below
+float32 (the host's --precision) shows its own at each trace; on a float32 model a learner picks one. Its components,
+its text (every token escaped), its handlers and its events; no torch."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import gradio as gr
 
@@ -10,12 +13,22 @@ from model_service.records.precision import PrecisionEffect
 from playground import limits
 
 from ..common.handlers import bind
-from ..common.i18n import catalogue, language, tr
+from ..common.i18n import T, catalogue, language, tr
 from ..common.text import escape_html, piece_markdown, prob_text, show_token
 
+CHOICES = ("bf16", "int8", "int4")  # what a learner may compare with float32
 
-def build() -> gr.Markdown:
-    return gr.Markdown(visible=False, elem_id="fw-precision")
+
+@dataclass(frozen=True)
+class PrecisionComponents:
+    pick: gr.Radio  # the precision compared (the model's own when it runs below float32)
+    md: gr.Markdown  # the comparison; hidden until there is one
+
+
+def build() -> PrecisionComponents:
+    gr.Markdown(T("precision.heading"))
+    pick = gr.Radio(list(CHOICES), value=None, label=T("precision.pick"), elem_id="fw-precision-pick")
+    return PrecisionComponents(pick, gr.Markdown(visible=False, elem_id="fw-precision"))
 
 
 def _token(token, lang: str) -> str:
@@ -31,41 +44,49 @@ def described(precision: str, lang: str = "en") -> str:
 def precision_markdown(e: PrecisionEffect, lang: str = "en") -> str:
     same = (tr(lang, "precision.same", token=_token(e.greedy, lang)) if e.same_greedy else
             tr(lang, "precision.differs", token=_token(e.greedy, lang), fp32=_token(e.greedy_fp32, lang)))
-    lines = [tr(lang, "precision.heading"),
-             tr(lang, "precision.summary", precision=described(e.precision, lang), max=e.max_abs_dlogit,
-                mean=e.mean_abs_dlogit, same=same), "",
+    key = "precision.summary" if e.precision == e.running else "precision.summary_other"
+    lines = [tr(lang, key, precision=described(e.precision, lang), running=described(e.running, lang),
+                max=e.max_abs_dlogit, mean=e.mean_abs_dlogit, same=same), "",
              tr(lang, "precision.table", precision=escape_html(e.precision)), "|---|---:|---:|---:|---:|"]
     lines += [f"| {_token(r.token, lang)} | {prob_text(r.prob)} | {prob_text(r.prob_fp32)} | {r.rank} | {r.rank_fp32} |"
               for r in e.top]
-    lines += ["", tr(lang, "precision.note", precision=escape_html(e.precision))]
+    note = "precision.note" if e.precision == e.running else "precision.note_other"
+    lines += ["", tr(lang, note, precision=escape_html(e.precision))]
     return "\n".join(lines)
 
 
-def runs_below_fp32(service) -> bool:
+def running(service) -> str | None:
+    """The precision the model serves in, or None while it loads (the trace's own message says so)."""
     try:
-        return service.info.precision not in ("", "fp32")
-    except RuntimeError:  # still loading: the trace's own message says so
-        return False
+        return service.info.precision or "fp32"
+    except RuntimeError:
+        return None
 
 
-def show(md: gr.Markdown, service, trace, lang: str = "en") -> dict:
-    """A new trace (or language): the comparison for its prompt, or hidden in float32."""
-    if trace is None or not runs_below_fp32(service):
-        return {md: gr.update(visible=False)}
+def show(c: PrecisionComponents, service, trace, pick, lang: str = "en") -> dict:
+    """A new trace, a pick or a language: the comparison for the prompt on screen. The model's own precision when it
+    runs below float32 and nothing is picked; nothing (hidden) on a float32 model until a learner picks one."""
+    serves = running(service)
+    if pick is None and serves not in (None, "fp32"):
+        pick = serves
+    if trace is None or pick is None:
+        return {c.pick: gr.update(value=pick), c.md: gr.update(visible=False)}
     try:
-        effect = service.precision_effect(trace.prompt, trace.chat)
+        effect = service.precision_effect(trace.prompt, trace.chat, pick)
     except (ValueError, RuntimeError) as e:
-        return {md: gr.update(value=escape_html(str(e)), visible=True)}
-    return {md: gr.update(value=precision_markdown(effect, lang), visible=True)}
+        return {c.pick: gr.update(value=pick), c.md: gr.update(value=escape_html(str(e)), visible=True)}
+    return {c.pick: gr.update(value=pick), c.md: gr.update(value=precision_markdown(effect, lang), visible=True)}
 
 
-def wire(md: gr.Markdown, service, trace_state: gr.State, language: gr.Radio | None) -> None:
+def wire(c: PrecisionComponents, service, trace_state: gr.State, language: gr.Radio | None) -> None:
     lang = [language] if language is not None else []
     # "multiple": the trace state also starts the interventions' new_trace (tests/unit/page/test_triggers.py)
-    options = {"api_visibility": "private", "show_progress": "hidden", "preprocess": False, "trigger_mode": "multiple"}
-    trace_state.change(bind(show, md, service), [trace_state, *lang], [md], **options)
+    options = {"api_visibility": "private", "preprocess": False, "trigger_mode": "multiple"}
+    handler, inputs, outputs = bind(show, c, service), [trace_state, c.pick, *lang], [c.pick, c.md]
+    trace_state.change(handler, inputs, outputs, show_progress="hidden", **options)
+    c.pick.input(handler, inputs, outputs, show_progress="minimal", **options)
     if language is not None:
-        language.change(bind(show, md, service), [trace_state, language], [md], **options)
+        language.change(handler, inputs, outputs, show_progress="hidden", **options)
 
 
-__all__ = ["build", "precision_markdown", "show", "wire"]
+__all__ = ["CHOICES", "PrecisionComponents", "build", "precision_markdown", "show", "wire"]

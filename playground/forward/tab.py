@@ -68,7 +68,7 @@ def build_forward_tab(service, lab=None, tabs: gr.Tabs | None = None, lab_tab_id
         wire_language(c, service, language)
     if lab is not None:
         wire_sample(c, lab, tabs, lab_tab_id)
-    wire_precision(c.precision_md, service, c.state, language)
+    wire_precision(c.precision, service, c.state, language)
     wire_intervene(c.intervene, service, c.state, c.prompt, c.chat, language, lab)
     return {
         "state": c.state, "prompt": c.prompt, "chat": c.chat, "trace_button": c.trace_btn,

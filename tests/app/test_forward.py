@@ -80,12 +80,17 @@ def test_bad_requests_are_told_in_the_pages_language(client):
 
 
 def test_a_script_asks_what_the_precision_does_and_in_fp32_it_is_nothing(client):
-    e = client.predict(LESSON, False, api_name="/precision_record")
-    assert e["precision"] == "fp32" and e["described"] == "float32" and e["max_abs_dlogit"] == 0
+    e = client.predict(LESSON, False, None, api_name="/precision_record")
+    assert e["precision"] == e["running"] == "fp32" and e["described"] == "float32" and e["max_abs_dlogit"] == 0
     assert e["greedy"]["piece"] == e["greedy_fp32"]["piece"] == " Paris"
     assert [row["prob"] for row in e["top"]] == [row["prob_fp32"] for row in e["top"]]
+    four = client.predict(LESSON, False, "int4", api_name="/precision_record")  # a copy as --precision int4 loads it
+    assert (four["precision"], four["running"]) == ("int4", "fp32") and 0 < four["max_abs_dlogit"] < 1
+    assert four["greedy"]["piece"] == " Paris" and four["top"][0]["prob_fp32"] == e["top"][0]["prob"]
     with pytest.raises(AppError, match="prompt is empty"):
-        client.predict("", False, api_name="/precision_record")
+        client.predict("", False, None, api_name="/precision_record")
+    with pytest.raises(AppError, match="precision must be one of fp32, bf16, int8, int4"):
+        client.predict(LESSON, False, "int3", api_name="/precision_record")
 
 
 def test_a_script_asks_who_pushed_paris_up_and_knocks_out_the_last_mlp(client):

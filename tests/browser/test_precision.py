@@ -1,6 +1,6 @@
 """The host's --precision on the page: an app whose model runs in int4 says so under the Forward pass tab's logits,
 beside the same weights in float32 (the table of the top tokens both ways), on a projector and a phone, in English and
-Vietnamese (the Vietnamese lesson's prompt); the float32 app shows no such line."""
+Vietnamese (the Vietnamese lesson's prompt); on the float32 app a learner picks int4 to see what it would do."""
 
 from __future__ import annotations
 
@@ -48,13 +48,20 @@ def test_an_int4_model_shows_what_int4_does_to_the_next_token(browser, int4_url,
         context.close()
 
 
-def test_a_float32_model_shows_no_precision_line(browser, app_url):
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
+def test_on_a_float32_model_a_learner_picks_int4_and_sees_what_it_would_do(browser, app_url):
+    context = browser.new_context(viewport={"width": 853, "height": 480})
     try:
         page = context.new_page()
         page.goto(app_url + "?tab=forward", wait_until="domcontentloaded")
         mounted(page, "#fw-prompt textarea")
         expect(page.locator("#iv-attribution-text")).to_contain_text("logit(␣Paris)", timeout=90_000)  # traced
-        expect(page.locator("#fw-precision")).to_be_hidden()
+        line = page.locator("#fw-precision")
+        expect(line).to_be_hidden()  # nothing asked, nothing loaded
+        page.locator("#fw-precision-pick").get_by_text("int4").click()
+        expect(line).to_contain_text("In int4 weights (groups of 32), bfloat16 activations (this room's model runs in "
+                                     "float32)", timeout=90_000)
+        expect(line.locator("table")).to_contain_text("␣Paris")
+        line.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "precision_pick_853.png"))
     finally:
         context.close()

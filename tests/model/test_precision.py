@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from model_service import limits
 from model_service.forward_pass.precision_effect import compare, last_logits
 from model_service.models import loading
-from model_service.models.precision import Int4Linear, Int8Linear, describe, quantise
+from model_service.models.precision import Int4Linear, Int8Linear, RowLinear, describe, quantise
 
 from ..conftest import tiny_llama
 
@@ -63,7 +63,7 @@ def test_quantise_swaps_the_blocks_linear_layers_not_the_head_and_stays_near_fp3
     quantised = tiny_llama().to(torch.bfloat16)
     swapped = quantise(quantised, precision)
     assert swapped == 7 * 2  # q, k, v, o, gate, up, down in each of the 2 blocks
-    assert type(quantised.lm_head) is torch.nn.Linear
+    assert type(quantised.lm_head) is RowLinear  # the head stays in bfloat16, its one-row product through torch.mv
     here = last_logits(quantised, ids)
     spread = float(fp32.max() - fp32.min())
     assert float((here - fp32).abs().max()) < 0.1 * spread
@@ -74,7 +74,22 @@ def test_a_layer_int4_cannot_pack_stays_in_bf16():
     model = torch.nn.Sequential(torch.nn.Linear(48, 16), torch.nn.Linear(16, 64))
     model.get_output_embeddings = lambda: None
     assert quantise(model.to(torch.bfloat16), "int4") == 0  # 48 is no multiple of 32; 16 neither
-    assert all(type(m) is torch.nn.Linear for m in model)
+    assert all(type(m) is RowLinear for m in model)
+
+
+def test_a_bf16_layer_takes_one_row_through_mv_and_more_through_linear_with_the_same_numbers_and_ties_kept():
+    model = tiny_llama().to(torch.bfloat16)
+    model.lm_head.weight = model.model.embed_tokens.weight  # tied, as SmolLM2's
+    plain = {name: (m.weight.clone(), m) for name, m in model.named_modules() if type(m) is torch.nn.Linear}
+    assert quantise(model, "bf16") == 0  # no weight-only kernel in bf16: every layer keeps its weights
+    assert model.lm_head.weight is model.model.embed_tokens.weight
+    for name, m in model.named_modules():
+        if name in plain:
+            assert type(m) is RowLinear and torch.equal(m.weight, plain[name][0])
+            for rows in ((1, 1), (1, 3), (2, 1)):  # one row (mv), a prompt and a batch (F.linear)
+                x = torch.randn(*rows, m.in_features, dtype=torch.bfloat16)
+                expected = F.linear(x.float(), m.weight.float())
+                assert torch.allclose(m(x).float(), expected, atol=0.05, rtol=0.02)
 
 
 def test_a_bad_precision_is_refused_by_name(monkeypatch):
@@ -124,6 +139,11 @@ def test_the_embedded_model_in_int4_says_paris_and_shows_what_int4_did(int4_serv
     assert effect.precision == "int4" and effect.same_greedy and effect.greedy.piece == " Paris"
     assert 0 < effect.max_abs_dlogit < 1.0  # measured 0.34: SmolLM2's weights are 4-bit groups already
     assert abs(effect.top[0].prob - effect.top[0].prob_fp32) < 0.03
+    other = int4_service.precision_effect("The capital of France is", precision="bf16")  # a copy, loaded in bf16
+    assert (other.precision, other.running) == ("bf16", "int4") and other.greedy.piece == " Paris"
+    assert other.top[0].prob_fp32 == effect.top[0].prob_fp32  # the same float32 side
+    with pytest.raises(ValueError, match="precision must be one of fp32, bf16, int8, int4, got 'int2'"):
+        int4_service.precision_effect("The capital of France is", precision="int2")
     records = list(int4_service.generate("The capital of France is", SamplingSettings(temperature=0), max_new_tokens=3,
                                          ignore_eos=True))
     assert records[0].piece == " Paris"

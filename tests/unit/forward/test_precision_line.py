@@ -9,12 +9,12 @@ import gradio as gr
 
 from model_service.records.precision import PrecisionEffect, PrecisionRow
 from model_service.records.step import Token
-from playground.forward.precision import precision_markdown, show
+from playground.forward.precision import PrecisionComponents, precision_markdown, show
 
 
-def effect(greedy="<b>|x", fp32=None) -> PrecisionEffect:
+def effect(greedy="<b>|x", fp32=None, running="int4") -> PrecisionEffect:
     rows = (PrecisionRow(Token(5, greedy), 0.6, 0.55, 1, 1), PrecisionRow(Token(6, " Rome"), 0.2, 0.25, 2, 2))
-    return PrecisionEffect("int4", "int4 weights (groups of 32), bfloat16 activations", 0.341, 0.05, rows,
+    return PrecisionEffect("int4", running, "int4 weights (groups of 32), bfloat16 activations", 0.341, 0.05, rows,
                            Token(5, greedy), Token(5 if fp32 is None else 6, fp32 or greedy), 6, 12.0)
 
 
@@ -34,21 +34,36 @@ def test_a_greedy_token_that_changes_is_named_both_ways_and_vietnamese_is_vietna
     assert "| p int4 | p fp32 | hạng | hạng ở fp32 |" in md
 
 
+def test_another_precision_than_the_rooms_is_said_as_what_it_would_do():
+    md = precision_markdown(effect(running="fp32"))
+    assert "**In int4 weights (groups of 32), bfloat16 activations** (this room's model runs in float32)" in md
+    assert "the greedy token would be the same" in md and "loaded as `--precision int4` would load it" in md
+
+
 def _service(precision, answer=None):
-    def precision_effect(prompt, chat):
+    asked = []
+
+    def precision_effect(prompt, chat, pick):
+        asked.append(pick)
         if isinstance(answer, Exception):
             raise answer
         return answer
 
-    return SimpleNamespace(info=SimpleNamespace(precision=precision), precision_effect=precision_effect)
+    return SimpleNamespace(info=SimpleNamespace(precision=precision), precision_effect=precision_effect, asked=asked)
 
 
-def test_hidden_in_fp32_and_without_a_trace_shown_below_it_and_a_refusal_said():
-    md = gr.Markdown()
+def test_a_float32_model_waits_for_a_pick_a_lower_one_shows_its_own_and_a_refusal_is_said():
+    c = PrecisionComponents(gr.Radio(), gr.Markdown())
     trace = SimpleNamespace(prompt="The capital of France is", chat=False)
-    assert show(md, _service("fp32"), trace)[md]["visible"] is False
-    assert show(md, _service("int4", effect()), None)[md]["visible"] is False
-    shown = show(md, _service("int4", effect()), trace)[md]
-    assert shown["visible"] is True and "groups of 32" in shown["value"]
-    refused = show(md, _service("int4", RuntimeError("no <copy> kept")), trace)[md]
+    fp32 = _service("fp32", effect(running="fp32"))
+    assert show(c, fp32, trace, None)[c.md]["visible"] is False and fp32.asked == []
+    picked = show(c, fp32, trace, "int4")
+    assert picked[c.md]["visible"] is True and "this room's model runs in float32" in picked[c.md]["value"]
+    assert fp32.asked == ["int4"]
+    int4 = _service("int4", effect())
+    assert show(c, int4, None, None)[c.md]["visible"] is False
+    shown = show(c, int4, trace, None)
+    assert shown[c.pick]["value"] == "int4" and int4.asked == ["int4"]  # the model's own, picked for the learner
+    assert shown[c.md]["visible"] is True and "This model runs in int4 weights" in shown[c.md]["value"]
+    refused = show(c, _service("int4", RuntimeError("no <copy> kept")), trace, "bf16")[c.md]
     assert refused["visible"] is True and refused["value"] == "no &lt;copy&gt; kept"
