@@ -25,6 +25,7 @@ class PrecisionCalls:
     def _precision_effect(self, prompt, chat, precision):
         from .forward_pass.precision_effect import compare
 
+        self._check_open()
         running = self.info.precision or "fp32"
         asked = running if precision is None else validation.choice("precision", precision, limits.PRECISIONS)
         ids = self.prompt_ids(prompt, chat)

@@ -130,8 +130,8 @@ class ModelService(InterventionCalls, PrecisionCalls, ModelClient):
             scheduler, self._scheduler = self._scheduler, None
         if scheduler is not None:
             scheduler.stop(reason=reason)
-        with self.model_lock:
-            self.loaded.model = None
+        with self.model_lock:  # the model, and the precision check's copies of it (precision_check.py)
+            self.loaded.model, self.__dict__["_precision_copies"] = None, {}
 
     def _check_open(self) -> None:
         if self.closed is not None:

@@ -210,7 +210,6 @@ def load(model: str | None = None, device: str | None = None, progress: Progress
          precision: str | None = None):
     """Load (model, tokenizer, info). Never enables trust_remote_code. precision: fp32, bf16, int8 or int4
     (pick_precision; None: NTP_PRECISION, else the device's default)."""
-
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
