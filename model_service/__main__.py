@@ -2,7 +2,7 @@
 
     python -m model_service generate "The capital of France is" --temperature 0.8 --top-p 0.95 --seed 1
     python -m model_service generate "Hi" --chat --json        # one JSON step record per line
-    python -m model_service info
+    python -m model_service --precision int4 info
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m model_service", description="Next-Token Playground model service")
     p.add_argument("--model", help="short name (smollm2, gemma3-270m), local directory or Hugging Face id")
     p.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: CUDA if present)")
+    p.add_argument("--precision", choices=limits.PRECISIONS,
+                   help="the weights': fp32 (a CPU's default), bf16 (a GPU's), int8 or int4 (CPU only; docs/precision.md)")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     g = sub.add_parser("generate", help="stream a generation")
     g.add_argument("prompt")
@@ -53,7 +55,7 @@ def main(argv=None) -> int:
                 temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                 min_p=args.min_p, seed=args.seed, order=args.order,
             )  # checked before the model loads: a typo costs no waiting
-        service = ModelService.load(args.model, args.device)
+        service = ModelService.load(args.model, args.device, precision=args.precision)
         if args.command == "info":
             print(json.dumps(service.info.to_dict(), indent=2))
             return 0

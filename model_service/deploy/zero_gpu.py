@@ -109,8 +109,8 @@ def generate_batch_lease(requests, top_n):
 
 @gpu(duration=limits.ZERO_GPU_TRACE_SECONDS)
 def one_pass(method: str, args: tuple, kwargs: dict):
-    """trace, trace_attention, attribute, knock_out, patch, steer, precision_effect, lm_head, prompt_logprobs, sample_many
-    or batch_effect: one record back."""
+    """trace, trace_attention, attribute, knock_out, patch, steer, lm_head, prompt_logprobs, sample_many or batch_effect: one
+    record back."""
     try:
         return getattr(_SERVICE, method)(*args, **kwargs)
     except (ValueError, RuntimeError) as e:
@@ -218,8 +218,8 @@ class ZeroGpuService(ModelClient):
         return _unwrap(one_pass("attribute", (prompt, chat, candidate, rival, head_block), {}))
 
     def _precision_effect(self, prompt, chat, precision):
-        self.inner.prompt_ids(prompt, chat)
-        return _unwrap(one_pass("precision_effect", (prompt, chat, precision), {}))
+        # on the CPU, in this process: no lease, and its copies are kept here (a lease's worker forgets them)
+        return self.inner._precision_effect(prompt, chat, precision, on_cpu=True)
 
     def _knock_out(self, prompt, chat, target, settings, candidate, top_n):
         self.inner.check_generate(GenerateCall(prompt, settings, 1, (), chat, top_n))  # bad input costs no lease

@@ -59,7 +59,7 @@ class SchedulerProcess:
     """Scheduler's stand-in in the web process: the room's loop runs in a spawned process."""
 
     def __init__(self, source: tuple, max_rows: int, queue_size: int, batch_invariant: bool | None = None):
-        """source: (model, device) as ModelService.load takes them; the process loads its own copy."""
+        """source: loading.load's (model, device, progress, precision); the process loads its own copy."""
         context = multiprocessing.get_context("spawn")  # fork would copy the web server's threads and locks
         mine, theirs = context.Pipe()
         self.max_rows, self.queue_size = max_rows, queue_size

@@ -1,12 +1,8 @@
-"""What the weights' precision does to the next token (models/precision.py): one forward pass of the model as it
-runs, one of a float32 copy of the same weights, on the same prompt; their last positions compared.
-
-The copies it compares are ModelService's (precision_check.py says which it makes and keeps).
-"""
+"""What a precision does to the next token (models/precision.py): the last position's logits of the model at one
+precision and of the same weights in float32, compared. The passes are the caller's (precision_check.py says which
+copies it makes and which lock each pass holds); here, one pass and the comparison."""
 
 from __future__ import annotations
-
-import time
 
 import torch
 
@@ -16,19 +12,16 @@ from ..records.precision import PrecisionEffect, PrecisionRow
 
 
 def last_logits(model, ids: list[int]) -> torch.Tensor:
-    """(V,) float32 logits at the prompt's last position."""
+    """(V,) float32 logits at the prompt's last position, on the CPU."""
     device = model.get_input_embeddings().weight.device
     with torch.inference_mode():
         out = model(input_ids=torch.tensor([ids], device=device), use_cache=False, logits_to_keep=1)
     return out.logits[0, -1].float().cpu()
 
 
-def compare(model, reference, pieces, ids: list[int], precision: str, running: str = "fp32",
-            top_n: int = limits.PRECISION_TOP_N) -> PrecisionEffect:
-    """`model` (at `precision`) against `reference` (float32, the same weights; None: the model itself), on `ids`."""
-    started = time.perf_counter()
-    here = last_logits(model, ids)
-    fp32 = here if reference is None else last_logits(reference, ids)
+def compare(here: torch.Tensor, fp32: torch.Tensor, pieces, tokens: int, precision: str, running: str = "fp32",
+            seconds: float = 0.0, top_n: int = limits.PRECISION_TOP_N) -> PrecisionEffect:
+    """Logits at `precision` (here) against the same weights' in float32, for a prompt of `tokens` tokens."""
     delta = (here - fp32).abs()
     p, q = here.softmax(-1), fp32.softmax(-1)
     rank = lambda logits, i: int((logits > logits[i]).sum()) + 1  # noqa: E731 - as the knock-out counts ranks
@@ -36,8 +29,7 @@ def compare(model, reference, pieces, ids: list[int], precision: str, running: s
     rows = tuple(PrecisionRow(pieces(i), float(p[i]), float(q[i]), rank(here, i), rank(fp32, i))
                  for i in sorted(ids_top, key=lambda i: -float(q[i])))
     return PrecisionEffect(precision, running, describe(precision), float(delta.max()), float(delta.mean()), rows,
-                           pieces(int(here.argmax())), pieces(int(fp32.argmax())), len(ids),
-                           round((time.perf_counter() - started) * 1000, 1))
+                           pieces(int(here.argmax())), pieces(int(fp32.argmax())), tokens, round(seconds * 1000, 1))
 
 
 __all__ = ["compare", "last_logits"]

@@ -46,7 +46,7 @@ class ModelInfo:
     # bytes of the LM head's weight (V x d x bytes per parameter): what every forward pass reads to score
     # the vocabulary at one position (the lessons' "1 GB per step" for Llama-3.1-8B in bf16); 0 = unknown
     head_bytes: int = 0
-    precision: str = ""  # fp32, bf16, int8 or int4 as loaded (models/precision.py); "" for a model passed in
+    precision: str = ""  # fp32, bf16, int8 or int4 as loaded (models/precision.py; a model passed in: by its dtype)
 
     def describe(self) -> str:
         device = f"{self.device} ({self.device_name})" if self.device_name else self.device

@@ -110,11 +110,12 @@ def test_the_check_against_itself_is_exact_and_against_bf16_is_not():
     model = tiny_llama()
     pieces = lambda i: type("T", (), {"id": i})()  # noqa: E731 - only ids are read here
     ids = [1, 5, 9, 42, 7, 100]
-    same = compare(model, None, pieces, ids, "fp32")
+    fp32 = last_logits(model, ids)
+    same = compare(fp32, fp32, pieces, len(ids), "fp32")
     assert same.max_abs_dlogit == 0 and same.same_greedy
     assert [r.rank for r in same.top] == [r.rank_fp32 for r in same.top] == sorted(r.rank for r in same.top)
     half = tiny_llama().to(torch.bfloat16)
-    effect = compare(half, model, pieces, ids, "bf16")
+    effect = compare(last_logits(half, ids), fp32, pieces, len(ids), "bf16")
     assert 0 < effect.max_abs_dlogit < 1
     assert effect.described == describe("bf16") == "bfloat16"
     assert abs(sum(r.prob_fp32 for r in effect.top) - sum(r.prob_fp32 for r in same.top)) < 1e-6  # the same tokens
@@ -142,6 +143,8 @@ def test_the_embedded_model_in_int4_says_paris_and_shows_what_int4_did(int4_serv
     other = int4_service.precision_effect("The capital of France is", precision="bf16")  # a copy, loaded in bf16
     assert (other.precision, other.running) == ("bf16", "int4") and other.greedy.piece == " Paris"
     assert other.top[0].prob_fp32 == effect.top[0].prob_fp32  # the same float32 side
+    on_cpu = int4_service._precision_effect("The capital of France is", False, None, on_cpu=True)  # ZeroGPU's way
+    assert on_cpu.max_abs_dlogit == effect.max_abs_dlogit and on_cpu.top == effect.top  # a copy loaded the same way
     with pytest.raises(ValueError, match="precision must be one of fp32, bf16, int8, int4, got 'int2'"):
         int4_service.precision_effect("The capital of France is", precision="int2")
     records = list(int4_service.generate("The capital of France is", SamplingSettings(temperature=0), max_new_tokens=3,

@@ -1,5 +1,5 @@
 """The Forward pass tab's precision line (playground/forward/precision.py): what it says in both languages, every token
-escaped, hidden in fp32 and while the model loads, a refused check said in words."""
+escaped, shown for the host's choice or a learner's pick, a refused check said in the page's language."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from model_service.records import validation
 from model_service.records.precision import PrecisionEffect, PrecisionRow
 from model_service.records.step import Token
-from playground.forward.precision import PrecisionComponents, precision_markdown, show
+from playground.forward.precision import PrecisionComponents, precision_markdown, redraw, show
 
 
 def effect(greedy="<b>|x", fp32=None, running="int4") -> PrecisionEffect:
@@ -40,7 +41,7 @@ def test_another_precision_than_the_rooms_is_said_as_what_it_would_do():
     assert "the greedy token would be the same" in md and "loaded as `--precision int4` would load it" in md
 
 
-def _service(precision, answer=None):
+def _service(precision, answer=None, device="cpu"):
     asked = []
 
     def precision_effect(prompt, chat, pick):
@@ -49,21 +50,43 @@ def _service(precision, answer=None):
             raise answer
         return answer
 
-    return SimpleNamespace(info=SimpleNamespace(precision=precision), precision_effect=precision_effect, asked=asked)
+    return SimpleNamespace(info=SimpleNamespace(precision=precision, device=device), precision_effect=precision_effect,
+                           asked=asked)
 
 
-def test_a_float32_model_waits_for_a_pick_a_lower_one_shows_its_own_and_a_refusal_is_said():
-    c = PrecisionComponents(gr.Radio(), gr.Markdown())
-    trace = SimpleNamespace(prompt="The capital of France is", chat=False)
+TRACE = SimpleNamespace(prompt="The capital of France is", chat=False)
+
+
+def components() -> PrecisionComponents:
+    return PrecisionComponents(gr.Radio(), gr.Markdown(), gr.State())
+
+
+def test_a_default_precision_waits_for_a_pick_and_a_hosts_choice_shows_at_every_trace():
+    c = components()
+    for service in (_service("fp32", effect(running="fp32")), _service("bf16", effect(), device="cuda:0")):
+        assert show(c, service, TRACE, None)[c.md]["visible"] is False and service.asked == []  # the device's default
+        picked = show(c, service, TRACE, "int4")
+        assert picked[c.md]["visible"] is True and picked[c.effect] is not None and service.asked == ["int4"]
     fp32 = _service("fp32", effect(running="fp32"))
-    assert show(c, fp32, trace, None)[c.md]["visible"] is False and fp32.asked == []
-    picked = show(c, fp32, trace, "int4")
-    assert picked[c.md]["visible"] is True and "this room's model runs in float32" in picked[c.md]["value"]
-    assert fp32.asked == ["int4"]
+    assert "this room's model runs in float32" in show(c, fp32, TRACE, "int4")[c.md]["value"]
     int4 = _service("int4", effect())
     assert show(c, int4, None, None)[c.md]["visible"] is False
-    shown = show(c, int4, trace, None)
-    assert shown[c.pick]["value"] == "int4" and int4.asked == ["int4"]  # the model's own, picked for the learner
+    shown = show(c, int4, TRACE, None)
+    assert shown[c.pick]["value"] == "int4" and int4.asked == ["int4"]  # the host's choice, picked for the learner
     assert shown[c.md]["visible"] is True and "This model runs in int4 weights" in shown[c.md]["value"]
-    refused = show(c, _service("int4", RuntimeError("no <copy> kept")), trace, "bf16")[c.md]
+
+
+def test_a_refusal_is_said_in_the_pages_language_and_hides_itself_when_nobody_asked():
+    c = components()
+    refused = show(c, _service("int4", RuntimeError("no <copy> kept")), TRACE, "bf16")[c.md]
     assert refused["visible"] is True and refused["value"] == "no &lt;copy&gt; kept"
+    too_large = validation.Unavailable("precision_too_large", parameters="8,030M", limit="2,000M")
+    asked = show(c, _service("int4", too_large), TRACE, "bf16", "vi")[c.md]
+    assert asked["visible"] is True and "phép so độ chính xác" in asked["value"] and "8,030M" in asked["value"]
+    assert show(c, _service("int4", too_large), TRACE, None)[c.md]["visible"] is False  # the host's, unasked
+
+
+def test_another_language_redraws_the_comparison_on_screen_without_asking_again():
+    c = components()
+    assert "Mô hình này chạy ở trọng số int4" in redraw(c, effect(), "vi")[c.md]
+    assert redraw(c, None, "vi")[c.md] == gr.update()
