@@ -93,13 +93,14 @@ class ModelDeployment:
     tiny model); otherwise the replica loads `model` (a catalog key, None = the embedded default)."""
 
     def __init__(self, model: str | None = None, factory: Callable | None = None, threads: int | None = None,
-                 batch_invariant: bool | None = None):
+                 batch_invariant: bool | None = None, precision: str | None = None):
         from ..models.loading import serve_beside_web_server
         from ..service import ModelService
 
         serve_beside_web_server(threads)  # the replica's HTTP server streams records beside the scheduler
         self.started = time.time()
-        self.service = factory() if factory else ModelService.load(model, batch_invariant=batch_invariant)
+        self.service = factory() if factory else ModelService.load(model, batch_invariant=batch_invariant,
+                                                                               precision=precision)
 
     @api.get("/info")
     def info(self) -> dict:
@@ -223,7 +224,7 @@ class ModelDeployment:
 
 def application(model: str | None = None, *, replicas: int | None = None, min_replicas: int = 1, max_replicas: int = 1,
                 factory: Callable | None = None, threads: int | None = None, num_cpus: float = 1, num_gpus: float = 0,
-                target_ongoing: int | None = None, batch_invariant: bool | None = None):
+                target_ongoing: int | None = None, batch_invariant: bool | None = None, precision: str | None = None):
     """The bound application: a fixed number of replicas, or autoscaling between min and max. num_gpus: per
     replica (1 on a GPU cluster: Ray places each replica on its own card); target_ongoing: the ongoing requests
     per replica the autoscaler aims at (default limits.SERVE_TARGET_ONGOING, sized for a CPU replica)."""
@@ -233,7 +234,7 @@ def application(model: str | None = None, *, replicas: int | None = None, min_re
                                       "initial_replicas": min_replicas,
                                       "target_ongoing_requests": target_ongoing or limits.SERVE_TARGET_ONGOING},
                "ray_actor_options": {"num_cpus": num_cpus, "num_gpus": num_gpus}}
-    return ModelDeployment.options(**options).bind(model, factory, threads, batch_invariant)
+    return ModelDeployment.options(**options).bind(model, factory, threads, batch_invariant, precision)
 
 
 def main(argv=None) -> None:
@@ -256,6 +257,9 @@ def main(argv=None) -> None:
                     default=env.batch_invariant(),
                     metavar="true|false", help="a row's logits bit-identical in any batch (default: NTP_BATCH_INVARIANT, "
                                                "else the device's default)")
+    ap.add_argument("--precision", default=env.precision(), choices=limits.PRECISIONS,
+                    help="the weights': fp32, bf16, int8 or int4 (default: NTP_PRECISION, else the device's; "
+                         "docs/precision.md)")
     args = ap.parse_args(argv)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     # replicas import model_service from this checkout, wherever Ray starts their processes
@@ -264,7 +268,8 @@ def main(argv=None) -> None:
     serve.start(http_options={"host": args.host, "port": args.port})
     serve.run(application(args.model, replicas=args.replicas, min_replicas=args.min_replicas,
                           max_replicas=args.max_replicas, num_cpus=args.num_cpus, num_gpus=args.num_gpus,
-                          target_ongoing=args.target_ongoing, batch_invariant=args.batch_invariant),
+                          target_ongoing=args.target_ongoing, batch_invariant=args.batch_invariant,
+                          precision=args.precision),
            name="playground", route_prefix="/")
     print(f"model service on http://{args.host}:{args.port}/ — run the UI with: python app.py --service "
           f"http://{args.host}:{args.port}", flush=True)

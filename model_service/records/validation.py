@@ -77,7 +77,7 @@ MESSAGES = {
     "keep_key": "{field} must be up to {limit} letters, digits and - _ . : (a page's name for its run), got {got}",
     "model_choice": "{field} must be one of the host's models ({choices}), got {got}",
     "precision_too_large": "the precision check keeps a float32 copy of the model beside it; this model has {parameters} parameters, above the {limit} such a copy is kept for",
-    "precision_no_source": "the precision check reloads the model in float32, and this model was not loaded from a name or a directory",
+    "precision_no_source": "the precision check loads a copy of the model, and this model was not loaded from a name or a directory",
 }
 
 

@@ -256,3 +256,10 @@ def test_the_interventions_cross_as_records_and_equal_the_in_process_service(rem
     assert same(far, near)
     with pytest.raises(ValueError, match="kind must be one of attention, mlp, head"):
         remote.knock_out("hello", {"kind": "neuron", "block": 1})
+    # the precision check: a float32 model beside itself; another precision needs a model loaded by name, and says so
+    assert same(remote.precision_effect("hello world"), tiny_service.precision_effect("hello world"))
+    assert remote.precision_effect("hello world").max_abs_dlogit == 0
+    with pytest.raises(RuntimeError, match="loads a copy of the model, and this model was not loaded from a name"):
+        remote.precision_effect("hello world", precision="int4")
+    with pytest.raises(ValueError, match="precision must be one of fp32, bf16, int8, int4, got 'int3'"):
+        remote.precision_effect("hello world", precision="int3")
