@@ -14,6 +14,7 @@ client's public call (client.py) names it once.
 from __future__ import annotations
 
 import threading
+import time
 
 from . import limits
 from .records import validation
@@ -25,8 +26,6 @@ class PrecisionCalls:
     """ModelService's precision check (it provides model_lock, prompt_ids, pieces, info, model, _check_open)."""
 
     def _precision_effect(self, prompt, chat, precision, on_cpu: bool = False):
-        import time
-
         from .forward_pass.precision_effect import compare, last_logits
 
         self._check_open()

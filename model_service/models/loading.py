@@ -90,7 +90,8 @@ def cache_root() -> Path:
 
 
 def pick_device(device: str | None = None) -> tuple[torch.device, torch.dtype]:
-    """Auto: CUDA in bf16 when present, else the CPU in float32 (bf16 matmuls are slow on CPUs)."""
+    """Auto: CUDA when present, else the CPU; with the device's default dtype (limits.PRECISION_DEFAULT: bf16 on CUDA,
+    float32 on a CPU)."""
     name = device or env.text(env.DEVICE) or ("cuda" if torch.cuda.is_available() else "cpu")
     try:
         dev = torch.device(name)
@@ -98,7 +99,7 @@ def pick_device(device: str | None = None) -> tuple[torch.device, torch.dtype]:
         raise ModelLoadError(f"unknown device {name!r}: {e}") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ModelLoadError(f"device {name!r} asked for, but this machine has no CUDA GPU")
-    return dev, (torch.bfloat16 if dev.type == "cuda" else torch.float32)
+    return dev, modes.DTYPES[limits.PRECISION_DEFAULT.get(dev.type, "fp32")]
 
 
 def pick_precision(precision: str | None, dev: torch.device) -> str:
