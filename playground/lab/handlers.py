@@ -135,8 +135,10 @@ def page_step_views(lab: LabComponents, run: Run, final: bool) -> dict:
         return {}
     part = run if upto == len(run.records) else replace(run, records=run.records[:upto])
     views = step_views(lab, part, None, run.view)
-    if not final and run.page_chips is not None:  # a page: its charts redrawn in place, not re-created (in_place.py)
-        views = {lab.stream_figures: stream_figures(run.tag, upto, views[lab.stage_plot], views[lab.draw_plot])}
+    if run.page_chips is not None:  # a page: its charts redrawn in place, not re-created (in_place.py); the last
+        # step's in the Plots, with the in-place text blanked: no earlier step's draw still waiting comes after it
+        views = ({**views, lab.stream_figures: ""} if final else
+                 {lab.stream_figures: stream_figures(run.tag, upto, views[lab.stage_plot], views[lab.draw_plot])})
     return {lab.status: status_markdown(part, rate=run.rate, lang=run.lang), **views}
 
 
@@ -168,7 +170,8 @@ def streamed(lab: LabComponents, run: Run, stream, first: dict):
             close()  # frees this run's row in the model's batch at the next step boundary
     try:
         if run.stop_presses:  # the one update after Stop: the views frozen on the step the page showed, last in
-            yield frozen(lab, run, run.view)  # this stream, so no update of it still on its way comes after
+            # this stream, so no update of it still on its way comes after (nor a draw of one: in_place.py)
+            yield frozen(lab, run, run.view) | {lab.stream_figures: ""}
     finally:
         run.streaming = ""  # (after the update has gone out: Stop's handler waits for this)
 

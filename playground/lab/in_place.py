@@ -19,18 +19,24 @@ REACT_JS = """(div, figure) => {
     return window.Plotly.react(div, figure.data || [], layout);
   }"""
 
-# The stream's figures, drawn once each (Gradio hands a Textbox's value to its change event again now and then)
+# The stream's figures, drawn once each (Gradio hands a Textbox's value to its change event again now and then).
+# The run's last update sets the Plots and blanks this text: a draw of an earlier step still waiting for its task
+# then skips, and one whose chart the Plots have re-created since lands on the old, detached element. (Else, on a
+# busy page, the next-to-last step could cover the last: a CI run.)
 STREAM_JS = """(text) => {
   const react = __REACT__;
-  if (!text || text === window.__ntpStreamed || !window.Plotly) return [];
+  if (text === window.__ntpStreamed || !window.Plotly) return [];
   window.__ntpStreamed = text;
+  if (!text) return [];
   let figures;
   try { figures = JSON.parse(text); } catch (e) { return []; }
   // one chart a task: a token's update that comes meanwhile is shown between them, not after both
-  [['stage-plot', figures.stage], ['draw-plot', figures.draw]].forEach(([id, figure], i) => setTimeout(() => {
+  [['stage-plot', figures.stage], ['draw-plot', figures.draw]].forEach(([id, figure], i) => {
     const div = document.querySelector(`#${id} .js-plotly-plot`);
-    if (div && figure && window.__ntpStreamed === text) react(div, figure);  // (a newer one is on its way: skip)
-  }, i));
+    setTimeout(() => {
+      if (div && div.isConnected && figure && window.__ntpStreamed === text) react(div, figure);  // (newer: skip)
+    }, i);
+  });
   return [];
 }""".replace("__REACT__", REACT_JS)
 

@@ -105,6 +105,31 @@ def test_a_llamacpp_link_draws_the_panels_of_its_samplers(browser, app_url, lang
         context.close()
 
 
+# The page draws a streaming run's charts in place, a task after each update (lab/in_place.py). On a busy machine
+# such a draw of the run's next-to-last step came after its last update had set the charts, and the chart stayed
+# there (a CI run: no XTC panel, which the link's last step has and the one before lacks). Here those draws wait
+# 1.5 s on purpose, so the race is there every time.
+LATE_DRAWS = """() => {
+  const setTimeout = window.setTimeout;
+  window.setTimeout = (f, ms, ...rest) =>
+    setTimeout(f, String(f).includes("__ntpStreamed") ? 1500 : ms, ...rest);
+}"""
+
+
+def test_a_late_draw_of_a_streamed_step_never_covers_the_runs_last(browser, app_url):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.add_init_script(f"({LATE_DRAWS})()")
+    page = context.new_page()
+    try:
+        page.goto(f"{app_url}{LLAMA}", wait_until="domcontentloaded")
+        expect(page.locator("#model-status")).to_contain_text("Model:", timeout=60_000)
+        generate(page)
+        page.wait_for_timeout(2_500)  # every draw still waiting has come
+        expect(page.locator("#stage-plot")).to_contain_text("after XTC", timeout=1_000)
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("lang, words", [
     ("en", ("after DRY", "Underlined:", "moved its logit by")),
     ("vi", ("sau DRY", "Gạch chân:", "dời logit của nó")),
