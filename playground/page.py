@@ -29,6 +29,7 @@ from .common.lab_link import lab_query
 from .common.sessions import use_lean_sessions
 from .compare.tab import build_compare_tab
 from .engine.tab import build_engine_tab
+from .forward.intervene_patch import PATCH_CLICK_JS
 from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
 from .hosting import SwitchPolicy
@@ -219,6 +220,7 @@ def wire(demo: gr.Blocks, page: Page, host_key: str | None) -> None:
     demo.load(None, None, None, js=MENUS_JS, api_visibility="private")
     demo.load(None, None, None, js=BAND_JS, api_visibility="private")
     demo.load(None, None, None, js=BAN_JS, api_visibility="private")  # a click on a candidate's bar bans it
+    demo.load(None, None, None, js=PATCH_CLICK_JS, api_visibility="private")  # a click on a grid's cell patches it
     demo.load(None, None, None, js=CHAIN_JS, api_visibility="private")  # the custom chain's board moves its stages
     parts.link_button.click(bound(make_link), [*(lab.control(name) for name in CONTROLS), language], parts.link,
                             api_name="make_link", show_progress="hidden", preprocess=False)

@@ -21,6 +21,11 @@ PAGE_MESSAGES = {
     "run_field": "the run file's {field} must be {expected}, got {got}",
     "run_missing": "the run file has no {field}",
     "run_unknown": "the run file's {field} is not part of a run (expected: {known})",
+    "iv_file_json": "the intervention file is not JSON: {error}",
+    "iv_file_size": "the intervention file has {size} bytes; the limit here is {limit}",
+    "iv_file_field": "the intervention file's {field} must be {expected}, got {got}",
+    "iv_file_missing": "the intervention file has no {field}",
+    "iv_file_unknown": "the intervention file's {field} is not part of it (expected: {known})",
 }
 _ALL = {**validation.MESSAGES, **PAGE_MESSAGES}
 assert not set(PAGE_MESSAGES) & set(validation.MESSAGES)

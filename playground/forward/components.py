@@ -18,6 +18,7 @@ from ..common.figures import empty_figure
 from ..common.i18n import DEFAULT, T, tr
 from .intervene import InterveneComponents
 from .intervene import build as build_intervene
+from .intervene_files import FilesComponents, build_files
 from .precision import PrecisionComponents
 from .precision import build as build_precision
 
@@ -55,6 +56,7 @@ class ForwardComponents:
     lens_md: gr.Markdown
     lens_plot: gr.Plot
     intervene: InterveneComponents
+    files: FilesComponents  # the Intervene section's results saved and loaded (intervene_files.py)
     sample_btn: gr.Button
 
     @property
@@ -111,6 +113,7 @@ def build_components() -> ForwardComponents:
     lens_plot = gr.Plot(empty_figure(tr(DEFAULT, "forward.empty.lens")), show_label=False, elem_id="fw-lens")
 
     intervene = build_intervene(DEFAULT_BLOCKS)
+    files = build_files(intervene.results)  # at the end of the Intervene section
 
     gr.Markdown(T("forward.section.sample"))
     sample_btn = gr.Button(T("forward.sample"), elem_id="fw-sample", interactive=False)
@@ -119,5 +122,5 @@ def build_components() -> ForwardComponents:
         shapes_md=shapes_md, lesson_md=lesson_md, numbers=numbers, embedding_md=embedding_md, stream_md=stream_md,
         residual_plot=residual_plot, attention_md=attention_md, block=block, head=head, attention_plot=attention_plot,
         output_md=output_md, predictions_plot=predictions_plot, teacher_plot=teacher_plot, cost_md=cost_md,
-        cost_plot=cost_plot, precision=precision, lens_md=lens_md, lens_plot=lens_plot, intervene=intervene, sample_btn=sample_btn,
+        cost_plot=cost_plot, precision=precision, lens_md=lens_md, lens_plot=lens_plot, intervene=intervene, files=files, sample_btn=sample_btn,
     )

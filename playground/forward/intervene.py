@@ -4,7 +4,7 @@
     Candidate / Against changed, Who pushed it up?  ──► attribute() for those two, the heads of the knock-out block
     Knock it out ──► knock_out(the box's prompt, part, the lab's settings) ──► before → after, the lab's stages on it
     Restore ──► the model as it is (nothing to compute: the before is the trace's)
-    Patch ──► patch(prompt, source, every (position, block)) ──► the grid of p(the source's answer)
+    a click on a grid's cell, Patch every cell ──► intervene_patch.py ──► the grid of p(the source's answer)
     Steer ──► steer(its prompt, towards − away after a block, scale, the lab's settings) ──► both runs' texts
 
 The attribution costs one traced pass and a knock-out two (the model as it is, then without the part), each a
@@ -30,6 +30,10 @@ from ..lab.request import field_labels, parse_request
 from ..lab.view import View, stage_chart
 from . import intervene_charts as charts
 from . import intervene_text as text
+from .intervene_files import remember
+from .intervene_patch import blank_grid, candidate_id, patch_cell, patch_every_cell
+
+KEEP = object()  # attribution_views: the kept results left as they are
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,9 @@ class InterveneComponents:
     patch_btn: gr.Button
     patch_md: gr.Markdown
     patch_plot: gr.Plot
+    patch_state: gr.State  # the cells patched so far, with what they were computed for (intervene_patch.py)
+    patch_cell: gr.Textbox  # a clicked cell, written by the page (intervene_patch.PATCH_CLICK_JS)
+    results: gr.State  # the latest result of each kind, as the section's file saves them (intervene_files.remember)
     steer_prompt: gr.Textbox
     towards: gr.Textbox
     away: gr.Textbox
@@ -64,7 +71,8 @@ class InterveneComponents:
 
     @property
     def attribution_views(self) -> list:
-        return [self.state, self.candidate, self.rival, self.attribution_md, self.attribution_plot, self.head]
+        return [self.state, self.candidate, self.rival, self.attribution_md, self.attribution_plot, self.head,
+                self.results]
 
     @property
     def knockout_views(self) -> list:
@@ -108,10 +116,12 @@ def build(blocks: int) -> InterveneComponents:
         patch_btn = gr.Button(T("intervene.patch"), elem_id="iv-patch", scale=1, min_width=160)
     patch_md = gr.Markdown(elem_id="iv-patch-text")
     patch_plot = gr.Plot(empty_figure(tr(DEFAULT, "intervene.empty.patch"), 240), show_label=False, elem_id="iv-patch-grid")
+    patch_cell = gr.Textbox("", visible="hidden", elem_id="iv-patch-cell")
     steer = build_steer(blocks)
     return InterveneComponents(gr.State(None), lesson_md, candidate, rival, attribute_btn, attribution_md,
                                attribution_plot, kind, block, head, mode, knock_btn, restore_btn, knockout_md,
-                               knockout_plot, stages_plot, source, patch_btn, patch_md, patch_plot, *steer)
+                               knockout_plot, stages_plot, source, patch_btn, patch_md, patch_plot, gr.State(None),
+                               patch_cell, gr.State(None), *steer)
 
 
 def build_steer(blocks: int) -> tuple:
@@ -140,12 +150,8 @@ def candidate_choices(trace, lang: str) -> list:
     return [(f"{text.show_token(c, lang=lang).text} · {c.prob:.1%}", c.id) for c in trace.predictions[-1].top]
 
 
-def _token(value):
-    """A candidate box's token id as the service takes it (it checks it against the vocabulary): blank is None."""
-    return None if validation.is_blank(value) else value
-
-
-def attribution_views(iv: InterveneComponents, trace, a, lang: str) -> dict:
+def attribution_views(iv: InterveneComponents, trace, a, lang: str, kept=KEEP) -> dict:
+    """The attribution's views; with the kept results given, `a` remembered in them (a redraw keeps them as they are)."""
     choices = candidate_choices(trace, lang)
     known = {i for _, i in choices}
     extra = [(f"{text.show_token(t, lang=lang).text}", t.id) for t in (a.candidate, a.rival) if t.id not in known]
@@ -153,27 +159,30 @@ def attribution_views(iv: InterveneComponents, trace, a, lang: str) -> dict:
             iv.candidate: gr.update(choices=choices + extra, value=a.candidate.id),
             iv.rival: gr.update(choices=choices + extra, value=a.rival.id),
             iv.head: gr.update(maximum=len(a.heads) or None),
-            iv.attribution_md: text.attribution_markdown(a, lang), iv.attribution_plot: charts.attribution_figure(a, lang)}
+            iv.attribution_md: text.attribution_markdown(a, lang), iv.attribution_plot: charts.attribution_figure(a, lang),
+            **({} if kept is KEEP else
+               {iv.results: remember(kept, "attribution", {"prompt": trace.prompt, "chat": trace.chat,
+                                                            "model": trace.model}, a)})}
 
 
-def attribute(iv: InterveneComponents, service, trace, candidate, rival, block, lang="en"):
+def attribute(iv: InterveneComponents, service, trace, candidate, rival, block, kept, lang="en"):
     """Who pushed the candidate up against the rival, on the prompt traced on screen; the heads of the knock-out's
     block."""
     if trace is None:
         raise user_error(tr(lang, "intervene.status.no_trace"))
     try:
-        a = service.attribute(trace.prompt, trace.chat, _token(candidate), _token(rival),
+        a = service.attribute(trace.prompt, trace.chat, candidate_id(candidate), candidate_id(rival),
                               validation.number("block", block, integer=True, low=1, high=trace.num_layers, blank=None))
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang) from None
-    return attribution_views(iv, trace, a, lang)
+    return attribution_views(iv, trace, a, lang, kept)
 
 
-def heads_of(iv: InterveneComponents, service, current, trace, candidate, rival, block, lang="en"):
+def heads_of(iv: InterveneComponents, service, current, trace, candidate, rival, block, kept, lang="en"):
     """The knock-out's block moved: the same attribution, that block's heads (nothing before the first one)."""
     if current is None or trace is None:
         return unchanged(iv.state)
-    return attribute(iv, service, trace, candidate, rival, block, lang)
+    return attribute(iv, service, trace, candidate, rival, block, kept, lang)
 
 
 def within(block, blocks: int, default: int) -> int:
@@ -184,10 +193,11 @@ def within(block, blocks: int, default: int) -> int:
         return default
 
 
-def new_trace(iv: InterveneComponents, service, trace, current, block, steer_block, lang="en"):
+def new_trace(iv: InterveneComponents, service, trace, current, block, steer_block, kept, lang="en"):
     """A trace came (a new prompt, a link, another block's attention): its top two, unless this prompt's
-    attribution is on screen already; the knock-out's views go back to the model as it is, its block slider to the
-    model's depth (the block it showed, where the model has it)."""
+    attribution is on screen already; the knock-out's views go back to the model as it is and the patching grid
+    blank (unless made for this prompt), its block slider to the model's depth (the block it showed, where the model
+    has it)."""
     if trace is None:
         return unchanged(iv.state)
     if current is not None and current["key"] == (trace.prompt, trace.chat, trace.model):
@@ -198,47 +208,32 @@ def new_trace(iv: InterveneComponents, service, trace, current, block, steer_blo
         a = service.attribute(trace.prompt, trace.chat)
     except (ValueError, RuntimeError) as e:  # another model now, or a prompt the tracer took and this one did not
         return {iv.attribution_md: escape_html(str(e))}
-    return (attribution_views(iv, trace, a, lang) | restored(iv, lang)
-            | {iv.block: gr.update(maximum=trace.num_layers, value=block),
-               iv.steer_block: gr.update(maximum=trace.num_layers, value=steer_block)}
-            | {iv.patch_md: "", iv.patch_plot: empty_figure(tr(lang, "intervene.empty.patch"), 240)})
+    # a knock-out or a grid made for this very prompt stays (a scene's, asked while its prompt was being traced)
+    here = bool(kept) and (kept["model"], kept["prompt"], kept["chat"]) == (trace.model, trace.prompt, trace.chat)
+    out = {iv.block: gr.update(maximum=trace.num_layers, value=block),
+           iv.steer_block: gr.update(maximum=trace.num_layers, value=steer_block)}
+    for kind, blank in (("knockout", restored(iv, lang)), ("patch", blank_grid(iv, trace, lang))):
+        if not here or kept[kind] is None:
+            kept, out = remember(kept, kind, {}, None), out | blank
+    return out | attribution_views(iv, trace, a, lang, kept)
 
 
-def knock_out(iv: InterveneComponents, service, prompt, chat, kind, block, head, mode, candidate, view, lang, *controls):
+def knock_out(iv: InterveneComponents, service, prompt, chat, kind, block, head, mode, candidate, view, kept, lang,
+              *controls):
     """The prompt in the tab's box (the one traced, or a scene's still being traced) with one part knocked out."""
     try:
         prompt, chat = validation.text("prompt", prompt), validation.boolean("chat template", chat)
         settings = parse_request(*controls).settings
         target = Knockout(kind, block, head if kind == "head" else None, mode)  # checked by the service, on the model
-        result = service.knock_out(prompt, target, settings, chat, _token(candidate))
+        result = service.knock_out(prompt, target, settings, chat, candidate_id(candidate))
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang, field_labels(lang)) from None
     return {iv.knockout_md: text.knockout_markdown(result, lang), iv.knockout_plot: charts.knockout_figure(result, lang),
-            iv.stages_plot: stage_chart(result.after, view if isinstance(view, View) else View(), lang)}
+            iv.stages_plot: stage_chart(result.after, view if isinstance(view, View) else View(), lang),
+            iv.results: remember(kept, "knockout", {"prompt": prompt, "chat": chat, "model": service.info.name}, result)}
 
 
-def grid_cells(tokens: int, blocks: int) -> list[tuple[int, int]]:
-    """Every (position, block) of a prompt, its last positions only when the whole grid is too big."""
-    positions = range(max(0, tokens - limits.MAX_PATCH_CELLS // blocks), tokens)
-    return [(p, b) for p in positions for b in range(1, blocks + 1)]
-
-
-def patch(iv: InterveneComponents, service, prompt, chat, source, candidate, lang="en"):
-    """Patch every cell of the grid from the source prompt into the prompt in the tab's box."""
-    try:
-        prompt, chat = validation.text("prompt", prompt), validation.boolean("chat template", chat)
-        source = validation.text("source", source)
-        # the other language's default still in the box (the page's language set as it loaded): this language's
-        source = swapped_default(source, lang, PATCH_SOURCES) or source
-        cells = grid_cells(len(service.encode(prompt, chat)), service.info.num_layers)
-        result = service.patch(prompt, source, cells, chat, _token(candidate))
-    except (ValueError, RuntimeError) as e:
-        raise user_error(e, lang) from None
-    return {iv.patch_md: text.patch_markdown(result, source, result.tokens, lang),
-            iv.patch_plot: charts.patch_figure(result, result.tokens, lang)}
-
-
-def steer(iv: InterveneComponents, service, prompt, towards, away, block, scale, lang, *controls):
+def steer(iv: InterveneComponents, service, prompt, towards, away, block, scale, kept, lang, *controls):
     """The steer prompt run twice with the lab's settings and one seed: as it is, and with the direction added."""
     try:
         prompt = validation.text("prompt", prompt)
@@ -246,13 +241,20 @@ def steer(iv: InterveneComponents, service, prompt, towards, away, block, scale,
         result = service.steer(prompt, towards, away, block, scale, settings, limits.STEER_TOKENS)
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang, field_labels(lang)) from None
-    return {iv.steer_md: text.steer_markdown(result, lang)}
+    return {iv.steer_md: text.steer_markdown(result, lang),
+            iv.results: remember(kept, "steer", {"prompt": prompt, "towards": towards, "away": away,
+                                                 "model": service.info.name}, result)}
 
 
 def restored(iv: InterveneComponents, lang="en") -> dict:
     return {iv.knockout_md: tr(lang, "intervene.restored"),
             iv.knockout_plot: empty_figure(tr(lang, "intervene.empty.knockout"), 320),
             iv.stages_plot: empty_figure(tr(lang, "intervene.empty.stages"), 200)}
+
+
+def restore(iv: InterveneComponents, kept, lang="en") -> dict:
+    """Restore: the model as it is (nothing to compute), the knock-out no longer kept for the section's file."""
+    return restored(iv, lang) | {iv.results: remember(kept, "knockout", {}, None)}
 
 
 def relabel(iv: InterveneComponents, trace, current, source, steer_prompt, towards, away, lang="en") -> dict:
@@ -277,10 +279,12 @@ def wire(iv: InterveneComponents, service, trace_state: gr.State, prompt: gr.Tex
 
     lang = [language] if language is not None else []
     hidden = dict(api_visibility="private", show_progress="hidden")
-    trace_state.change(bind(new_trace, iv, service), [trace_state, iv.state, iv.block, iv.steer_block, *lang],
-                       [*iv.attribution_views, *iv.knockout_views, iv.block, iv.steer_block, iv.patch_md, iv.patch_plot],
+    trace_state.change(bind(new_trace, iv, service), [trace_state, iv.state, iv.block, iv.steer_block, iv.results,
+                                                      *lang],
+                       [*iv.attribution_views, *iv.knockout_views, iv.block, iv.steer_block, iv.patch_md, iv.patch_plot,
+                        iv.patch_state],
                        **hidden)
-    asked = [trace_state, iv.candidate, iv.rival, iv.block, *lang]
+    asked = [trace_state, iv.candidate, iv.rival, iv.block, iv.results, *lang]
     # (scripts: attribution_record and knockout_record in playground/api.py take a prompt, not the page's trace)
     iv.attribute_btn.click(bind(attribute, iv, service), asked, iv.attribution_views, api_visibility="private",
                            preprocess=False)
@@ -290,13 +294,20 @@ def wire(iv: InterveneComponents, service, trace_state: gr.State, prompt: gr.Tex
     # the lab's settings and the page's view (a phone's stage chart stacks its panels)
     controls, view = (lab.controls, lab.view) if lab is not None else ([], gr.State(View()))
     iv.knock_btn.click(bind(knock_out, iv, service), [prompt, chat, iv.kind, iv.block, iv.head, iv.mode, iv.candidate,
-                                                      view, *(lang or [gr.State("en")]), *controls],
-                       iv.knockout_views, api_visibility="private", preprocess=False)
-    iv.restore_btn.click(bind(restored, iv), lang, iv.knockout_views, queue=False, **hidden)
-    iv.patch_btn.click(bind(patch, iv, service), [prompt, chat, iv.source, iv.candidate, *lang],
-                       [iv.patch_md, iv.patch_plot], api_visibility="private", preprocess=False)
+                                                      view, iv.results, *(lang or [gr.State("en")]), *controls],
+                       [*iv.knockout_views, iv.results], api_visibility="private", preprocess=False)
+    iv.restore_btn.click(bind(restore, iv), [iv.results, *lang], [*iv.knockout_views, iv.results], queue=False, **hidden)
+    patched = [iv.patch_md, iv.patch_plot, iv.patch_state, iv.results]
+    iv.patch_btn.click(bind(patch_every_cell, iv, service), [prompt, chat, iv.source, iv.candidate, iv.results, *lang],
+                       patched,
+                       api_visibility="private", preprocess=False)
+    # a click on a cell (the page writes it: PATCH_CLICK_JS, loaded once by page.py)
+    iv.patch_cell.change(bind(patch_cell, iv, service), [prompt, chat, iv.source, iv.candidate, iv.patch_cell,
+                                                         iv.patch_state, iv.results, *lang], patched, preprocess=False,
+                         **hidden)
     iv.steer_btn.click(bind(steer, iv, service), [iv.steer_prompt, iv.towards, iv.away, iv.steer_block, iv.scale,
-                                                  *(lang or [gr.State("en")]), *controls], iv.steer_md,
+                                                  iv.results, *(lang or [gr.State("en")]), *controls],
+                       [iv.steer_md, iv.results],
                        api_visibility="private", preprocess=False)
     if language is not None:
         boxes = [iv.source, iv.steer_prompt, iv.towards, iv.away]

@@ -16,6 +16,7 @@ from ..common.i18n import tr
 from ..common.text import pct, piece_hover, piece_label, show_token
 
 TOP = 8  # tokens in the before / after chart
+BLANK = "rgba(128,128,128,0.14)"  # a patching grid's cell not patched yet (on a light or a dark page)
 
 
 def token_text(token, lang: str, limit: int = 12) -> str:
@@ -98,27 +99,47 @@ def knockout_figure(r: KnockoutResult | None, lang: str = "en", height: int = 32
                        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font=dict(size=TEXT)))
 
 
-def patch_figure(r: PatchResult | None, tokens=(), lang: str = "en", height: int = 300) -> go.Figure:
+def patch_figure(r: PatchResult | None, tokens=(), lang: str = "en", height: int = 300, grid=(),
+                 picked: tuple[int, int] | None = None) -> go.Figure:
     """Positions (rows, the prompt's tokens) by blocks (columns): p(the source's answer) at the last position once
-    that cell's stream is copied from the source prompt, on the probability scale."""
-    if r is None:
+    that cell's stream is copied from the source prompt, on the probability scale. `grid`: every (position, block)
+    of the prompt, those not patched yet drawn blank, each a click away (the page sends a click: plot_clicks.py);
+    `picked`: the cell last patched, outlined. Every cell carries [its hover, position, block]."""
+    cells = {(c.position, c.block): c for c in r.cells if c.position is not None} if r is not None else {}
+    grid = set(grid) | set(cells)
+    if not grid:
         return empty_figure(tr(lang, "intervene.empty.patch"), height)
-    positions = sorted({c.position for c in r.cells if c.position is not None})
-    blocks = sorted({c.block for c in r.cells})
-    at = {(c.position, c.block): c for c in r.cells}
+    positions, blocks = sorted({p for p, _ in grid}), sorted({b for _, b in grid})
     labels = [f"{p} {token_text(tokens[p], lang)}" if p < len(tokens) else str(p) for p in positions]
-    z = [[at[(p, b)].source_answer if (p, b) in at else None for b in blocks] for p in positions]
-    answer, own = token_text(r.source_answer, lang), token_text(r.candidate, lang)
-    hover = [[tr(lang, "intervene.patch.hover", position=p, block=b, answer=answer, own=own,
-                 p_answer=pct(at[(p, b)].source_answer), p_own=pct(at[(p, b)].candidate),
-                 top=token_text(at[(p, b)].top, lang), p_top=pct(at[(p, b)].top_prob)) if (p, b) in at else ""
-              for b in blocks] for p in positions]
-    fig = go.Figure(go.Heatmap(z=z, x=blocks, y=labels, zmin=0, zmax=max(r.source[1], 1e-6), colorscale=PROBABILITY_SCALE,
-                               customdata=hover, hovertemplate="%{customdata}<extra></extra>", xgap=1, ygap=1,
-                               colorbar=dict(title=dict(text=f"p({answer})", font=dict(size=TEXT)), thickness=12)))
+    z = [[cells[(p, b)].source_answer if (p, b) in cells else None for b in blocks] for p in positions]
+    data = [[[_cell_hover(r, cells.get((p, b)), p, b, lang), p, b] for b in blocks] for p in positions]
+    answer = token_text(r.source_answer, lang) if r is not None else ""
+    colorbar = dict(title=dict(text=f"p({answer})", font=dict(size=TEXT)), thickness=12)
+    hover = "%{customdata[0]}<extra></extra>"
+    # the cells not patched yet: a faint layer of their own (Plotly neither hovers nor clicks a heatmap's gaps when it
+    # has no value at all), under the patched cells' values
+    blank = [[None if (p, b) in cells else 0 for b in blocks] for p in positions]
+    fig = go.Figure([go.Heatmap(z=blank, x=blocks, y=labels, colorscale=[[0, BLANK], [1, BLANK]], showscale=False,
+                                customdata=data, hovertemplate=hover, hoverongaps=False, xgap=1, ygap=1),
+                     go.Heatmap(z=z, x=blocks, y=labels, zmin=0, zmax=max(r.source[1], 1e-6) if r is not None else 1,
+                                colorscale=PROBABILITY_SCALE, customdata=data, hovertemplate=hover, hoverongaps=False,
+                                xgap=1, ygap=1, showscale=r is not None, colorbar=colorbar)])
+    if picked in grid:  # (a category axis places a shape by the row's index)
+        row, column = positions.index(picked[0]), picked[1]
+        fig.add_shape(type="rect", x0=column - 0.5, x1=column + 0.5, y0=row - 0.5, y1=row + 0.5,
+                      line=dict(color=INK, width=2.5))
     fig.update_yaxes(autorange="reversed", tickfont=dict(size=TEXT), type="category")
     fig.update_xaxes(title_text=tr(lang, "intervene.chart.block_axis"), dtick=5 if len(blocks) > 12 else 1)
     return base_layout(fig, max(height, 90 + 26 * len(positions)), dict(l=120, r=16, t=16, b=44))
+
+
+def _cell_hover(r: PatchResult | None, cell, position: int, block: int, lang: str) -> str:
+    if cell is None:
+        return tr(lang, "intervene.patch.hover_blank", position=position, block=block)
+    answer, own = token_text(r.source_answer, lang), token_text(r.candidate, lang)
+    return tr(lang, "intervene.patch.hover", position=position, block=block, answer=answer, own=own,
+              p_answer=pct(cell.source_answer), p_own=pct(cell.candidate), top=token_text(cell.top, lang),
+              p_top=pct(cell.top_prob))
 
 
 __all__ = ["attribution_figure", "knockout_figure", "patch_figure", "token_text"]

@@ -87,6 +87,15 @@ def patch_markdown(r: PatchResult, source: str, tokens=(), lang: str = "en") -> 
     return "\n\n".join(lines)
 
 
+def patch_cell_markdown(r: PatchResult, cell, lang: str = "en") -> str:
+    """The cell just patched: both answers' odds before (this prompt as it is) and after the copy, the top token now."""
+    token = token_md(r.tokens[cell.position], lang) if cell.position < len(r.tokens) else str(cell.position)
+    return tr(lang, "intervene.patch.cell", position=cell.position, token=token, block=cell.block,
+              answer=token_md(r.source_answer, lang), own=token_md(r.candidate, lang), p_answer_before=prob_text(r.clean[1]),
+              p_answer=prob_text(cell.source_answer), p_own_before=prob_text(r.clean[0]), p_own=prob_text(cell.candidate),
+              top=token_md(cell.top, lang), p_top=prob_text(cell.top_prob))
+
+
 def steer_markdown(r: SteerResult, lang: str = "en") -> str:
     """The two runs side by side (escaped), where they part, and how big the push was."""
     cell = lambda records: escape_markdown_cell(records[-1].text if records else "").replace("\n", "↵")
@@ -103,4 +112,4 @@ def steer_markdown(r: SteerResult, lang: str = "en") -> str:
     return "\n\n".join(lines)
 
 
-__all__ = ["attribution_markdown", "knockout_markdown", "patch_markdown", "steer_markdown", "target_text", "token_md"]
+__all__ = ["attribution_markdown", "knockout_markdown", "patch_cell_markdown", "patch_markdown", "steer_markdown", "target_text", "token_md"]

@@ -21,6 +21,7 @@ from . import handlers as fh
 from .components import ForwardComponents, build_components
 from .handlers import status_line
 from .intervene import wire as wire_intervene
+from .intervene_files import wire_files
 from .precision import wire as wire_precision
 
 
@@ -70,6 +71,7 @@ def build_forward_tab(service, lab=None, tabs: gr.Tabs | None = None, lab_tab_id
         wire_sample(c, lab, tabs, lab_tab_id)
     wire_precision(c.precision, service, c.state, language)
     wire_intervene(c.intervene, service, c.state, c.prompt, c.chat, language, lab)
+    wire_files(c.intervene, c.files, language, lab.view if lab is not None else None)
     return {
         "state": c.state, "prompt": c.prompt, "chat": c.chat, "trace_button": c.trace_btn,
         "sample_button": c.sample_btn, "block": c.block, "head": c.head, "status": c.status, "intervene": c.intervene,

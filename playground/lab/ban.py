@@ -2,8 +2,8 @@
 the engines' "never this token" (OpenAI's and vLLM's logit_bias take -100 for it).
 
 The click is the browser's: BAN_JS hooks each stage chart Plotly draws (its bars carry their token ids as
-customdata: stage_panels.py) and writes the id into a small box, whose input event runs `ban` here. The next
-Generate runs without the token; the "Penalties, bans and logit bias" box shows the ban, and deleting it there lifts it.
+customdata: stage_panels.py) and writes the id into a small box (common/plot_clicks.py), whose change event runs
+`ban` here. The next Generate runs without the token; the "Penalties, bans and logit bias" box shows the ban, and deleting it there lifts it.
 """
 
 from __future__ import annotations
@@ -16,33 +16,13 @@ from playground import limits
 from ..common.errors import user_error
 from ..common.handlers import bind
 from ..common.i18n import tr
+from ..common.plot_clicks import click_js, clicked_value
 from .components import LabComponents
 
 BAN_BIAS = -limits.MAX_LOGIT_BIAS  # -100: the token's probability is 0 to float32's precision
 
-# Hooks every stage chart the page draws, now and later (Plotly draws a new one for each step): a click on a bar
-# with a token id writes it into #ban-token's box, whose input event asks the server to ban it.
-BAN_JS = """() => {
-  const hook = () => {
-    document.querySelectorAll("#stage-plot .js-plotly-plot").forEach((plot) => {
-      if (plot.dataset.ntpBan === "1" || typeof plot.on !== "function") return;
-      plot.dataset.ntpBan = "1";
-      plot.on("plotly_click", (event) => {
-        const point = event && event.points && event.points[0];
-        const id = point ? point.customdata : undefined;
-        const box = document.querySelector("#ban-token textarea, #ban-token input");
-        if (id === undefined || id === null || !box) return;
-        box.value = String(id);
-        box.dispatchEvent(new Event("input", {bubbles: true}));
-      });
-    });
-  };
-  hook();
-  // a chart Plotly draws anew is hooked as it appears (a click just after a run must not wait for a timer)
-  const root = document.querySelector("#stage-plot");
-  if (root) new MutationObserver(hook).observe(root, {childList: true, subtree: true});
-  setInterval(hook, 600);  // and should the stage chart's block itself be mounted anew
-}"""
+# a click on a bar with a token id (its customdata) writes it into #ban-token's box, whose change event bans it
+BAN_JS = click_js("stage-plot", "ban-token", "point.customdata")
 
 
 def banned(bias_text, token) -> str:
@@ -54,13 +34,14 @@ def banned(bias_text, token) -> str:
 
 def ban(lab: LabComponents, token, bias_text, lang: str = "en") -> dict:
     """A clicked candidate -> the bias box with it banned, and a note saying so."""
-    if validation.is_blank(token):
-        return {}
     try:
+        token = clicked_value("token", token)
+        if token is None:
+            return {}
         text = banned(bias_text, token)
     except ValueError as e:
         raise user_error(e, lang) from None
-    gr.Info(tr(lang, "lab.ban.done", token=int(token)))
+    gr.Info(tr(lang, "lab.ban.done", token=int(float(token))))
     return {lab.control("logit_bias"): text}
 
 

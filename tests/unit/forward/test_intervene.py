@@ -12,7 +12,13 @@ import pytest
 from model_service.records.intervention import Attribution, Knockout, KnockoutResult, PatchCell, PatchResult
 from model_service.records.step import Token
 from playground.forward.intervene_charts import attribution_figure, knockout_figure, patch_figure
-from playground.forward.intervene_text import attribution_markdown, knockout_markdown, patch_markdown, steer_markdown
+from playground.forward.intervene_text import (
+    attribution_markdown,
+    knockout_markdown,
+    patch_cell_markdown,
+    patch_markdown,
+    steer_markdown,
+)
 from tests.unit.lab.test_charts import make_record
 
 BOLD = Token(7, "<b>x</b>")
@@ -83,11 +89,44 @@ def test_the_patch_line_says_where_the_difference_lives_block_by_block_and_the_g
     assert "Blocks 1–2: the copy at position 1 (<code>␣&lt;i&gt;</code>)" in text and "Blocks 3–3: the copy at position 2" in text
     spec = json.loads(patch_figure(r, tokens).to_json())
     go.Figure(spec)
-    heat = spec["data"][0]
+    heat = spec["data"][1]
     assert heat["z"] == [[0.0, 0.0, 0.0], [0.4, 0.35, 0.0], [0.0, 0.0, 0.38]] and heat["zmax"] == 0.4
     assert "<i>" not in json.dumps(spec)  # the token is escaped for Plotly too
     nowhere = PatchResult(r.candidate, r.source_answer, tokens, r.clean, r.source, tuple(c for c in cells if c.source_answer < 0.1), 1.0)
     assert "No single cell brings back half" in patch_markdown(nowhere, "x", tokens)
+
+
+def test_a_blank_grid_offers_every_cell_to_a_click_and_a_patched_one_is_outlined():
+    tokens = (Token(1, "The"), Token(2, " <i>"), Token(3, " is"))
+    grid = [(p, b) for p in range(3) for b in (1, 2)]
+    blank = json.loads(patch_figure(None, tokens, grid=grid).to_json())
+    under, heat = blank["data"]  # the blank cells' own layer, under the patched cells' values
+    assert under["z"] == [[0, 0]] * 3 and heat["z"] == [[None, None]] * 3 and not heat["showscale"]
+    assert heat["customdata"][2][1] == under["customdata"][2][1] == ["position 2, after block 2: click to patch this cell", 2, 2]
+    cell = PatchCell(1, 2, 0.05, 0.3, Token(9, " Rome"), 0.3)
+    r = PatchResult(Token(7, " Paris"), Token(9, " Rome"), tokens, (0.8, 0.001), (0.01, 0.4), (cell,), 10.0)
+    spec = json.loads(patch_figure(r, tokens, grid=grid, picked=(1, 2)).to_json())
+    go.Figure(spec)
+    assert spec["data"][1]["z"] == [[None, None], [None, 0.3], [None, None]]
+    assert spec["data"][0]["z"] == [[0, 0], [0, None], [0, 0]]
+    (shape,) = spec["layout"]["shapes"]  # the picked cell: column block 2, row 1
+    assert (shape["x0"], shape["x1"], shape["y0"], shape["y1"]) == (1.5, 2.5, 0.5, 1.5)
+    line = patch_cell_markdown(r, cell)
+    assert line.startswith("**Position 1 (<code>␣&lt;i&gt;</code>) after block 2:**")
+    assert "Rome</code>) 0.001 → 0.300" in line and "Paris</code>) 0.800 → 0.050" in line
+
+
+def test_a_clicked_cell_is_read_back_and_a_bad_one_named():
+    from playground.common.plot_clicks import clicked_value
+    from playground.forward.intervene_patch import _cell
+
+    assert clicked_value("cell", "3,12 #7") == "3,12" and clicked_value("cell", "3,12") == "3,12"
+    assert clicked_value("cell", "") is None and clicked_value("cell", None) is None
+    assert _cell("3, 12") == (3, 12)
+    with pytest.raises(ValueError, match="cell must be position,block"):
+        _cell("3")
+    with pytest.raises(ValueError, match="^block must be a whole number"):
+        _cell("3,0")
 
 
 def test_the_steer_line_shows_both_texts_escaped_and_where_they_part():
