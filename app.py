@@ -56,6 +56,7 @@ def build(config: Config):
     from model_service.models.catalog import load_target
     from model_service.models.switching import LoadingService
     from playground.common.kept_batches import KeptBatches
+    from playground.forward.kept_interventions import KeptInterventions
     from playground.lab.replays import Replays
     from playground.page import build_demo, queue_options
     from playground.workshop.scenes import SceneError, load, scene_paths
@@ -83,11 +84,11 @@ def build(config: Config):
                                      **room)
     except RuntimeError as e:  # ModelLoadError, e.g. a bad NTP_THREADS
         sys.exit(f"error: {e}")
-    replays, kept = Replays(), KeptBatches()
+    replays, kept, interventions = Replays(), KeptBatches(), KeptInterventions()
     demo = build_demo(service, default_language=config.lang, policy=policy, host_key=config.host_key, scenes=scenes,
-                      warm_scenes=config.scene_runs, replays=replays, kept=kept)
+                      warm_scenes=config.scene_runs, replays=replays, kept=kept, interventions=interventions)
     demo.queue(**queue_options())
-    return demo, service, replays, kept
+    return demo, service, replays, (kept, interventions)
 
 
 def main(argv=None) -> None:
@@ -103,17 +104,18 @@ def main(argv=None) -> None:
     from playground.openai_api import access_for, launch_kwargs
     from playground.page import launch_options
 
-    demo, service, replays, kept = build(config)
+    demo, service, replays, (kept, interventions) = build(config)
     api = access_for(machine, bind=config.bind, share=config.share, key=config.api_key)
     demo.launch(server_name=config.bind, server_port=config.port, share=config.share, ssr_mode=False,
                 prevent_thread_lock=True, **launch_options(), **launch_kwargs(service, api))
     announce(demo, config, service, api)
     if replays.warming is not None:  # the lab scenes' runs, then the Engine and Compare scenes' batches, in the room
         replays.warming.join()
-        if kept.warming is not None:
-            kept.warming.join()
-        print(f"  scenes ready: {replays.count} lab scene runs and {kept.count} Engine and Compare batches kept, each "
-              "shows at once", flush=True)
+        for later in (kept, interventions):
+            if later.warming is not None:
+                later.warming.join()
+        print(f"  scenes ready: {replays.count} lab scene runs, {kept.count} Engine and Compare batches and "
+              f"{interventions.count} interventions kept, each shows at once", flush=True)
     demo.block_thread()
 
 

@@ -72,6 +72,7 @@ LINK_MAX_ENGINE_JSON = 8000  # characters: the table's JSON in a link (playgroun
 MAX_SCENES = 200  # playground/workshop/scenes.py
 SCENE_REPLAYS = 64  # the scenes' lab runs kept to show again at once, both languages (playground/lab/replays.py)
 SCENE_BATCHES = 16  # the Engine and Compare scenes' batches kept likewise (playground/common/kept_batches.py)
+SCENE_INTERVENTIONS = 16  # the interventions' scenes' results kept likewise (playground/forward/kept_interventions.py)
 COMPARE_MAX_NEW_TOKENS = 24  # four columns side by side stay readable (playground/compare/columns.py)
 FORWARD_MAX_CHIPS = 256  # playground/forward/text.py
 FORWARD_DEFAULT_BLOCKS = 30  # the slider's range until the first trace tells the real depth (playground/forward/components.py)

@@ -30,6 +30,7 @@ from .common.sessions import use_lean_sessions
 from .compare.tab import build_compare_tab
 from .engine.tab import build_engine_tab
 from .forward.intervene_patch import PATCH_CLICK_JS
+from .forward.kept_interventions import KeptInterventions
 from .forward.tab import build_forward_tab
 from .header import build_header, default_policy, model_line, picker_note, wire_header
 from .hosting import SwitchPolicy
@@ -103,20 +104,23 @@ class Page:
 
 def build_demo(service, default_language: str | None = None, policy: SwitchPolicy | None = None,
                host_key: str | None = None, scenes: SceneList | None = None, warm_scenes: bool = False,
-               replays: Replays | None = None, kept: KeptBatches | None = None) -> gr.Blocks:
+               replays: Replays | None = None, kept: KeptBatches | None = None,
+               interventions: KeptInterventions | None = None) -> gr.Blocks:
     """The page for a service (usually a LoadingService). default_language: the host's --lang (None: each
     browser's own language, English if neither); policy: who may switch the room's model
     (playground/hosting.py; default: nobody); host_key: the key it asks for, when it asks; scenes: the
     scene bar's (default: the lessons' and NTP_SCENES' files, scenes.py); warm_scenes: run the lab scenes' runs
     once in the background when the model is ready, so each shows at once (lab/replays.py; app.py does), into
     `replays` (None: the page's own), then the Engine and Compare scenes' batches into `kept`
-    (common/kept_batches.py; None: the page's own)."""
+    (common/kept_batches.py; None: the page's own), then the interventions' scenes' results into `interventions`
+    (forward/kept_interventions.py; None: the page's own)."""
     policy = policy or default_policy(service)
     skip_absent_matplotlib()
     scenes = scenes if scenes is not None else load(scene_paths())
     kept = kept if kept is not None else KeptBatches()  # the Engine and Compare scenes' batches
+    interventions = interventions if interventions is not None else KeptInterventions()
     with gr.Blocks(title=TITLE) as demo:
-        parts = lay_out(service, policy, scenes, replays, kept)
+        parts = lay_out(service, policy, scenes, replays, kept, interventions)
         register_api(service)
         wire_presenter(demo, parts.view_toggles, parts.lab, parts.language)
         page = Page(service, policy, default_language, scenes, parts, page_state(parts))
@@ -124,7 +128,8 @@ def build_demo(service, default_language: str | None = None, policy: SwitchPolic
         track_no_progress(demo)  # (inside: the Blocks' config is written on leaving it)
     if warm_scenes:
         lab_runs = parts.lab.replays.warm(service, scene_requests(scenes.scenes, LANGUAGES))
-        kept.warm(service, scene_batches(scenes.scenes, LANGUAGES), after=lab_runs)
+        batches = kept.warm(service, scene_batches(scenes.scenes, LANGUAGES), after=lab_runs)
+        interventions.warm(service, scenes.scenes, LANGUAGES, after=batches)
     return demo
 
 
@@ -141,7 +146,7 @@ BAND_JS = """() => {
 
 
 def lay_out(service, policy: SwitchPolicy, scenes: SceneList, replays: Replays | None,
-            kept: KeptBatches | None = None) -> PageParts:
+            kept: KeptBatches | None = None, interventions: KeptInterventions | None = None) -> PageParts:
     """The header row (title, model, scenes, Share, Room, view, language), the room's line and the scene's
     caption under it, then one tab per lesson (each builds and wires its own)."""
     bar = SceneBar(scenes)
@@ -181,7 +186,7 @@ def lay_out(service, policy: SwitchPolicy, scenes: SceneList, replays: Replays |
             compare = build_compare_tab(service, language=language, kept=kept)
         with gr.Tab(T(TAB_LABELS["forward"]), id="forward") as forward_tab:
             # "Sample from here" sets the lab's prompt and chat
-            forward = build_forward_tab(service, lab, tabs=tabs, language=language)
+            forward = build_forward_tab(service, lab, tabs=tabs, language=language, kept=interventions)
         forward_tab.select(
             forward["trace_if_new"], forward["select_inputs"], forward["select_outputs"],
             api_visibility="private", show_progress="minimal", preprocess=False,  # trace_if_new checks the block

@@ -22,6 +22,7 @@ from .components import ForwardComponents, build_components
 from .handlers import status_line
 from .intervene import wire as wire_intervene
 from .intervene_files import wire_files
+from .kept_interventions import KeptInterventions
 from .precision import wire as wire_precision
 
 
@@ -55,12 +56,13 @@ def wire_sample(c: ForwardComponents, lab, tabs: gr.Tabs | None, lab_tab_id: str
 
 
 def build_forward_tab(service, lab=None, tabs: gr.Tabs | None = None, lab_tab_id: str = "lab",
-                      language: gr.Radio | None = None) -> dict:
+                      language: gr.Radio | None = None, kept: KeptInterventions | None = None) -> dict:
     """Create and wire the tab's components in the current Blocks/Tab context.
 
     lab: the LabComponents of build_lab (its prompt and chat receive "Sample from here").
     tabs: the page's gr.Tabs; when given, "Sample from here" also switches to the tab `lab_tab_id`.
     language: the header's language picker (its value "en" or "vi"); without it the views are English.
+    kept: the interventions' scenes' results, computed at start (kept_interventions.py; None: the tab's own).
     """
     c = build_components()
     lang_input = [language] if language is not None else []
@@ -70,7 +72,8 @@ def build_forward_tab(service, lab=None, tabs: gr.Tabs | None = None, lab_tab_id
     if lab is not None:
         wire_sample(c, lab, tabs, lab_tab_id)
     wire_precision(c.precision, service, c.state, language)
-    wire_intervene(c.intervene, service, c.state, c.prompt, c.chat, language, lab)
+    kept = kept if kept is not None else KeptInterventions()
+    wire_intervene(c.intervene, kept.serving(service), c.state, c.prompt, c.chat, language, lab)
     wire_files(c.intervene, c.files, language, lab.view if lab is not None else None)
     return {
         "state": c.state, "prompt": c.prompt, "chat": c.chat, "trace_button": c.trace_btn,
