@@ -5,12 +5,16 @@ Runs app.py on a free port, drives it with Playwright + Debian chromium, and pri
       knob's input (its slider's value set and its input event, as a drag or a key does) to the stage chart's redraw
       on the page (a MutationObserver on #stage-plot), at 1440x900 and in the presenter view at 1280x720, alone and
       with 16 script learners generating in the same room. Goal: median <= 150 ms, every one <= 300 ms.
+  (3) with --after-end N: N runs, each followed 150 ms after its status says "stopped" by a move of temperature: that
+      move's time to the redraw (the first move after a run's end waited on the page's own work then), and in the
+      1.5 s after the end, the requests the page sent and its main thread's long tasks (over 50 ms).
   (2) the room's throughput (tokens/s of the 16 generating scripts) with 16 more script learners moving a knob once a
       second (each a gradio_client session: a run, then /what_if at a new temperature, POSTed as the page does)
       against the room without them. Goal >= 0.9x.
 
     .venv/bin/python bench/bench_live.py [--moves 12] [--room 16] [--window 30] [--only-page | --only-room | --only-busy]
         [--nice 10]   # ~6 min on 2 cores
+    .venv/bin/python bench/bench_live.py --after-end 12   # (3) only
 
 The script learners run in a child process at a lower CPU priority (--nice, default 10): in a room each learner's
 script runs on their own laptop; here they share the app's 2 cores, and at full priority 32 gradio_client sessions
@@ -64,6 +68,62 @@ MOVE = """([id, value]) => new Promise((done) => {
   input.dispatchEvent(new Event('input', {bubbles: true}));
   setTimeout(() => { watch.disconnect(); done(null); }, 10000);
 })"""
+
+
+# from the run's end: the page's requests and its main thread's long tasks for 1.5 s (PerformanceObserver)
+WATCH_END = """() => new Promise((done) => {
+  const status = document.querySelector('#run-status');
+  const tasks = [];
+  const seen = new PerformanceObserver((list) => list.getEntries().forEach((e) => tasks.push(e.duration)));
+  seen.observe({type: 'longtask', buffered: false});
+  const check = setInterval(() => {
+    if (!status.innerText.includes('stopped')) return;
+    clearInterval(check);
+    const ended = performance.now();
+    window.__ntpEnded = ended;
+    setTimeout(() => {
+      seen.disconnect();
+      const sent = performance.getEntriesByType('resource').filter((e) => e.startTime >= ended
+        && ['queue/join', 'run/predict'].some((k) => e.name.includes(k))).length;
+      done([sent, tasks]);
+    }, 1500);
+  }, 5);
+})"""
+
+
+def after_end(url: str, runs: int) -> None:
+    """(3): the first move after each run's end, and the page's own work in the 1.5 s after it."""
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(url + LINK)
+        page.wait_for_selector("#generate:not([disabled])", timeout=120_000)
+        page.wait_for_function("() => /Model:/.test(document.querySelector('#model-status')?.textContent || '')",
+                               timeout=300_000)
+        moves, sent, busy, longest = [], [], [], []
+        for n in range(runs):
+            page.evaluate(MOVE, ["temperature", 1.0])  # (back to the run's own T)
+            page.wait_for_timeout(300)
+            page.locator("#generate").click()
+            page.wait_for_function("() => !document.querySelector('#run-status').innerText.includes('stopped')",
+                                   timeout=60_000)
+            watched = page.evaluate_handle(WATCH_END)
+            page.wait_for_function("() => document.querySelector('#run-status').innerText.includes('stopped')",
+                                   timeout=180_000)
+            page.wait_for_timeout(150)
+            ms = page.evaluate(MOVE, ["temperature", [0.5, 1.5][n % 2]])
+            requests, tasks = watched.json_value()
+            if ms is not None:
+                moves.append(ms[0])
+            sent.append(requests)
+            busy.append(sum(tasks))
+            longest.append(max(tasks, default=0))
+        browser.close()
+    print(f"\n(3) the first move after a run's end (150 ms after 'stopped'), {runs} runs at 1440x900:")
+    print(f"  move -> redraw       median {statistics.median(moves):.0f} ms · max {max(moves):.0f} ms · n {len(moves)} · "
+          f"{'ok' if statistics.median(moves) <= 150 and max(moves) <= 300 else 'over the goal'}")
+    print(f"  1.5 s after the end  requests median {statistics.median(sent):.0f} · long tasks median "
+          f"{statistics.median(busy):.0f} ms (max {max(busy):.0f}) · the longest {max(longest):.0f} ms")
 
 
 def free_port() -> int:
@@ -269,6 +329,7 @@ def main() -> None:
     parser.add_argument("--only-page", action="store_true", help="(1) only: the knobs' redraws")
     parser.add_argument("--only-busy", action="store_true", help="(1) beside the generating learners only")
     parser.add_argument("--nice", type=int, default=10, help="the script learners' CPU niceness (their child process)")
+    parser.add_argument("--after-end", type=int, default=0, help="(3) only: N runs, a move just after each one's end")
     parser.add_argument("--learners", nargs="+", help=argparse.SUPPRESS)  # the child process's own call
     args = parser.parse_args()
     if args.learners:
@@ -278,6 +339,8 @@ def main() -> None:
     app = start_app(port)
     try:
         print(f"load average before: {os.getloadavg()[0]:.2f}")
+        if args.after_end:
+            return after_end(url, args.after_end)
         if not args.only_room:
             redraws(url, args.moves, args.room, args.nice, idle=not args.only_busy)
         if not args.room or args.only_page or args.only_busy:  # --room 0: the page alone

@@ -45,7 +45,7 @@ def step_key(run, i: int) -> tuple:
 
 def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, shown: gr.Button) -> dict:
     """Create the accordion under the run chart and wire it. `language`: the page's picker or a State."""
-    with gr.Accordion(T("inspect.title"), open=False, elem_id="inspect"):
+    with gr.Accordion(T("inspect.title"), open=False, elem_id="inspect") as box:
         gr.Markdown(T("inspect.note"), elem_classes=["ntp-note"])
         with gr.Tabs():
             with gr.Tab(T("inspect.many.tab"), elem_id="inspect-many-tab") as many_tab:
@@ -104,6 +104,8 @@ def build_inspect(service, language, run_state: gr.State, scrub: gr.Slider, show
     drawn_state = gr.State(None)  # Run.drawn_as of what these views show
     outputs = [logits_text, logits_plot, cost_text, cost_plot, many_text, many_plot, many_state, drawn_state]
     inputs = [scrub, run_state, many_state, language, drawn_state]
+    # (the run chart's change clicks `shown` only while the accordion is open: tab.RUN_CHART_CHANGED_JS)
+    box.expand(show, inputs, outputs, show_progress="hidden", preprocess=False, api_visibility="private")
     shown.click(show, inputs, outputs, api_name="inspect_step", show_progress="hidden", trigger_mode="always_last",
                 preprocess=False)
     draw_btn.click(draw, [n, scrub, run_state, language], [many_text, many_plot, many_state], api_name="sample_many",

@@ -208,7 +208,8 @@ def wire(lab: LabComponents) -> None:
 
 
 # The run chart's figure changed on the page (a fingerprint of its JSON against the last one's): a click of a hidden
-# button, which only a click fires
+# button, which only a click fires; only an open panel's (a closed one draws when it opens: its expand event), so a
+# run's end costs the page no round trip of a panel nobody opened
 RUN_CHART_CHANGED_JS = """(value) => {
   const plot = (value && value.plot) || "";
   let h = 0;
@@ -216,7 +217,11 @@ RUN_CHART_CHANGED_JS = """(value) => {
   const key = `${plot.length}:${h}`;
   if (window.__ntpRunChart !== key) {
     window.__ntpRunChart = key;  // clicked once the update that brought the chart is applied (the scrubber's value too)
-    setTimeout(() => document.querySelectorAll(".ntp-run-chart-changed").forEach((b) => b.click()), 0);
+    setTimeout(() => document.querySelectorAll(".ntp-run-chart-changed").forEach((b) => {
+      const panel = document.getElementById(b.id.replace("run-chart-changed-", ""));
+      const label = panel && panel.querySelector("button.label-wrap");
+      if (!label || label.classList.contains("open")) b.click();
+    }), 0);
   }
   return [];
 }"""

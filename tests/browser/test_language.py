@@ -75,7 +75,9 @@ def test_a_language_picked_before_the_page_has_settled_holds(browser, app_url):
         cdp = context.new_cdp_session(page)
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": 6})  # a slow machine: the load event runs late
         page.goto(app_url, wait_until="domcontentloaded")
-        page.locator("#language").get_by_text("Tiếng Việt").click()  # as soon as it is there
+        # as soon as it is there (a 90 s deadline fails a hang only: 6x throttled beside a busy suite, Playwright's
+        # 30 s for the click's own checks ran out once)
+        page.locator("#language").get_by_text("Tiếng Việt").click(timeout=90_000)
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
         expect(page.locator("#generate")).to_be_enabled(timeout=60_000)  # the page's link is applied: load has run
         page.wait_for_timeout(500)
