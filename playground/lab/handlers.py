@@ -11,6 +11,7 @@ redraws every view from the records the page keeps (a run still streaming switch
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from dataclasses import dataclass, replace
@@ -109,20 +110,29 @@ def model_name(lab: LabComponents, lang: str) -> str:
         raise bad(e, lang) from None
 
 
+DRAWN = itertools.count(1)  # step_views' figures, each marked as drawn anew
+
+
 def step_views(lab: LabComponents, run: Run, index: int | None = None, shown: View = View()) -> dict:
-    """The stage and draw figures of one step of a run, in the run's language, drawn for the page's view."""
-    r = run.records[-1 if index is None else index]
-    return {lab.stage_plot: stage_chart(r, shown, run.lang), lab.draw_plot: draw_chart(r, shown, run.lang)}
+    """The stage and draw figures of one step of a run, in the run's language, drawn for the page's view; each
+    figure marked as drawn anew (`drawn`): a page draws a run's steps in place, so what is on screen may differ from
+    the Plot's last value, and a value equal to that one would be skipped (in_place.py)."""
+    r, drawn = run.records[-1 if index is None else index], next(DRAWN)
+    return {lab.stage_plot: stage_chart(r, shown, run.lang).update_layout(meta={"drawn": drawn}),
+            lab.draw_plot: draw_chart(r, shown, run.lang).update_layout(meta={"drawn": drawn})}
 
 
 def cleared(lab: LabComponents, run: Run, lang: str, shown: View) -> dict:
     """A new run's first update: the run before it leaves the page at once (its charts and scrubber would
     read as this run's); the steps it continues after (Continue from here) stay."""
     kept = new_chips(run.records, 0, True, lang)[0] if run.records else ""
+    stage, draw, run_empty = placeholder_figures(lang, shown)
     return {lab.scrub: gr.update(visible=False, value=1), lab.status: tr(lang, "lab.status.starting"),
             lab.what_if_row: gr.update(visible=False),
             lab.chips: chips_prefix(lang, run.tag) + kept, lab.run_state: run,
-            **dict(zip((lab.stage_plot, lab.draw_plot, lab.run_plot), placeholder_figures(lang, shown)))}
+            # this run's, whatever the charts held last: a page drew the last run's steps in place (in_place.py)
+            lab.stage_plot: stage.update_layout(meta={"run": run.tag}),
+            lab.draw_plot: draw.update_layout(meta={"run": run.tag}), lab.run_plot: run_empty}
 
 
 def page_step_views(lab: LabComponents, run: Run, final: bool) -> dict:
@@ -135,10 +145,9 @@ def page_step_views(lab: LabComponents, run: Run, final: bool) -> dict:
         return {}
     part = run if upto == len(run.records) else replace(run, records=run.records[:upto])
     views = step_views(lab, part, None, run.view)
-    if run.page_chips is not None:  # a page: its charts redrawn in place, not re-created (in_place.py); the last
-        # step's in the Plots, with the in-place text blanked: no earlier step's draw still waiting comes after it
-        views = ({**views, lab.stream_figures: ""} if final else
-                 {lab.stream_figures: stream_figures(run.tag, upto, views[lab.stage_plot], views[lab.draw_plot])})
+    if run.page_chips is not None:  # a page: its charts redrawn in place, never re-created (in_place.py), the
+        # last step's too (re-created, the two charts held the page's main thread ~0.2-0.6 s just as the run ended)
+        views = {lab.stream_figures: stream_figures(run.tag, upto, views[lab.stage_plot], views[lab.draw_plot], final)}
     return {lab.status: status_markdown(part, rate=run.rate, lang=run.lang), **views}
 
 

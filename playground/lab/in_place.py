@@ -3,8 +3,11 @@
 Gradio's Plot re-creates its chart for every new value (its Plotly element is keyed on the figure: a new element, a
 full Plotly.newPlot, then a resize), which cost the page 100-370 ms a redraw while a run streamed: the longest tasks
 on its main thread, so a click waited and the chips came in bursts. So a streaming run's charts go to the page as
-JSON in a hidden box (`stream_figures` below) and the page reacts them into the charts on screen; a run's last update
-sets the Plot values as before (what an API caller reads, what a scrub or a language change redraws from). The
+JSON in a hidden box (`stream_figures` below) and the page reacts them into the charts on screen, the run's last step's
+too (re-created at the run's end, the two charts held the main thread just when a learner moves a knob next). A caller
+that is not a page (the API's) gets the Plot values. The Plots keep the value of the run's start (a placeholder marked
+with the run's tag) while the page draws the steps in place, so every value the server sends them later is marked as
+drawn anew (handlers.step_views): one equal to the last would be skipped, and the in-place figure left on screen. The
 knobs' what-ifs (what_if.DRAW_JS) and the sweep (sweep.SWEEP_JS) draw the same way.
 """
 
@@ -20,9 +23,9 @@ REACT_JS = """(div, figure) => {
   }"""
 
 # The stream's figures, drawn once each (Gradio hands a Textbox's value to its change event again now and then).
-# The run's last update sets the Plots and blanks this text: a draw of an earlier step still waiting for its task
-# then skips, and one whose chart the Plots have re-created since lands on the old, detached element. (Else, on a
-# busy page, the next-to-last step could cover the last: a CI run.)
+# A newer text (the run's last step's; a Stop's blank) makes a draw of an earlier step still waiting for its task
+# skip, and one whose chart a Plot value has re-created since lands on the old, detached element. (Else, on a busy
+# page, the next-to-last step could cover the last: a CI run.)
 STREAM_JS = """(text) => {
   const react = __REACT__;
   if (text === window.__ntpStreamed || !window.Plotly) return [];
@@ -41,7 +44,9 @@ STREAM_JS = """(text) => {
 }""".replace("__REACT__", REACT_JS)
 
 
-def stream_figures(tag: str, steps: int, stage: PlainFigure, draw: PlainFigure) -> str:
-    """A streaming run's step figures as one JSON text for STREAM_JS; its tag and step count make each text new
-    (a second run of the same settings would otherwise send the text the box already holds, and draw nothing)."""
-    return f'{{"tag":"{tag}","steps":{int(steps)},"stage":{stage.to_json()},"draw":{draw.to_json()}}}'
+def stream_figures(tag: str, steps: int, stage: PlainFigure, draw: PlainFigure, final: bool = False) -> str:
+    """A streaming run's step figures as one JSON text for STREAM_JS (`final`: its last step's); its tag and step
+    count make each text new (a second run of the same settings would otherwise send the text the box already holds,
+    and draw nothing)."""
+    end = ',"final":true' if final else ""
+    return f'{{"tag":"{tag}","steps":{int(steps)}{end},"stage":{stage.to_json()},"draw":{draw.to_json()}}}'
