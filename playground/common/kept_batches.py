@@ -22,6 +22,8 @@ from model_service.records.settings import Request
 from model_service.records.step import BatchStep
 from playground import limits
 
+from .kept import Kept
+
 log = logging.getLogger(__name__)
 
 
@@ -50,42 +52,21 @@ def timed(steps) -> Iterator[KeptStep | object]:
         getattr(steps, "close", lambda: None)()
 
 
-class KeptBatches:
+class KeptBatches(Kept):
     """(model, epoch, requests, top_n) -> the batch's steps, at most limits.SCENE_BATCHES, the oldest let go first."""
 
     def __init__(self, limit: int = limits.SCENE_BATCHES):
-        self.limit, self._batches, self._lock = limit, {}, threading.Lock()
-        self.warming: threading.Thread | None = None
-
-    @property
-    def count(self) -> int:
-        return len(self._batches)
-
-    @staticmethod
-    def key(service, requests, top_n: int) -> tuple | None:
-        try:
-            return service.info.name, getattr(service, "epoch", None), tuple(requests), top_n
-        except RuntimeError:  # loading, or a host's switch under way
-            return None
+        super().__init__(limit)
 
     def get(self, service, requests, top_n: int) -> tuple[KeptStep, ...] | None:
         """The kept steps of this batch on the model serving now, or None."""
-        if not self._batches:  # (nothing kept: a service that was never warmed need not say what it is)
-            return None
-        key = self.key(service, requests, top_n)
-        with self._lock:
-            return self._batches.get(key) if key is not None else None
+        return self.lookup(service, (tuple(requests), top_n))
 
     def keep(self, service, requests, top_n: int, steps: Iterable[KeptStep]) -> None:
         """Keep a whole batch (one whose every request has ended)."""
-        key, steps = self.key(service, requests, top_n), tuple(s for s in steps if isinstance(s, KeptStep))
-        if key is None or not steps or not all(r is None or r.stop_reason for r in steps[-1].step.rows):
-            return
-        with self._lock:
-            self._batches.pop(key, None)
-            self._batches[key] = steps
-            while len(self._batches) > self.limit:
-                self._batches.pop(next(iter(self._batches)))
+        steps = tuple(s for s in steps if isinstance(s, KeptStep))
+        if steps and all(r is None or r.stop_reason for r in steps[-1].step.rows):
+            self.store(service, (tuple(requests), top_n), steps)
 
     def warm(self, service, batches: Iterable[tuple[tuple[Request, ...], int]],
              after: threading.Thread | None = None) -> threading.Thread:

@@ -21,6 +21,7 @@ from model_service.records.intervention import Knockout
 from playground import limits
 
 from ..common.i18n import LESSON_PROMPTS, PATCH_SOURCES, swapped_default
+from ..common.kept import Kept
 from ..common.lab_link import LINK_DEFAULTS
 from ..lab.request import parse_request
 from .intervene_patch import grid_cells
@@ -63,31 +64,15 @@ class Call:
         return getattr(service, self.name)(*self.args)
 
 
-class KeptInterventions:
+class KeptInterventions(Kept):
     """(model, epoch, call) -> its result, at most limits.SCENE_INTERVENTIONS, the oldest let go first."""
 
     def __init__(self, limit: int = limits.SCENE_INTERVENTIONS):
-        self.limit, self._kept, self._lock = limit, {}, threading.Lock()
-        self.warming: threading.Thread | None = None
-
-    @property
-    def count(self) -> int:
-        return len(self._kept)
-
-    @staticmethod
-    def key(service, call: Call) -> tuple | None:
-        try:
-            return service.info.name, getattr(service, "epoch", None), call
-        except RuntimeError:  # loading, or a host's switch under way
-            return None
+        super().__init__(limit)
 
     def get(self, service, call: Call, candidate=None):
         """The kept result of this call on the model serving now (for `candidate`: its own, or None), or None."""
-        if not self._kept:
-            return None
-        key = self.key(service, call)
-        with self._lock:
-            result = self._kept.get(key) if key is not None else None
+        result = self.lookup(service, call)
         if result is None or candidate is None or call.name == "steer":
             return result
         try:
@@ -96,14 +81,7 @@ class KeptInterventions:
             return None
 
     def keep(self, service, call: Call, result) -> None:
-        key = self.key(service, call)
-        if key is None:
-            return
-        with self._lock:
-            self._kept.pop(key, None)
-            self._kept[key] = result
-            while len(self._kept) > self.limit:
-                self._kept.pop(next(iter(self._kept)))
+        self.store(service, call, result)
 
     def warm(self, service, scenes, langs: Iterable[str], after: threading.Thread | None = None) -> threading.Thread:
         """Compute each scene's call once, one after another, in a daemon thread started now: after `after` (the

@@ -22,6 +22,7 @@ from model_service.records.step import StepRecord
 from playground import limits
 
 from ..common.i18n import LESSON_PROMPTS
+from ..common.kept import Kept
 from ..common.lab_link import LINK_DEFAULTS
 from .deep_link import parse_query
 from .request import RunRequest, parse_request
@@ -53,30 +54,17 @@ def scene_request(query: dict, lang: str) -> RunRequest | None:
         return None
 
 
-class Replays:
+class Replays(Kept):
     """Kept runs (model, epoch, request) -> records, at most limits.SCENE_REPLAYS, the oldest let go first."""
 
     def __init__(self, limit: int = limits.SCENE_REPLAYS):
-        self.limit, self._runs, self._lock = limit, {}, threading.Lock()
-        self.warming: threading.Thread | None = None  # warm's thread, while or after it runs
+        super().__init__(limit)
 
-    @property
-    def count(self) -> int:
-        """How many runs are kept."""
-        return len(self._runs)
-
-    @staticmethod
-    def key(service, request: RunRequest) -> tuple | None:
-        try:
-            return service.info.name, getattr(service, "epoch", None), request
-        except RuntimeError:  # loading, or a host's switch under way
-            return None
+    key = staticmethod(Kept.key_of)
 
     def get(self, service, request: RunRequest) -> tuple | None:
         """The kept records of this request on the model serving now, or None."""
-        key = self.key(service, request)
-        with self._lock:
-            return self._runs.get(key) if key is not None else None
+        return self.lookup(service, request)
 
     def kept_as(self, service, request: RunRequest) -> str:
         """The name the service keeps this request's logits under (generate(..., keep=)): a page that shows the kept
@@ -85,14 +73,10 @@ class Replays:
         return "" if key is None else "replay:" + hashlib.sha1(repr(key).encode()).hexdigest()[:24]
 
     def keep(self, service, request: RunRequest, records) -> None:
-        key, records = self.key(service, request), tuple(records)
-        if key is None or not records or records[-1].stop_reason is None:
-            return
-        with self._lock:
-            self._runs.pop(key, None)
-            self._runs[key] = records
-            while len(self._runs) > self.limit:
-                self._runs.pop(next(iter(self._runs)))
+        """Keep a whole run (one that ended)."""
+        records = tuple(records)
+        if records and records[-1].stop_reason is not None:
+            self.store(service, request, records)
 
     def records(self, service, request: RunRequest) -> tuple | None:
         """The kept records of this request, or its run now (kept for the next ask: a scene's Generate); None if the
