@@ -114,8 +114,9 @@ def build(blocks: int) -> InterveneComponents:
     with gr.Row(equal_height=True):
         source = gr.Textbox(PATCH_SOURCES[DEFAULT], label=T("intervene.source"), lines=1, scale=4, elem_id="iv-source")
         patch_btn = gr.Button(T("intervene.patch"), elem_id="iv-patch", scale=1, min_width=160)
-    patch_md = gr.Markdown(elem_id="iv-patch-text")
+    # the grid, then its line: a click's answer grows the line, not the space above the cells the learner clicks
     patch_plot = gr.Plot(empty_figure(tr(DEFAULT, "intervene.empty.patch"), 240), show_label=False, elem_id="iv-patch-grid")
+    patch_md = gr.Markdown(elem_id="iv-patch-text")
     patch_cell = gr.Textbox("", visible="hidden", elem_id="iv-patch-cell")
     steer = build_steer(blocks)
     return InterveneComponents(gr.State(None), lesson_md, candidate, rival, attribute_btn, attribution_md,
@@ -304,7 +305,7 @@ def wire(iv: InterveneComponents, service, trace_state: gr.State, prompt: gr.Tex
     # a click on a cell (the page writes it: PATCH_CLICK_JS, loaded once by page.py)
     iv.patch_cell.change(bind(patch_cell, iv, service), [prompt, chat, iv.source, iv.candidate, iv.patch_cell,
                                                          iv.patch_state, iv.results, *lang], patched, preprocess=False,
-                         **hidden)
+                         trigger_mode="multiple", **hidden)  # (each click its cell, in turn: none dropped)
     iv.steer_btn.click(bind(steer, iv, service), [iv.steer_prompt, iv.towards, iv.away, iv.steer_block, iv.scale,
                                                   iv.results, *(lang or [gr.State("en")]), *controls],
                        [iv.steer_md, iv.results],

@@ -113,7 +113,8 @@ def patch_figure(r: PatchResult | None, tokens=(), lang: str = "en", height: int
     labels = [f"{p} {token_text(tokens[p], lang)}" if p < len(tokens) else str(p) for p in positions]
     z = [[cells[(p, b)].source_answer if (p, b) in cells else None for b in blocks] for p in positions]
     data = [[[_cell_hover(r, cells.get((p, b)), p, b, lang), p, b] for b in blocks] for p in positions]
-    answer = token_text(r.source_answer, lang) if r is not None else ""
+    # the scale shown from the start, so the first patched cell does not narrow the columns under the cursor
+    answer = token_text(r.source_answer, lang) if r is not None else tr(lang, "intervene.patch.answer")
     colorbar = dict(title=dict(text=f"p({answer})", font=dict(size=TEXT)), thickness=12)
     hover = "%{customdata[0]}<extra></extra>"
     # the cells not patched yet: a faint layer of their own (Plotly neither hovers nor clicks a heatmap's gaps when it
@@ -123,14 +124,15 @@ def patch_figure(r: PatchResult | None, tokens=(), lang: str = "en", height: int
                                 customdata=data, hovertemplate=hover, hoverongaps=False, xgap=1, ygap=1),
                      go.Heatmap(z=z, x=blocks, y=labels, zmin=0, zmax=max(r.source[1], 1e-6) if r is not None else 1,
                                 colorscale=PROBABILITY_SCALE, customdata=data, hovertemplate=hover, hoverongaps=False,
-                                xgap=1, ygap=1, showscale=r is not None, colorbar=colorbar)])
+                                xgap=1, ygap=1, showscale=True, colorbar=colorbar)])
     if picked in grid:  # (a category axis places a shape by the row's index)
         row, column = positions.index(picked[0]), picked[1]
         fig.add_shape(type="rect", x0=column - 0.5, x1=column + 0.5, y0=row - 0.5, y1=row + 0.5,
                       line=dict(color=INK, width=2.5))
     fig.update_yaxes(autorange="reversed", tickfont=dict(size=TEXT), type="category")
     fig.update_xaxes(title_text=tr(lang, "intervene.chart.block_axis"), dtick=5 if len(blocks) > 12 else 1)
-    return base_layout(fig, max(height, 90 + 26 * len(positions)), dict(l=120, r=16, t=16, b=44))
+    # room for the scale from the start (a blank grid has none yet): the columns keep their place at the first click
+    return base_layout(fig, max(height, 90 + 26 * len(positions)), dict(l=120, r=116, t=16, b=44))
 
 
 def _cell_hover(r: PatchResult | None, cell, position: int, block: int, lang: str) -> str:

@@ -82,8 +82,8 @@ def patch_markdown(r: PatchResult, source: str, tokens=(), lang: str = "en") -> 
         lines.append(tr(lang, "intervene.patch.nowhere", answer=answer))
     for first, last, position in carriers:
         token = token_md(tokens[position], lang) if position < len(tokens) else str(position)
-        lines.append(tr(lang, "intervene.patch.carrier", first=first, last=last, position=position, token=token,
-                        answer=answer))
+        key = "intervene.patch.carrier" if last > first else "intervene.patch.carrier_one"
+        lines.append(tr(lang, key, first=first, last=last, position=position, token=token, answer=answer))
     return "\n\n".join(lines)
 
 

@@ -86,7 +86,7 @@ def test_the_patch_line_says_where_the_difference_lives_block_by_block_and_the_g
     r = PatchResult(Token(7, " Paris"), Token(9, " Rome"), tokens, (0.8, 0.001), (0.01, 0.4), tuple(cells), 10.0)
     text = patch_markdown(r, "The <b>capital</b>", tokens)
     assert "“The &lt;b&gt;capital&lt;/b&gt;”" in text and "<b>capital" not in text
-    assert "Blocks 1–2: the copy at position 1 (<code>␣&lt;i&gt;</code>)" in text and "Blocks 3–3: the copy at position 2" in text
+    assert "Blocks 1–2: the copy at position 1 (<code>␣&lt;i&gt;</code>)" in text and "Block 3: the copy at position 2" in text
     spec = json.loads(patch_figure(r, tokens).to_json())
     go.Figure(spec)
     heat = spec["data"][1]
@@ -101,7 +101,7 @@ def test_a_blank_grid_offers_every_cell_to_a_click_and_a_patched_one_is_outlined
     grid = [(p, b) for p in range(3) for b in (1, 2)]
     blank = json.loads(patch_figure(None, tokens, grid=grid).to_json())
     under, heat = blank["data"]  # the blank cells' own layer, under the patched cells' values
-    assert under["z"] == [[0, 0]] * 3 and heat["z"] == [[None, None]] * 3 and not heat["showscale"]
+    assert under["z"] == [[0, 0]] * 3 and heat["z"] == [[None, None]] * 3 and heat["showscale"]
     assert heat["customdata"][2][1] == under["customdata"][2][1] == ["position 2, after block 2: click to patch this cell", 2, 2]
     cell = PatchCell(1, 2, 0.05, 0.3, Token(9, " Rome"), 0.3)
     r = PatchResult(Token(7, " Paris"), Token(9, " Rome"), tokens, (0.8, 0.001), (0.01, 0.4), (cell,), 10.0)
