@@ -39,6 +39,20 @@ class Kept:
         with self._lock:
             return self._kept.get(key) if key is not None else None
 
+    def start_warming(self, service, name: str, work, after: threading.Thread | None = None) -> threading.Thread:
+        """`work()` in a daemon thread started now (`warming`), once `after` (another store's warming) has ended and
+        the model is ready; nothing if it never gets ready."""
+
+        def run():
+            if after is not None:
+                after.join()
+            if getattr(service.wait(None), "ready", False):
+                work()
+
+        self.warming = threading.Thread(target=run, name=name, daemon=True)
+        self.warming.start()
+        return self.warming
+
     def store(self, service, what, result) -> None:
         key = self.key_of(service, what)
         if key is None:

@@ -74,10 +74,6 @@ class KeptBatches(Kept):
         scene runs) and the model are ready. A batch that fails is skipped (the tab runs it live)."""
 
         def run_all():
-            if after is not None:
-                after.join()
-            if not getattr(service.wait(None), "ready", False):
-                return
             for requests, top_n in batches:
                 if not keepable(requests) or self.get(service, requests, top_n) is not None:
                     continue
@@ -87,9 +83,7 @@ class KeptBatches(Kept):
                     log.info("scene batch not kept (%d requests): %s", len(requests), e)
             log.info("scene batches kept: %d", self.count)
 
-        self.warming = threading.Thread(target=run_all, name="scene-batches", daemon=True)
-        self.warming.start()
-        return self.warming
+        return self.start_warming(service, "scene-batches", run_all, after)
 
 
 __all__ = ["KeptBatches", "KeptStep", "keepable", "timed"]

@@ -80,30 +80,21 @@ class KeptInterventions(Kept):
         except (TypeError, ValueError):  # not a token id: the service names it
             return None
 
-    def keep(self, service, call: Call, result) -> None:
-        self.store(service, call, result)
-
     def warm(self, service, scenes, langs: Iterable[str], after: threading.Thread | None = None) -> threading.Thread:
         """Compute each scene's call once, one after another, in a daemon thread started now: after `after` (the
         other scenes' runs) and the model are ready. A call that fails is skipped (the scene computes it live)."""
 
         def run_all():
-            if after is not None:
-                after.join()
-            if not getattr(service.wait(None), "ready", False):
-                return
             for call in scene_calls(service, scenes, langs):
                 if self.get(service, call) is not None:
                     continue
                 try:
-                    self.keep(service, call, call.run(service))
+                    self.store(service, call, call.run(service))
                 except (ValueError, RuntimeError) as e:
                     log.info("scene intervention not kept (%s): %s", call.name, e)
             log.info("scene interventions kept: %d", self.count)
 
-        self.warming = threading.Thread(target=run_all, name="scene-interventions", daemon=True)
-        self.warming.start()
-        return self.warming
+        return self.start_warming(service, "scene-interventions", run_all, after)
 
     def serving(self, service) -> KeptService:
         return KeptService(service, self)

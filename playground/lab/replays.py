@@ -99,9 +99,6 @@ class Replays(Kept):
         ready, as any page's run (in the room's batch). A request that fails is skipped (the page runs it live)."""
 
         def run_all():
-            status = service.wait(None)
-            if not getattr(status, "ready", False):
-                return
             for request in requests:
                 if not replayable(request) or self.get(service, request) is not None:
                     continue
@@ -114,9 +111,7 @@ class Replays(Kept):
                 self.keep(service, request, records)
             log.info("scene runs kept: %d", self.count)
 
-        self.warming = threading.Thread(target=run_all, name="scene-replays", daemon=True)
-        self.warming.start()
-        return self.warming
+        return self.start_warming(service, "scene-replays", run_all)
 
 
 def scene_runs(service, replays: Replays):

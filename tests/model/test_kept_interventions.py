@@ -61,7 +61,7 @@ def test_every_intervention_scene_is_kept_and_the_sections_same_call_reaches_no_
 def test_draws_that_change_with_each_press_are_never_kept_and_a_new_model_keeps_nothing(embedded, kept, monkeypatch):
     fresh = SamplingSettings()  # no seed, T 1: each press its own draw
     call = Call.knock_out(PROMPT, Knockout("mlp", 12, None, "zero"), fresh, False)
-    kept.keep(embedded, call, "a result")
+    kept.store(embedded, call, "a result")
     counting = Counting(embedded)
     kept.serving(counting).knock_out(PROMPT, Knockout("mlp", 12, None, "zero"), fresh, False, None)
     assert counting.calls == ["knock_out"]
