@@ -101,6 +101,7 @@ def main(argv=None) -> None:
             sys.exit("error: SPACES_ZERO_GPU is set but the `spaces` package is missing: add `spaces` to "
                      "pre-requirements.txt")
     config = parse_args(argv, machine)
+    from model_service import heap
     from playground.openai_api import access_for, launch_kwargs
     from playground.page import launch_options
 
@@ -116,6 +117,7 @@ def main(argv=None) -> None:
                 later.warming.join()
         print(f"  scenes ready: {replays.count} lab scene runs, {kept.count} Engine and Compare batches and "
               f"{interventions.count} interventions kept, each shows at once", flush=True)
+    heap.settle()  # the page, the scenes and (once loaded) the model live as long as the app (model_service/heap.py)
     demo.block_thread()
 
 

@@ -28,7 +28,7 @@ import queue
 import signal
 import threading
 
-from .. import limits
+from .. import heap, limits
 from ..records import validation, wire
 from . import pipe_messages as msg
 
@@ -295,6 +295,7 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int, batch_invariant: 
         pipe.send(msg.LoadFailed(wire.encode_error(error)))
         return
     outbox = _Outbox(pipe, scheduler)
+    heap.settle()  # the model and the room live as long as this process: no full collection walks them again
     pipe.send(msg.Ready())
     while True:
         try:

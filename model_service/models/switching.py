@@ -20,6 +20,7 @@ import gc
 import logging
 import threading
 
+from .. import heap
 from ..client import ModelClient
 from ..records.step import LoadStatus
 from ..records.validation import Unavailable
@@ -79,6 +80,7 @@ class LoadingService(ModelClient):
             self.current = key
             self.epoch += 1
             self._status = LoadStatus(1.0, self._service.description, True)
+            heap.settle()  # what the model and the page keep, frozen out of the collector's full passes
             log.info("serving %s", self._service.description)
             return True
         except (ModelLoadError, OSError, ValueError, RuntimeError) as e:
@@ -225,6 +227,7 @@ class LoadingService(ModelClient):
 def release_memory(device: str = "cpu") -> None:
     """Give a dropped model's memory back: collect the cycles that still hold its tensors, empty PyTorch's
     CUDA cache, and ask glibc to return freed heap pages to the system (it keeps them otherwise)."""
+    heap.thaw()  # the old model's objects were frozen when it loaded: the collection must see them
     gc.collect()
     if str(device).startswith("cuda"):
         import torch
