@@ -132,7 +132,7 @@ def cleared(lab: LabComponents, run: Run, lang: str, shown: View) -> dict:
             lab.chips: chips_prefix(lang, run.tag) + kept, lab.run_state: run,
             # this run's, whatever the charts held last: a page drew the last run's steps in place (in_place.py)
             lab.stage_plot: stage.update_layout(meta={"run": run.tag}),
-            lab.draw_plot: draw.update_layout(meta={"run": run.tag}), lab.run_plot: run_empty}
+            lab.draw_plot: draw.update_layout(meta={"run": run.tag}), lab.run_plot: run_empty.update_layout(meta={"run": run.tag})}
 
 
 def page_step_views(lab: LabComponents, run: Run, final: bool) -> dict:
@@ -146,8 +146,10 @@ def page_step_views(lab: LabComponents, run: Run, final: bool) -> dict:
     part = run if upto == len(run.records) else replace(run, records=run.records[:upto])
     views = step_views(lab, part, None, run.view)
     if run.page_chips is not None:  # a page: its charts redrawn in place, never re-created (in_place.py), the
-        # last step's too (re-created, the two charts held the page's main thread ~0.2-0.6 s just as the run ended)
-        views = {lab.stream_figures: stream_figures(run.tag, upto, views[lab.stage_plot], views[lab.draw_plot], final)}
+        # last step's too (re-created, the two charts held the page's main thread ~0.2-0.6 s just as the run ended),
+        # and the run chart when the run ends (re-created, ~100 ms of the end's longest task)
+        over = run_chart(run.records, None, run.view, run.lang) if final else None
+        views = {lab.stream_figures: stream_figures(run.tag, upto, views[lab.stage_plot], views[lab.draw_plot], over)}
     return {lab.status: status_markdown(part, rate=run.rate, lang=run.lang), **views}
 
 
@@ -222,6 +224,8 @@ def stream_views(lab: LabComponents, run: Run, stream):
             out |= page_step_views(lab, run, final=record.stop_reason is not None)
         if record.stop_reason:  # here, not in a follow-up event, so API callers can scrub too
             out |= finish(lab, run, run.view)
+            if lab.stream_figures in out:  # a page: the run chart is drawn in place with the last step's charts
+                del out[lab.run_plot]
         if run.stop_presses:  # pressed while this update was being built
             return
         pace.went(chipped)

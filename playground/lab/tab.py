@@ -23,7 +23,7 @@ from .chain_board import build_chain_board
 from .chips import COUNT_JS, PROBS_JS, SHOW_RUN_JS, STOP_JS, token_chips_html
 from .components import CONTROL_NAMES, LabComponents
 from .handlers import generate, page_has, step, stop_run
-from .in_place import STREAM_JS
+from .in_place import FOLLOW_JS, STREAM_JS
 from .inspect import build_inspect
 from .replays import Replays
 from .request import CHAIN_EXAMPLE, DEFAULTS, KNOB_CONTROLS, ORDER_LABELS, SLIDERS
@@ -214,17 +214,9 @@ RUN_CHART_CHANGED_JS = """(value) => {
   const plot = (value && value.plot) || "";
   let h = 0;
   for (let i = 0; i < plot.length; i += 1) h = (Math.imul(h, 31) + plot.charCodeAt(i)) | 0;
-  const key = `${plot.length}:${h}`;
-  if (window.__ntpRunChart !== key) {
-    window.__ntpRunChart = key;  // clicked once the update that brought the chart is applied (the scrubber's value too)
-    setTimeout(() => document.querySelectorAll(".ntp-run-chart-changed").forEach((b) => {
-      const panel = document.getElementById(b.id.replace("run-chart-changed-", ""));
-      const label = panel && panel.querySelector("button.label-wrap");
-      if (!label || label.classList.contains("open")) b.click();
-    }), 0);
-  }
+  (__FOLLOW__)(`${plot.length}:${h}`);
   return [];
-}"""
+}""".replace("__FOLLOW__", FOLLOW_JS)
 
 
 def run_chart_changed(run_plot: gr.Plot, followers: tuple[str, ...]) -> dict[str, gr.Button]:

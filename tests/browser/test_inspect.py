@@ -63,6 +63,14 @@ def test_sample_many_logits_and_cost_views_follow_the_scrubber(page):
     expect(page.locator("#inspect-many-text")).to_contain_text("Freeze this step")
     page.screenshot(path=str(ARTIFACTS / "inspect_page_1440.png"), full_page=True)
 
+    # open, it follows the next run to its last step: the page draws a run's chart in place at its end (in_place.py)
+    page.get_by_role("tab", name="Logits as they are").click()
+    page.locator("#max-new input[type=number]").fill("4")
+    page.locator("#max-new input[type=number]").press("Enter")
+    page.locator("#generate").click()
+    expect(page.locator("#inspect-logits-text")).to_contain_text("Step 4:", timeout=120_000)
+    expect(page.locator("#run-plot")).to_contain_text("step")
+
 
 def test_inspect_in_vietnamese_and_on_small_screens(page, app_url):
     page.goto(app_url + "?lang=vi", wait_until="domcontentloaded")
