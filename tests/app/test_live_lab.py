@@ -10,7 +10,7 @@ import math
 import pytest
 from gradio_client.exceptions import AppError
 
-from .lab_args import KNOBS_OFF_BY_NAME
+from .lab_args import KNOBS_OFF_BY_NAME, untagged
 
 LESSON = "The capital of France is"
 ARGS = dict(chat=False, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed="5", max_new=6, stop="", order="hf",
@@ -33,6 +33,20 @@ def test_a_what_if_redraws_the_runs_last_step_from_its_kept_logits(client):
     assert titles and stage["data"] and figures["draw"]["data"]
     status, *_ = client.predict(*args(), api_name="/what_if")  # back at the run's own settings: its own step
     assert status.startswith("**Step 6** of 6"), status
+
+
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_continue_from_here_with_the_runs_own_settings_draws_the_run_again(client, k):
+    """Continue from step k keeps steps 1..k-1 and draws on with the run's seed stream: with the run's own settings
+    (sampled, T 1.5: most steps have many candidates) every token after k is the run's own."""
+    chips, status, *_ = client.predict(*args(temperature=1.5, max_new=8), api_name="/generate")
+    assert "stopped" in status
+    client.predict(k, api_name="/scrub")  # the step on screen
+    again, status, *_ = client.predict(*args(temperature=1.5, max_new=8), api_name="/continue_run")
+    assert "stopped" in status
+    assert untagged(again) == untagged(chips)
+    other, *_ = client.predict(*args(temperature=1.5, max_new=8, seed="6"), api_name="/generate")
+    assert untagged(other) != untagged(chips)  # (another seed draws another run: the check can fail)
 
 
 def test_a_bad_knob_value_is_named(client):
