@@ -13,6 +13,9 @@ int8 and int4 against the Q4_1 file as it ships.
 
     .venv/bin/python bench/bench_peer.py [--tokens 64] [--rounds 3] [--threads 1,2] [--ours-precisions fp32,bf16,int8,int4]
 
+--floor (no llama.cpp) prints what bounds our step instead: in one decode step of each precision, its matrix products
+alone (every linear layer and the LM head on one row) against the whole step, and the rate the products read weights.
+
 Needs cmake and a C++ compiler. Nothing here runs in the tests.
 """
 
@@ -129,6 +132,57 @@ def ours_here(threads: int, tokens: int, precision: str) -> None:
     print(f"{tokens / (stamps[-1] - stamps[0]):.3f}")
 
 
+def read_bytes(linear) -> int:
+    """The bytes a layer's product reads: its kernel's own weight (int8 rows, int4 packs and their scales), else its
+    weight."""
+    own = [getattr(linear, name) for name in ("q", "scale", "packed", "scales_zeros") if hasattr(linear, name)]
+    return sum(t.nbytes for t in own or [linear.weight])
+
+
+def floor_here(precision: str, steps: int = 30) -> None:
+    """The child's side of --floor: in one decode step of this precision (1 row, 1 thread), the time of its matrix
+    products alone (every linear layer and the LM head, called one after another on one row, as a step calls them)
+    against the whole step (runner.Decoder, eager): what bounds a step, and the weights' read rate."""
+    from model_service.engine.runner import Decoder
+    from model_service.models.loading import load
+
+    torch.set_num_threads(1)
+    model, tokenizer, _ = load(precision=precision)
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    inputs = [torch.randn(1, 1, m.in_features, dtype=model.dtype) for m in linears]
+    weights = sum(read_bytes(m) for m in linears)
+    decoder = Decoder(model, 0)
+    token = int(decoder.prefill([tokenizer(PROMPT).input_ids]).argmax())
+    products, whole = [], []
+    with torch.inference_mode():
+        for _ in range(steps):
+            started = time.perf_counter()
+            for m, x in zip(linears, inputs, strict=True):
+                m(x)
+            products.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            token = int(decoder.step([token])[0].argmax())
+            whole.append((time.perf_counter() - started) * 1000)
+    product, step = statistics.median(products[3:]), statistics.median(whole[3:])
+    print(json.dumps({"precision": precision, "layers": len(linears), "mb": weights / 1e6, "products_ms": product,
+                      "step_ms": step}))
+
+
+def floors(modes: list[str]) -> None:
+    """--floor: each precision in a fresh process at 1 thread (floor_here), printed side by side."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    print("one decode step, 1 row, 1 thread, medians of 27 steps: the matrix products alone against the whole step")
+    print(f"{'':8s}{'weights read':>14s}{'products':>11s}{'read rate':>12s}{'whole step':>12s}{'products share':>16s}"
+          f"{'products only':>15s}")
+    for mode in modes:
+        out = subprocess.run([sys.executable, __file__, "--floor-child", mode], env=env, check=True,
+                             capture_output=True, text=True)
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        rate = row["mb"] / row["products_ms"]  # MB/ms = GB/s
+        print(f"{mode:8s}{row['mb']:11.0f} MB{row['products_ms']:8.1f} ms{rate:7.1f} GB/s{row['step_ms']:9.1f} ms"
+              f"{row['products_ms'] / row['step_ms']:15.0%}{1000 / row['products_ms']:9.1f} tok/s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=64)
@@ -137,11 +191,18 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="parallel compile jobs for the one-time build")
     parser.add_argument("--cache", type=Path, default=None, help="default: the project's cache directory/llama.cpp")
     parser.add_argument("--ours-precisions", default=",".join(PEERS), help="our precisions to time (default: all)")
+    parser.add_argument("--floor", action="store_true",
+                        help="only what bounds a step: its matrix products alone against the whole step, per precision")
+    parser.add_argument("--floor-child", help=argparse.SUPPRESS)  # the child process of floors()
     parser.add_argument("--ours", type=int, help=argparse.SUPPRESS)  # the child process of ours()
     parser.add_argument("--precision", default="fp32", help=argparse.SUPPRESS)  # the child's
     args = parser.parse_args()
     if args.ours:
         return ours_here(args.ours, args.tokens, args.precision)
+    if args.floor_child:
+        return floor_here(args.floor_child)
+    if args.floor:
+        return floors([m for m in args.ours_precisions.split(",") if m])
     cache = args.cache or cache_root() / "llama.cpp"
     bin_dir = build(cache, args.jobs)
     files = ggufs(bin_dir, cache)
