@@ -102,6 +102,8 @@ def main(argv=None) -> None:
                      "pre-requirements.txt")
     config = parse_args(argv, machine)
     from model_service import heap
+    from playground.common.i18n import LANGUAGES
+    from playground.lab.stage_panels import warm_layouts
     from playground.openai_api import access_for, launch_kwargs
     from playground.page import launch_options
 
@@ -110,6 +112,7 @@ def main(argv=None) -> None:
     demo.launch(server_name=config.bind, server_port=config.port, share=config.share, ssr_mode=False,
                 prevent_thread_lock=True, **launch_options(), **launch_kwargs(service, api))
     announce(demo, config, service, api)
+    warm_layouts(LANGUAGES)  # a knob's first moves meet built stage layouts (playground/lab/stage_panels.py)
     if replays.warming is not None:  # the lab scenes' runs, then the Engine and Compare scenes' batches, in the room
         replays.warming.join()
         for later in (kept, interventions):

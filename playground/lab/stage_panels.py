@@ -217,7 +217,10 @@ def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: 
     ids = [t.id for t in record.candidates] + ([record.token_id] if extra else [])
     labels = _y_labels(record, chosen, shown)
     n = len(labels)
-    layout = copy.deepcopy(_stage_layout(len(stages), n, height, lang, log, present, stacked))
+    layout = copy.deepcopy(_stage_layout(len(stages), height, lang, log, present, stacked))
+    for name, axis in layout.items():  # the rows: the one part of the layout that follows the record
+        if name.startswith("yaxis"):
+            axis["tickvals"], axis["range"] = list(range(n)), [n - 0.5, -0.5]
     titles = [_stage_title(stage, greedy, lang) for stage in stages]
     # the presenter's titles take a line per fact, and so do five or more panels' (each ~100 px wide at 1024 px): a
     # wide line would run into its neighbour's (a stacked panel is as wide as the figure: one line)
@@ -307,12 +310,25 @@ def _plain(label: str) -> str:
     return html.unescape(re.sub(r"<[^>]*>", "", label))
 
 
-@functools.lru_cache(maxsize=64)
-def _stage_layout(cols: int, rows: int, height: int, lang: str = "en", log: bool = False,
+def warm_layouts(langs, panels: int = 6, height: int = 360) -> int:
+    """Build the layouts a knob's first moves meet (1..`panels` panels, the lab's and the presenter's view, each of
+    `langs`) before a learner waits on one: each is validated by plotly once per process, ~230 ms of the web
+    process's CPU (the first what-if of each shape took 160-270 ms in the server). Returns how many."""
+    keys = [(cols, height, lang, False, present, False) for lang in langs for present in (False, True)
+            for cols in range(1, panels + 1)]
+    for key in keys:
+        _stage_layout(*key)
+    return len(keys)
+
+
+@functools.lru_cache(maxsize=96)
+def _stage_layout(cols: int, height: int, lang: str = "en", log: bool = False,
                   present: bool = False, stacked: bool = False) -> dict:
-    """The validated layout of a stage figure with `cols` panels and `rows` bars, titles blank, key in `lang`;
-    `log`: the x axes on a log scale from 0.01 % to 100 %; `present`: every text PRESENT_TEXT px; `stacked`: the
-    panels one under another, each with its own labels (their places are set by _stack)."""
+    """The validated layout of a stage figure with `cols` panels, titles blank, key in `lang`, its y axes for one
+    row (stage_figure sets them for its rows); `log`: the x axes on a log scale from 0.01 % to 100 %; `present`:
+    every text PRESENT_TEXT px; `stacked`: the panels one under another, each with its own labels (their places are
+    set by _stack)."""
+    rows = 1
     small = PRESENT_TEXT if present else TEXT
     if stacked:
         fig = make_subplots(rows=cols, cols=1, subplot_titles=[" "] * cols, vertical_spacing=0.0)

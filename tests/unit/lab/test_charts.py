@@ -436,3 +436,20 @@ def test_a_figure_built_without_plotlys_checks_is_what_its_checks_make_of_it(bui
 
     fig = build()
     assert go.Figure(fig.to_plotly_json()).to_plotly_json() == fig.to_plotly_json()
+
+
+def test_a_stage_layout_is_validated_once_per_shape_whatever_its_rows():
+    """A knob's first move in a shape (panels, view, language) once cost the server ~230 ms of plotly's checks, and
+    every new count of rows another: the layout is cached without its rows, warmed at start (app.py)."""
+    from playground.lab.stage_panels import _stage_layout, warm_layouts
+
+    _stage_layout.cache_clear()
+    assert warm_layouts(("en",), panels=3) == 6  # the lab's view and the presenter's, 1-3 panels
+    built = _stage_layout.cache_info().misses
+    for n in (3, 5, 8):
+        probs = {name: [1.0 / (i + 2) for i in range(n)] for name in ("raw", "temperature", "top_k")}
+        fig = stage_figure(make_record(probs, chosen=1))
+        for axis in (fig.layout.yaxis, fig.layout.yaxis3):
+            assert list(axis.tickvals) == list(range(n)) and tuple(axis.range) == (n - 0.5, -0.5)
+        assert len(fig.layout.yaxis.ticktext) == n
+    assert _stage_layout.cache_info().misses == built  # no new layout for 3, 5 or 8 rows
