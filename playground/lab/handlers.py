@@ -223,9 +223,8 @@ def stream_views(lab: LabComponents, run: Run, stream):
             run.rate = len(run.records) / max(now - started, 1e-6)
             out |= page_step_views(lab, run, final=record.stop_reason is not None)
         if record.stop_reason:  # here, not in a follow-up event, so API callers can scrub too
-            out |= finish(lab, run, run.view)
-            if lab.stream_figures in out:  # a page: the run chart is drawn in place with the last step's charts
-                del out[lab.run_plot]
+            # (a page's run chart is drawn in place with the last step's charts: page_step_views)
+            out |= finish(lab, run, run.view, chart=run.page_chips is None)
         if run.stop_presses:  # pressed while this update was being built
             return
         pace.went(chipped)
@@ -258,11 +257,12 @@ def step(lab: LabComponents, page: gr.Request, state: Run, *values):
     }
 
 
-def finish(lab: LabComponents, state: Run, shown: View = View()):
-    """After a run: the scrub slider and the over-the-run chart, from the records."""
+def finish(lab: LabComponents, state: Run, shown: View = View(), chart: bool = True):
+    """After a run: the scrub slider and (`chart`) the over-the-run chart, from the records."""
     if not state.records:
         return unchanged(lab.scrub, lab.run_plot)
-    return {lab.scrub: scrub_update(state.records), lab.run_plot: run_chart(state.records, None, shown, state.lang)}
+    out = {lab.scrub: scrub_update(state.records)}
+    return out | {lab.run_plot: run_chart(state.records, None, shown, state.lang)} if chart else out
 
 
 def stop_run(lab: LabComponents, state: Run, lang, shown: View = View(), on_page=None):

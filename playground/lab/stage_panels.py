@@ -32,6 +32,7 @@ FILTER_NAMES = {**{name: label for name, (label, _) in STAGES.items() if name no
                 "final": "argmax"}
 FOLD_NAMES = {**FILTER_NAMES, **{name: label for name, (label, _) in STAGES.items()}}
 
+STAGE_HEIGHT = 360  # px, the lab's stage figure (the presenter's and a phone's follow from their rows)
 PRESENT_ROWS = 10  # candidate rows in the presenter view: the step fits a screen with the chips and the draw
 WIDE_TITLES_UP_TO = 4  # panels whose titles keep "kept 20 · mass 0.93" on one line in the lab (more: a line per fact)
 PRESENT_TEXT = 14  # px, every text of the presenter view's figure (playground/common/figures.py BIG_TEXT)
@@ -187,7 +188,7 @@ def wrapped(text: str, width: int) -> str:
 # ---- the figure -------------------------------------------------------------------------------------------
 
 
-def stage_figure(record: StepRecord, height: int = 360, lang: str = "en", fold: bool = False,
+def stage_figure(record: StepRecord, height: int = STAGE_HEIGHT, lang: str = "en", fold: bool = False,
                  log: bool = False, rows: int | None = None, present: bool = False,
                  stacked: bool = False) -> PlainFigure:
     """One horizontal-bar panel per pipeline stage (raw … final), sharing one y axis of candidates.
@@ -310,7 +311,7 @@ def _plain(label: str) -> str:
     return html.unescape(re.sub(r"<[^>]*>", "", label))
 
 
-def warm_layouts(langs, panels: int = 6, height: int = 360) -> int:
+def warm_layouts(langs, panels: int = 6, height: int = STAGE_HEIGHT) -> int:
     """Build the layouts a knob's first moves meet (1..`panels` panels, the lab's and the presenter's view, each of
     `langs`) before a learner waits on one: each is validated by plotly once per process, ~230 ms of the web
     process's CPU (the first what-if of each shape took 160-270 ms in the server). Returns how many."""
