@@ -30,8 +30,8 @@ from ..lab.request import field_labels, parse_request
 from ..lab.view import View, stage_chart
 from . import intervene_charts as charts
 from . import intervene_text as text
-from .intervene_files import remember
 from .intervene_patch import blank_grid, candidate_id, patch_cell, patch_every_cell
+from .intervene_shown import Shown
 
 KEEP = object()  # attribution_views: the kept results left as they are
 
@@ -60,7 +60,7 @@ class InterveneComponents:
     patch_plot: gr.Plot
     patch_state: gr.State  # the cells patched so far, with what they were computed for (intervene_patch.py)
     patch_cell: gr.Textbox  # a clicked cell, written by the page (intervene_patch.PATCH_CLICK_JS)
-    results: gr.State  # the latest result of each kind, as the section's file saves them (intervene_files.remember)
+    results: gr.State  # the page's Shown: the latest result of each kind, what each view was asked for
     steer_prompt: gr.Textbox
     towards: gr.Textbox
     away: gr.Textbox
@@ -122,7 +122,7 @@ def build(blocks: int) -> InterveneComponents:
     return InterveneComponents(gr.State(None), lesson_md, candidate, rival, attribute_btn, attribution_md,
                                attribution_plot, kind, block, head, mode, knock_btn, restore_btn, knockout_md,
                                knockout_plot, stages_plot, source, patch_btn, patch_md, patch_plot, gr.State(None),
-                               patch_cell, gr.State(None), *steer)
+                               patch_cell, gr.State(Shown()), *steer)
 
 
 def build_steer(blocks: int) -> tuple:
@@ -151,8 +151,8 @@ def candidate_choices(trace, lang: str) -> list:
     return [(f"{text.show_token(c, lang=lang).text} · {c.prob:.1%}", c.id) for c in trace.predictions[-1].top]
 
 
-def attribution_views(iv: InterveneComponents, trace, a, lang: str, kept=KEEP) -> dict:
-    """The attribution's views; with the kept results given, `a` remembered in them (a redraw keeps them as they are)."""
+def attribution_views(iv: InterveneComponents, trace, a, lang: str, kept: Shown | object = KEEP) -> dict:
+    """The attribution's views; with the page's Shown given, `a` kept in it (a redraw keeps it as it is)."""
     choices = candidate_choices(trace, lang)
     known = {i for _, i in choices}
     extra = [(f"{text.show_token(t, lang=lang).text}", t.id) for t in (a.candidate, a.rival) if t.id not in known]
@@ -162,8 +162,8 @@ def attribution_views(iv: InterveneComponents, trace, a, lang: str, kept=KEEP) -
             iv.head: gr.update(maximum=len(a.heads) or None),
             iv.attribution_md: text.attribution_markdown(a, lang), iv.attribution_plot: charts.attribution_figure(a, lang),
             **({} if kept is KEEP else
-               {iv.results: remember(kept, "attribution", {"prompt": trace.prompt, "chat": trace.chat,
-                                                            "model": trace.model}, a)})}
+               {iv.results: kept.keep("attribution", {"prompt": trace.prompt, "chat": trace.chat, "model": trace.model},
+                                      a)})}
 
 
 def attribute(iv: InterveneComponents, service, trace, candidate, rival, block, kept, lang="en"):
@@ -209,13 +209,15 @@ def new_trace(iv: InterveneComponents, service, trace, current, block, steer_blo
         a = service.attribute(trace.prompt, trace.chat)
     except (ValueError, RuntimeError) as e:  # another model now, or a prompt the tracer took and this one did not
         return {iv.attribution_md: escape_html(str(e))}
-    # a knock-out or a grid made for this very prompt stays (a scene's, asked while its prompt was being traced)
-    here = bool(kept) and (kept["model"], kept["prompt"], kept["chat"]) == (trace.model, trace.prompt, trace.chat)
+    # a knock-out or a grid made for this very prompt stays, or one asked for it and still on its way (a scene's,
+    # pressed while its prompt was being traced: it lands after this)
+    key = (trace.model, trace.prompt, trace.chat)
     out = {iv.block: gr.update(maximum=trace.num_layers, value=block),
            iv.steer_block: gr.update(maximum=trace.num_layers, value=steer_block)}
     for kind, blank in (("knockout", restored(iv, lang)), ("patch", blank_grid(iv, trace, lang))):
-        if not here or kept[kind] is None:
-            kept, out = remember(kept, kind, {}, None), out | blank
+        if not kept.holds(kind, key):
+            kept.keep(kind, {}, None)
+            out |= blank
     return out | attribution_views(iv, trace, a, lang, kept)
 
 
@@ -226,12 +228,14 @@ def knock_out(iv: InterveneComponents, service, prompt, chat, kind, block, head,
         prompt, chat = validation.text("prompt", prompt), validation.boolean("chat template", chat)
         settings = parse_request(*controls).settings
         target = Knockout(kind, block, head if kind == "head" else None, mode)  # checked by the service, on the model
+        kept.ask("knockout", (service.info.name, prompt, chat))
         result = service.knock_out(prompt, target, settings, chat, candidate_id(candidate))
     except (ValueError, RuntimeError) as e:
+        kept.ask("knockout", None)
         raise user_error(e, lang, field_labels(lang)) from None
     return {iv.knockout_md: text.knockout_markdown(result, lang), iv.knockout_plot: charts.knockout_figure(result, lang),
             iv.stages_plot: stage_chart(result.after, view if isinstance(view, View) else View(), lang),
-            iv.results: remember(kept, "knockout", {"prompt": prompt, "chat": chat, "model": service.info.name}, result)}
+            iv.results: kept.keep("knockout", {"prompt": prompt, "chat": chat, "model": service.info.name}, result)}
 
 
 def steer(iv: InterveneComponents, service, prompt, towards, away, block, scale, kept, lang, *controls):
@@ -243,8 +247,8 @@ def steer(iv: InterveneComponents, service, prompt, towards, away, block, scale,
     except (ValueError, RuntimeError) as e:
         raise user_error(e, lang, field_labels(lang)) from None
     return {iv.steer_md: text.steer_markdown(result, lang),
-            iv.results: remember(kept, "steer", {"prompt": prompt, "towards": towards, "away": away,
-                                                 "model": service.info.name}, result)}
+            iv.results: kept.keep("steer", {"prompt": prompt, "towards": towards, "away": away,
+                                            "model": service.info.name}, result)}
 
 
 def restored(iv: InterveneComponents, lang="en") -> dict:
@@ -255,7 +259,8 @@ def restored(iv: InterveneComponents, lang="en") -> dict:
 
 def restore(iv: InterveneComponents, kept, lang="en") -> dict:
     """Restore: the model as it is (nothing to compute), the knock-out no longer kept for the section's file."""
-    return restored(iv, lang) | {iv.results: remember(kept, "knockout", {}, None)}
+    kept.ask("knockout", None)
+    return restored(iv, lang) | {iv.results: kept.keep("knockout", {}, None)}
 
 
 def relabel(iv: InterveneComponents, trace, current, source, steer_prompt, towards, away, lang="en") -> dict:

@@ -1,7 +1,7 @@
 """The Intervene section's results as one file, and back: the "Intervention files" accordion at its end.
 
 What the section shows (an attribution, a knock-out, a patching grid, a steered run: the latest of each) is kept in
-a State of this module's (`results`, filled by `remember` from the section's handlers) and Export writes it as JSON
+the section's State (a Shown of intervene_shown.py, its results folded in by `remember`) and Export writes them as JSON
 with no model work. Import reads an uploaded file, checks every field against the records' shape (playground/lab/
 export.py's checks for tokens and step records, renamed to this file) before the records' from_dict rebuilds them,
 and draws each saved result in its views with the section's own text and charts: no model, and a bad file gets an
@@ -320,7 +320,7 @@ def views_of(saved: SavedInterventions, lang: str = "en", view: View | None = No
 
 @dataclass(frozen=True)
 class FilesComponents:
-    results: gr.State  # the section's latest result of each kind (remember's dict): what Export writes
+    results: gr.State  # the page's Shown: its results (remember's dict) are what Export writes
     export_btn: gr.Button
     json_file: gr.File
     upload: gr.File
@@ -328,7 +328,7 @@ class FilesComponents:
 
 def build_files(results: gr.State) -> FilesComponents:
     """The accordion, closed, in the current Blocks context (at the end of the Intervene section); `results`: the
-    section's State its handlers `remember` their results in."""
+    section's State its handlers keep their results in (intervene_shown.Shown)."""
     with gr.Accordion(T("intervene.files.title"), open=False, elem_id="iv-files"):
         gr.Markdown(T("intervene.files.note"), elem_classes=["ntp-note"])
         with gr.Row():
@@ -355,10 +355,10 @@ def wire_files(iv: InterveneComponents, files: FilesComponents, language: gr.Rad
     names = ("state", "attribution_md", "attribution_plot", "knockout_md", "knockout_plot", "stages_plot", "patch_md",
              "patch_plot", "steer_md", "source", "steer_prompt", "towards", "away")
 
-    def do_export(results, lang_value):
-        return {files.json_file: export_file(results, lang_value)}
+    def do_export(kept, lang_value):
+        return {files.json_file: export_file(kept.results, lang_value)}
 
-    def do_import(data, lang_value, shown=None):
+    def do_import(data, kept, lang_value, shown=None):
         if not data:  # the file was cleared
             return {files.results: gr.skip()}
         try:
@@ -366,11 +366,12 @@ def wire_files(iv: InterveneComponents, files: FilesComponents, language: gr.Rad
         except ValueError as e:
             raise user_error(e, lang_value) from None
         views = views_of(saved, lang_value, shown if isinstance(shown, View) else None)
-        return {files.results: results_of(saved), **{getattr(iv, name): value for name, value in views.items()}}
+        return {files.results: kept.loaded(results_of(saved)),
+                **{getattr(iv, name): value for name, value in views.items()}}
 
     hidden = dict(api_visibility="private", show_progress="hidden")
     files.export_btn.click(do_export, [files.results, *lang], [files.json_file], **hidden)
-    files.upload.upload(do_import, [files.upload, *lang, *([view] if view is not None else [])],
+    files.upload.upload(do_import, [files.upload, files.results, *lang, *([view] if view is not None else [])],
                         [files.results, *(getattr(iv, name) for name in names)], **hidden)
 
 

@@ -22,7 +22,6 @@ from ..common.i18n import PATCH_SOURCES, swapped_default, tr
 from ..common.plot_clicks import click_js, clicked_value
 from . import intervene_charts as charts
 from . import intervene_text as text
-from .intervene_files import remember
 
 # a click on a cell of the grid: its [hover, position, block] customdata (intervene_charts.patch_figure)
 PATCH_CLICK_JS = click_js("iv-patch-grid", "iv-patch-cell", "point.customdata && point.customdata.length === 3 ? "
@@ -50,15 +49,15 @@ def _inputs(prompt, chat, source, lang: str):
 
 
 def _views(iv, kept: dict, results, lang: str, picked=None) -> dict:
-    """The grid's views; the result remembered for the section's file (intervene_files.remember)."""
+    """The grid's views; the result kept in the page's Shown (`results`) for the section's file."""
     result, source = kept["result"], kept["key"][2]
     line = text.patch_markdown(result, source, result.tokens, lang)
     if picked is not None:
         cell = next(c for c in result.cells if (c.position, c.block) == picked)
         line = text.patch_cell_markdown(result, cell, lang) + "\n\n" + line
     prompt, chat, source, _, model = kept["key"]
-    remembered = remember(results, "patch", {"prompt": prompt, "chat": chat, "source": source, "model": model}, result)
-    return {iv.patch_state: kept, iv.patch_md: line, iv.results: remembered,
+    shown = results.keep("patch", {"prompt": prompt, "chat": chat, "source": source, "model": model}, result)
+    return {iv.patch_state: kept, iv.patch_md: line, iv.results: shown,
             iv.patch_plot: charts.patch_figure(result, result.tokens, lang, 240, kept["grid"], picked)}
 
 
@@ -67,8 +66,10 @@ def patch_every_cell(iv, service, prompt, chat, source, candidate, results, lang
     try:
         prompt, chat, source = _inputs(prompt, chat, source, lang)
         grid = grid_cells(len(service.encode(prompt, chat)), service.info.num_layers)
+        results.ask("patch", (service.info.name, prompt, chat))
         result = service.patch(prompt, source, grid, chat, candidate_id(candidate))
     except (ValueError, RuntimeError) as e:
+        results.ask("patch", None)
         raise user_error(e, lang) from None
     key = (prompt, chat, source, candidate_id(candidate), service.info.name)
     return _views(iv, {"key": key, "grid": grid, "result": result}, results, lang)
@@ -86,8 +87,10 @@ def patch_cell(iv, service, prompt, chat, source, candidate, clicked, kept, resu
         grid = grid_cells(len(service.encode(prompt, chat)), service.info.num_layers)
         if (position, block) not in grid:
             raise ValueError(tr(lang, "intervene.patch.off_grid", position=position, block=block))
+        results.ask("patch", (service.info.name, prompt, chat))
         one = service.patch(prompt, source, [(position, block)], chat, candidate_id(candidate))
     except (ValueError, RuntimeError) as e:
+        results.ask("patch", None)
         raise user_error(e, lang) from None
     if kept is not None and kept["key"] == key:
         cells = [c for c in kept["result"].cells if (c.position, c.block) != (position, block)] + list(one.cells)
