@@ -78,6 +78,13 @@ PREFILL_PASS_COST_TOKENS = 24
 # the page waits this long for it. Env / app.py: NTP_SCHEDULER=process|thread|auto (auto: a process on a CPU).
 SCHEDULER_PROCESS_START_S = 600.0
 SCHEDULER_MODES = ("auto", "process", "thread")
+# How much lower than the web process's the scheduler process's CPU priority is, once its model is loaded (os.nice):
+# the room's passes take every cycle they get, while a learner's what-if, a page's files and the host's own browser
+# need a few ms each, at once. Measured on 2 cores (bench/bench_live.py, a page moving five knobs beside 16 script
+# learners generating, three interleaved rounds of 40 moves each): the medians 93-137 ms (mean 115) against 96-170
+# (mean 123) at the same priority; the slowest moves unchanged within the noise (312 and 366 ms); the room's rate
+# alone and beside 16 learners moving a knob the same (45.6-49.6 and 45.2-48.4 tok/s alone).
+SCHEDULER_NICE = 10
 # A request with more new tokens than this is "long": long ones may hold at most half the rows, and a
 # shorter request behind a long one that would exceed that share goes first.
 LONG_REQUEST_TOKENS = 128

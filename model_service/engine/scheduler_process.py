@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
 import pickle
 import queue
 import signal
@@ -276,6 +277,15 @@ class _CallerSink:
             outbox.pipe.send(msg.StepDone(records, vocab, forward_ms, sampling_ms, outbox.scheduler.steps))
 
 
+def _behind_the_web_server() -> None:
+    """From here on the room's passes run at a lower priority than the web process (limits.SCHEDULER_NICE says what
+    that buys); the model loads at the same. Where the platform has no nice (Windows), as they are."""
+    try:
+        os.nice(limits.SCHEDULER_NICE)
+    except (AttributeError, OSError):
+        pass
+
+
 def serve(conn, source: tuple, max_rows: int, queue_size: int, batch_invariant: bool | None = None) -> None:
     """The scheduler process: load the model, then take submissions, cancels and room queries until told to
     stop or the web process goes away."""
@@ -295,6 +305,7 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int, batch_invariant: 
         pipe.send(msg.LoadFailed(wire.encode_error(error)))
         return
     outbox = _Outbox(pipe, scheduler)
+    _behind_the_web_server()
     heap.settle()  # the model and the room live as long as this process: no full collection walks them again
     pipe.send(msg.Ready())
     while True:
