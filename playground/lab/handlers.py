@@ -262,7 +262,9 @@ def finish(lab: LabComponents, state: Run, shown: View = View(), chart: bool = T
     if not state.records:
         return unchanged(lab.scrub, lab.run_plot)
     out = {lab.scrub: scrub_update(state.records)}
-    return out | {lab.run_plot: run_chart(state.records, None, shown, state.lang)} if chart else out
+    if chart:
+        out[lab.run_plot] = run_chart(state.records, None, shown, state.lang)
+    return out
 
 
 def stop_run(lab: LabComponents, state: Run, lang, shown: View = View(), on_page=None):

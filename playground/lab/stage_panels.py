@@ -325,11 +325,10 @@ def warm_layouts(langs, panels: int = 6, height: int = STAGE_HEIGHT) -> int:
 @functools.lru_cache(maxsize=96)
 def _stage_layout(cols: int, height: int, lang: str = "en", log: bool = False,
                   present: bool = False, stacked: bool = False) -> dict:
-    """The validated layout of a stage figure with `cols` panels, titles blank, key in `lang`, its y axes for one
-    row (stage_figure sets them for its rows); `log`: the x axes on a log scale from 0.01 % to 100 %; `present`:
+    """The validated layout of a stage figure with `cols` panels, titles blank, key in `lang`, its y axes without
+    rows (stage_figure sets them for its record); `log`: the x axes on a log scale from 0.01 % to 100 %; `present`:
     every text PRESENT_TEXT px; `stacked`: the panels one under another, each with its own labels (their places are
     set by _stack)."""
-    rows = 1
     small = PRESENT_TEXT if present else TEXT
     if stacked:
         fig = make_subplots(rows=cols, cols=1, subplot_titles=[" "] * cols, vertical_spacing=0.0)
@@ -346,8 +345,7 @@ def _stage_layout(cols: int, height: int, lang: str = "en", log: bool = False,
         # two labels a panel: the outer ones (0.01 %, 100 %) would run into the next panel's
         fig.update_xaxes(type="log", range=[-4, 0.02], tickvals=[1e-3, 0.1], ticktext=["0.1%", "10%"])
     fig.update_yaxes(
-        tickvals=list(range(rows)), range=[rows - 0.5, -0.5], fixedrange=True,
-        showgrid=False, zeroline=False, ticks="", tickfont=dict(size=small),
+        fixedrange=True, showgrid=False, zeroline=False, ticks="", tickfont=dict(size=small),
     )
     fig.update_annotations(font=dict(size=small, color=INK))  # the subplot titles
     _key(fig, lang, present, stacked)

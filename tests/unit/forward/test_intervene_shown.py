@@ -32,9 +32,10 @@ def test_a_view_is_held_for_its_prompt_once_asked_until_its_request_fails():
     assert shown.holds("knockout", KEY) and not shown.holds("knockout", (MODEL, PROMPT, True))
     with pytest.raises(ValueError, match="kind must be one of knockout, patch"):
         shown.ask("steer", KEY)
-    fresh = deepcopy(Shown())  # gr.State's copy for a new page: its own
-    fresh.ask("patch", KEY)
-    assert not Shown().asked
+    initial = Shown()
+    page = deepcopy(initial)  # gr.State's copy of its initial value for a new page: its own
+    page.ask("patch", KEY)
+    assert not initial.asked and initial.results is None
 
 
 @pytest.fixture(scope="module")
