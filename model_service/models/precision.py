@@ -3,7 +3,8 @@
 On a CPU a decode step is bounded by the bytes of weights it reads (bench/bench_peer.py: torch's fp32 matrix-vector
 products alone take most of a step), so fewer bytes per weight is the one large gain:
 
-- fp32: the CPU's default; the lessons' numbers as the model's own arithmetic gives them.
+- fp32: the CPU's default; the lessons' numbers as the model's own arithmetic gives them (on a CPU, its one-row
+  products through the kernel that measured fastest at load: row_products.py).
 - bf16: every weight and activation in bfloat16 (the GPU's default).
 - int8: the decoder blocks' linear layers as int8 weights with one scale per output row, bfloat16 activations
   (torch's `_weight_int8pack_mm`).
@@ -25,6 +26,7 @@ import torch
 from torch import nn
 
 from .. import limits
+from .row_products import plain_linears, rows_through
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "int8": torch.bfloat16, "int4": torch.bfloat16}
 QUANTISED = ("int8", "int4")  # weight-only: the linear layers of the decoder blocks
@@ -91,26 +93,6 @@ class Int4Linear(nn.Linear):
         return y if self.bias is None else y + self.bias
 
 
-class RowLinear(nn.Linear):
-    """A bfloat16 layer whose one-row product (a lone learner's decode step) goes through torch.mv: on this CPU
-    torch's bfloat16 F.linear of one row read its weight at about half the rate torch.mv does (the LM head: 12.3
-    against 6.3-8.9 ms, bit-identical results in that probe). More rows (a prefill, a room) take F.linear."""
-
-    @classmethod
-    def of(cls, linear: nn.Linear) -> RowLinear:
-        """The same parameters (a head tied to the embedding stays tied) behind the one-row path."""
-        row = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, device="meta")
-        row.weight, row.bias = linear.weight, linear.bias
-        return row
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.numel() != self.in_features or x.device.type != "cpu":
-            return super().forward(x)
-        y = torch.mv(self.weight, x.reshape(-1).to(self.weight.dtype))
-        y = y if self.bias is None else y + self.bias
-        return y.reshape(*x.shape[:-1], self.out_features)
-
-
 def fits(precision: str, linear: nn.Linear) -> bool:
     """Whether this layer can take the mode's kernel (int4 packs the input in groups and the output in 8s)."""
     if precision == "int4":
@@ -120,7 +102,7 @@ def fits(precision: str, linear: nn.Linear) -> bool:
 
 def quantise(model: nn.Module, precision: str) -> int:
     """Swap the linear layers inside the decoder blocks for the mode's weight-only kernels, in place (the model
-    already in bfloat16), and on a CPU every bfloat16 layer left (the LM head; every layer in bf16) for RowLinear.
+    already in bfloat16), and on a CPU every bfloat16 layer left (the LM head; every layer in bf16) for row_products.RowLinear.
     Returns how many took a weight-only kernel; a layer the kernel cannot take stays in bfloat16."""
     if precision == "fp32":
         return 0
@@ -130,16 +112,13 @@ def quantise(model: nn.Module, precision: str) -> int:
     kind = {"int4": Int4Linear, "int8": Int8Linear}.get(precision)
     head = model.get_output_embeddings()
     swapped = 0
-    for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            if type(child) is not nn.Linear:
-                continue
-            if kind is not None and child is not head and fits(precision, child):
-                setattr(parent, name, kind(child))
-                swapped += 1
-            elif cpu:
-                setattr(parent, name, RowLinear.of(child))
+    for parent, name, child in plain_linears(model):
+        if kind is not None and child is not head and fits(precision, child):
+            setattr(parent, name, kind(child))
+            swapped += 1
+    if cpu:
+        rows_through(model, "mv")  # every bfloat16 layer left: its one-row product through torch.mv
     return swapped
 
 
-__all__ = ["DTYPES", "Int4Linear", "Int8Linear", "QUANTISED", "RowLinear", "describe", "fits", "quantise"]
+__all__ = ["DTYPES", "Int4Linear", "Int8Linear", "QUANTISED", "describe", "fits", "quantise"]

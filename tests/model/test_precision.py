@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from model_service import limits
 from model_service.forward_pass.precision_effect import compare, last_logits
 from model_service.models import loading
-from model_service.models.precision import Int4Linear, Int8Linear, RowLinear, describe, quantise
+from model_service.models.precision import Int4Linear, Int8Linear, describe, quantise
+from model_service.models.row_products import RowLinear
 
 from ..conftest import tiny_llama
 

@@ -1,0 +1,117 @@
+"""One-row products on a CPU: the kernel that reads a layer's weight fastest when one row is multiplied by it.
+
+A lone learner's decode step multiplies one row by every weight of the model, and on a CPU those products are most
+of the step (bench/bench_peer.py --floor). torch's own kernels for one row are not the fastest on every CPU.
+Measured on this project's 2-core AMD EPYC, one thread, the 211 one-row products of SmolLM2-135M (BENCHMARKS.md,
+"One-row products"):
+
+- float32: torch's F.linear and torch.mv (MKL) 33 ms, 538 MB at 16 GB/s; numpy's BLAS (the OpenBLAS its wheels ship)
+  17.6 ms, 31 GB/s. With 4 or 16 rows the two are even.
+- bfloat16: F.linear read the LM head at half torch.mv's rate (12.3 against 6.3-8.9 ms); numpy has no bfloat16.
+
+RowLinear keeps its layer's parameters (a head tied to the embedding stays tied) and sends a one-row product on the
+CPU to its kernel; more rows (a prefill, a room's batch), autograd and a compiler's tracing take F.linear. A float32
+layer takes numpy's BLAS only where it measured faster at load (`fastest`), so a CPU where torch's is as good keeps
+torch's. Either kernel sums in its own order: the numbers differ from F.linear's by float32 round-off (as another CPU's
+or another thread count's do), no more.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import limits
+
+log = logging.getLogger(__name__)
+
+KERNELS = ("mv", "blas")  # torch.mv; numpy's BLAS (float32 only)
+
+
+class RowLinear(nn.Linear):
+    """A layer whose one-row product on the CPU goes through `kernel` (KERNELS); everything else through F.linear."""
+
+    kernel = "mv"
+
+    @classmethod
+    def of(cls, linear: nn.Linear, kernel: str = "mv") -> RowLinear:
+        """The same parameters behind the one-row path."""
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+        row = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, device="meta")
+        row.weight, row.bias, row.kernel = linear.weight, linear.bias, kernel
+        return row
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if (x.numel() != self.in_features or x.device.type != "cpu" or torch.compiler.is_compiling()
+                or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))):
+            return super().forward(x)
+        if self.kernel == "blas" and x.dtype == self.weight.dtype == torch.float32:
+            y = torch.from_numpy(self.weight.detach().numpy() @ x.detach().reshape(-1).numpy())
+        else:
+            y = torch.mv(self.weight, x.reshape(-1).to(self.weight.dtype))
+        y = y if self.bias is None else y + self.bias
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+
+def rows_through(model: nn.Module, kernel: str, layers: list[tuple[nn.Module, str, nn.Linear]] | None = None) -> int:
+    """Swap the model's plain nn.Linear layers (or those `layers` names: (parent, name, layer)) for RowLinear with
+    `kernel`, in place. Returns how many."""
+    layers = plain_linears(model) if layers is None else layers
+    for parent, name, child in layers:
+        setattr(parent, name, RowLinear.of(child, kernel))
+    return len(layers)
+
+
+def plain_linears(model: nn.Module) -> list[tuple[nn.Module, str, nn.Linear]]:
+    """(parent, name, layer) for each plain nn.Linear of the model (a quantised or RowLinear layer is not)."""
+    return [(parent, name, child) for parent in list(model.modules()) for name, child in list(parent.named_children())
+            if type(child) is nn.Linear]
+
+
+@torch.inference_mode()
+def time_one_row(weights: list[torch.Tensor], kernel: str, rounds: int = 3) -> float:
+    """The median seconds of one one-row product by each weight in turn, through `kernel` ("torch": F.linear)."""
+    rows = {w.shape[1]: torch.randn(1, 1, w.shape[1], dtype=w.dtype) for w in weights}
+    times = []
+    for _ in range(rounds + 1):  # the first round warms the caches and the kernel's own set-up
+        started = time.perf_counter()
+        for w in weights:
+            x = rows[w.shape[1]]
+            if kernel == "blas":
+                torch.from_numpy(w.detach().numpy() @ x.reshape(-1).numpy())
+            else:
+                F.linear(x, w)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times[1:])
+
+
+def fastest(model: nn.Module) -> int:
+    """On a CPU, float32: send the model's one-row products through numpy's BLAS where it reads the weights at least
+    limits.ROW_BLAS_GAIN times as fast as torch's F.linear on this model's own layers (~0.2 s for SmolLM2), logging
+    what it measured. Returns how many layers it swapped (0: torch's kept)."""
+    layers = plain_linears(model)
+    weights = [layer.weight for _, _, layer in layers]
+    if not weights or any(w.device.type != "cpu" or w.dtype != torch.float32 for w in weights):
+        return 0
+    ours, blas = time_one_row(weights, "torch"), time_one_row(weights, "blas")
+    gain = ours / blas
+    chosen = gain >= limits.ROW_BLAS_GAIN
+    log.info("one-row products of %d float32 layers: torch %.1f ms, numpy's BLAS %.1f ms (%.2fx) -> %s", len(weights),
+             ours * 1e3, blas * 1e3, gain, "numpy's BLAS" if chosen else "torch's")
+    return rows_through(model, "blas", layers) if chosen else 0
+
+
+def blas_threads(threads: int) -> None:
+    """numpy's BLAS threads, as many as torch's (its own default is every core: beside a web server, one too many)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads, user_api="blas")
+
+
+__all__ = ["KERNELS", "RowLinear", "blas_threads", "fastest", "plain_linears", "rows_through", "time_one_row"]
