@@ -293,6 +293,7 @@ def model_info(lm, tokenizer, name: str, source: str, load_seconds: float = 0.0,
         from_cache=from_cache,
         device_name=torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else "",
         head_bytes=head.numel() * head.element_size(),
+        row_products=getattr(lm, "ntp_row_products", ""),
     )
 
 

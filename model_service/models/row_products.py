@@ -94,7 +94,8 @@ def time_one_row(weights: list[torch.Tensor], kernel: str, rounds: int = 3) -> f
 def fastest(model: nn.Module) -> int:
     """On a CPU, float32: send the model's one-row products through numpy's BLAS where it reads the weights at least
     limits.ROW_BLAS_GAIN times as fast as torch's F.linear on this model's own layers (~0.2 s for SmolLM2), logging
-    what it measured. Returns how many layers it swapped (0: torch's kept)."""
+    what it measured, and on the model (`ntp_row_products`, the model card's) what it chose. Returns how many layers it
+    swapped (0: torch's kept)."""
     layers = plain_linears(model)
     weights = [layer.weight for _, _, layer in layers]
     if not weights or any(w.device.type != "cpu" or w.dtype != torch.float32 for w in weights):
@@ -104,7 +105,10 @@ def fastest(model: nn.Module) -> int:
     chosen = gain >= limits.ROW_BLAS_GAIN
     log.info("one-row products of %d float32 layers: torch %.1f ms, numpy's BLAS %.1f ms (%.2fx) -> %s", len(weights),
              ours * 1e3, blas * 1e3, gain, "numpy's BLAS" if chosen else "torch's")
-    return rows_through(model, "blas", layers) if chosen else 0
+    if not chosen:
+        return 0
+    model.ntp_row_products = f"numpy's BLAS ({gain:.1f}x torch's)"
+    return rows_through(model, "blas", layers)
 
 
 def blas_threads(threads: int) -> None:

@@ -47,12 +47,16 @@ class ModelInfo:
     # the vocabulary at one position (the lessons' "1 GB per step" for Llama-3.1-8B in bf16); 0 = unknown
     head_bytes: int = 0
     precision: str = ""  # fp32, bf16, int8 or int4 as loaded (models/precision.py; a model passed in: by its dtype)
+    # a lone learner's one-row products where they do not take torch's own kernel, and what choosing it measured
+    # ("numpy's BLAS (1.8x torch's)": models/row_products.py); "" = torch's
+    row_products: str = ""
 
     def describe(self) -> str:
         device = f"{self.device} ({self.device_name})" if self.device_name else self.device
         return (
             f"{self.name} · {self.parameters / 1e6:.0f}M parameters · vocab {self.vocab_size:,} · "
             f"d {self.hidden_size} · {self.num_layers} layers · {device} · {self.dtype}"
+            + (f" · one-row products: {self.row_products}" if self.row_products else "")
         )
 
     def to_dict(self) -> dict:

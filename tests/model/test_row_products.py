@@ -112,6 +112,19 @@ def test_the_load_time_choice_takes_numpy_only_past_the_margin(monkeypatch, capl
         assert fastest(model) == swapped
     assert sum(type(m) is RowLinear for m in model.modules()) == swapped
     assert f"({gain:.2f}x)" in caplog.text
+    # what the model card says: the kernel and its gain, only where it was taken
+    said = getattr(model, "ntp_row_products", "")
+    assert said == (f"numpy's BLAS ({gain:.1f}x torch's)" if swapped else "")
+
+
+def test_the_model_card_names_the_one_row_kernel_of_a_float32_cpu_load():
+    from model_service.models.loading import load
+
+    model, _, info = load(precision="fp32")
+    blas = [m for m in model.modules() if type(m) is RowLinear and m.kernel == "blas"]
+    assert bool(blas) == bool(info.row_products)  # on this CPU or not: the card says what the layers run
+    assert ("one-row products: numpy's BLAS" in info.describe()) == bool(blas)
+    assert info.dtype == "float32"
 
 
 def test_the_choice_is_measured_on_the_models_own_layers_and_a_bf16_model_is_not_timed(monkeypatch):
