@@ -172,6 +172,7 @@ PRECISION_REFERENCE_MAX_PARAMETERS = 2_000_000_000
 # layers, it is at least this many times as fast as torch's F.linear (models/row_products.py; 1.9x on this project's
 # AMD EPYC). A margin, so a CPU where the two are even keeps torch's and its choice does not flip between starts.
 ROW_BLAS_GAIN = 1.25
+ROW_TIMING_ROUNDS = 5  # interleaved rounds of that timing (torch, numpy, torch, ...): medians
 INT4_GROUP = 32  # int4: a scale and a zero per this many weights along a row (Q4_1's block, the embedded GGUF's)
 
 # ---- the decode step at static shapes (engine/static_decode.py): CUDA graphs per bucket ------------------------

@@ -75,11 +75,12 @@ def plain_linears(model: nn.Module) -> list[tuple[nn.Module, str, nn.Linear]]:
 
 
 @torch.inference_mode()
-def time_one_row(weights: list[torch.Tensor], kernel: str, rounds: int = 3) -> float:
-    """The median seconds of one one-row product by each weight in turn, through `kernel` ("torch": F.linear)."""
+def time_one_row(weights: list[torch.Tensor], kernel: str, rounds: int = 3, warm: bool = True) -> float:
+    """The median seconds of one one-row product by each weight in turn, through `kernel` ("torch": F.linear), over
+    `rounds` (after one more that warms the caches and the kernel's own set-up, if `warm`)."""
     rows = {w.shape[1]: torch.randn(1, 1, w.shape[1], dtype=w.dtype) for w in weights}
     times = []
-    for _ in range(rounds + 1):  # the first round warms the caches and the kernel's own set-up
+    for _ in range(rounds + warm):
         started = time.perf_counter()
         for w in weights:
             x = rows[w.shape[1]]
@@ -88,19 +89,24 @@ def time_one_row(weights: list[torch.Tensor], kernel: str, rounds: int = 3) -> f
             else:
                 F.linear(x, w)
         times.append(time.perf_counter() - started)
-    return statistics.median(times[1:])
+    return statistics.median(times[int(warm):])
 
 
 def fastest(model: nn.Module) -> int:
     """On a CPU, float32: send the model's one-row products through numpy's BLAS where it reads the weights at least
-    limits.ROW_BLAS_GAIN times as fast as torch's F.linear on this model's own layers (~0.2 s for SmolLM2), logging
+    limits.ROW_BLAS_GAIN times as fast as torch's F.linear on this model's own layers (medians of
+    limits.ROW_TIMING_ROUNDS interleaved rounds, so a moment's contention at start weighs on both; ~0.3 s), logging
     what it measured, and on the model (`ntp_row_products`, the model card's) what it chose. Returns how many layers it
     swapped (0: torch's kept)."""
     layers = plain_linears(model)
     weights = [layer.weight for _, _, layer in layers]
     if not weights or any(w.device.type != "cpu" or w.dtype != torch.float32 for w in weights):
         return 0
-    ours, blas = time_one_row(weights, "torch"), time_one_row(weights, "blas")
+    times = {"torch": [], "blas": []}
+    for n in range(limits.ROW_TIMING_ROUNDS):
+        for kernel, seen in times.items():
+            seen.append(time_one_row(weights, kernel, rounds=1, warm=n == 0))
+    ours, blas = statistics.median(times["torch"]), statistics.median(times["blas"])
     gain = ours / blas
     chosen = gain >= limits.ROW_BLAS_GAIN
     log.info("one-row products of %d float32 layers: torch %.1f ms, numpy's BLAS %.1f ms (%.2fx) -> %s", len(weights),

@@ -106,7 +106,7 @@ def test_a_tied_head_stays_tied_and_a_model_decodes_the_same_tokens():
 @pytest.mark.parametrize("gain, swapped", [(limits.ROW_BLAS_GAIN + 0.5, 15), (limits.ROW_BLAS_GAIN - 0.2, 0)])
 def test_the_load_time_choice_takes_numpy_only_past_the_margin(monkeypatch, caplog, gain, swapped):
     timed = {"torch": gain * 1e-3, "blas": 1e-3}
-    monkeypatch.setattr(row_products, "time_one_row", lambda weights, kernel: timed[kernel])
+    monkeypatch.setattr(row_products, "time_one_row", lambda weights, kernel, **how: timed[kernel])
     model = tiny_llama(layers=2)
     with caplog.at_level(logging.INFO, logger=row_products.__name__):
         assert fastest(model) == swapped
@@ -129,12 +129,14 @@ def test_the_model_card_names_the_one_row_kernel_of_a_float32_cpu_load():
 
 def test_the_choice_is_measured_on_the_models_own_layers_and_a_bf16_model_is_not_timed(monkeypatch):
     seen, timer = [], row_products.time_one_row
-    monkeypatch.setattr(row_products, "time_one_row", lambda weights, kernel: seen.append(len(weights)) or 1.0)
+    monkeypatch.setattr(row_products, "time_one_row",
+                        lambda weights, kernel, **how: seen.append((len(weights), kernel, how["warm"])) or 1.0)
     fastest(tiny_llama(layers=2))
-    assert seen == [15, 15]
+    # interleaved, each warmed once: torch, numpy, torch, numpy, ...
+    assert seen == [(15, k, n == 0) for n in range(limits.ROW_TIMING_ROUNDS) for k in ("torch", "blas")]
     seen.clear()
     assert fastest(tiny_llama(layers=2).to(torch.bfloat16)) == 0 and seen == []
-    assert timer([_layer().weight.detach()], "blas", rounds=1) > 0 < timer([_layer().weight.detach()], "torch", 1)
+    assert timer([_layer().weight.detach()], "blas", rounds=1) > 0 < timer([_layer().weight.detach()], "torch", 1, False)
 
 
 def test_the_batch_invariant_switch_keeps_the_layers_own_kernel_when_the_mode_is_off(monkeypatch):
