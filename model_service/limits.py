@@ -140,6 +140,9 @@ MAX_MIROSTAT_MU = 1_000.0  # a continued run's mu, as its last record carries it
 # transformers' no-repeat n-gram (no_repeat_ngram_size) and vLLM's min_tokens (transformers' min_new_tokens)
 MAX_NO_REPEAT_NGRAM = 64  # 0 = off; an n-gram longer than the context bans nothing
 MAX_ADJUSTED_SHOWN = 32  # a step record names at most this many tokens whose logit the bias, penalties or DRY moved
+# a stage beyond the lesson's is recorded when it moved a shown probability or the entropy by more than this much of
+# itself (or changed the kept count): float32 round-off moves them by ~1e-6 of themselves (engine/step.py)
+STAGE_SHOWN_CHANGE = 1e-4
 MIROSTAT_M = 100  # mirostat v1 estimates the Zipf exponent from this many most probable tokens (llama.cpp's m)
 
 # ---- GPUs (engine/card.py, deploy/zero_gpu.py) ---------------------------------------------------------------

@@ -112,7 +112,7 @@ def summarise(stages: Stages, tokens: torch.Tensor, top_n: Sequence[int], orders
                 chosen_prob=r6(probs[r][c][n_max]),
                 applied=None if name not in values or math.isnan(values[name][r]) else r6(values[name][r]),
             )
-            if name in LESSON_STAGES or stage.applied is not None or _shown(stage) != _shown(row[-1]):
+            if name in LESSON_STAGES or stage.applied is not None or _moved_what_is_shown(stage, row[-1]):
                 row.append(stage)  # a stage beyond the lesson's that left this row as it was is not recorded
         shifted = next(moves) if moves is not None else ((), ())
         rows.append((ids_h[r][:n], tuple(row), tuple(r6(v) for v in logits[r][:n]),
@@ -135,8 +135,16 @@ def _moved(stages: Stages) -> tuple[torch.Tensor, torch.Tensor]:
     return ids.to(delta.dtype), delta.gather(1, ids)
 
 
-def _shown(stage: Stage) -> tuple:
-    return stage.probs, stage.kept_count, stage.entropy_bits, stage.chosen_prob
+def _moved_what_is_shown(stage: Stage, before: Stage) -> bool:
+    """Whether a stage changed what its record shows: its kept count, or a probability or its entropy by more than
+    limits.STAGE_SHOWN_CHANGE of itself. Not equality of the rounded numbers: a bias on a token of p 1e-9 moves the
+    others in their sixth digit or not as float32 round-off falls (another kernel, another thread count), and the
+    record's stages would come and go with it."""
+    if stage.kept_count != before.kept_count or len(stage.probs) != len(before.probs):
+        return True
+    now = (*stage.probs, stage.entropy_bits, stage.chosen_prob)
+    then = (*before.probs, before.entropy_bits, before.chosen_prob)
+    return any(abs(a - b) > limits.STAGE_SHOWN_CHANGE * max(abs(a), abs(b)) + 1e-12 for a, b in zip(now, then))
 
 
 class RowState:

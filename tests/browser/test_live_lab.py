@@ -42,20 +42,6 @@ def drawn(page) -> None:
     }""", timeout=30_000)
 
 
-def settled(page) -> None:
-    """Wait until the stage chart holds bars and has not changed for 0.4 s: a run's last step is drawn in place a task
-    after its status says "stopped" (on a busy machine, later still), so a chart read at once can be the step before's
-    or a blank."""
-    page.wait_for_function("""() => new Promise((done) => {
-      const box = document.querySelector('#stage-plot');
-      const plot = box && box.querySelector('.js-plotly-plot');
-      if (!plot || !(plot.data || []).some((t) => t.type === 'bar')) return done(false);
-      let quiet = setTimeout(() => { watch.disconnect(); done(true); }, 400);
-      const watch = new MutationObserver(() => { clearTimeout(quiet); watch.disconnect(); done(false); });
-      watch.observe(box, {subtree: true, childList: true, attributes: true, characterData: true});
-    })""", timeout=60_000, polling=100)
-
-
 def top_of_stage(page, stage: str) -> float:
     """The top candidate's probability in a stage's panel, as its bar's hover says it (the chart's own number)."""
     return page.evaluate("""(stage) => {
@@ -72,7 +58,6 @@ def ran(browser, app_url):
     context, page = opened(browser, app_url + LINK, 1440, 900)
     try:
         generate(page)
-        settled(page)
         yield page
     finally:
         context.close()

@@ -53,11 +53,27 @@ WATCH_STATUS = """() => {
 
 
 def generate(page, done="stopped") -> None:
-    """Press Generate and wait for this run's end: the status line changes, then says `done`."""
+    """Press Generate and wait for this run's end: the status line changes, then says `done`, and the stage chart
+    has settled on the run's last step."""
     page.evaluate(WATCH_STATUS)
     page.locator("#generate").click()
     page.wait_for_function("() => window.ntpStatusChanges > 0", timeout=120_000)
     expect(page.locator("#run-status")).to_contain_text(done, timeout=120_000)
+    settled(page)
+
+
+def settled(page) -> None:
+    """Wait until the stage chart holds bars and has not changed for 0.4 s: a run's last step is drawn in place a task
+    after its status says "stopped" (on a busy machine, later still), so a chart read at once can be the step before's
+    or a blank."""
+    page.wait_for_function("""() => new Promise((done) => {
+      const box = document.querySelector('#stage-plot');
+      const plot = box && box.querySelector('.js-plotly-plot');
+      if (!plot || !(plot.data || []).some((t) => t.type === 'bar')) return done(false);
+      let quiet = setTimeout(() => { watch.disconnect(); done(true); }, 400);
+      const watch = new MutationObserver(() => { clearTimeout(quiet); watch.disconnect(); done(false); });
+      watch.observe(box, {subtree: true, childList: true, attributes: true, characterData: true});
+    })""", timeout=60_000, polling=100)
 
 
 def test_a_repetition_penalty_from_its_accordion_breaks_greedys_loop(browser, app_url):

@@ -75,7 +75,24 @@ def test_every_row_of_a_mixed_batch_is_summarised_by_the_definitions(window, mon
         for before, want in zip(wants, wants[1:]):  # a stage left out changed nothing the record shows
             if want[0] not in names:
                 flat = lambda w: [*w[1], w[2], w[4], w[5]]  # noqa: E731 - probs, count, entropy, chosen
-                assert flat(want) == pytest.approx(flat(before), abs=2e-5), f"row {i}: {want[0]} was left out"
+                assert flat(want) == pytest.approx(flat(before), rel=1e-4, abs=2e-5), f"row {i}: {want[0]} was left out"
+
+
+def test_a_stage_beyond_the_lesson_is_recorded_when_it_moves_what_is_shown_beyond_round_off():
+    """A bias on a token of p 2e-5 moves the other probabilities by 2e-5 of themselves: their sixth digits, nothing the
+    page shows. Recorded on such a change (the rule was: the rounded numbers differ), the stage came and went with the
+    logits' round-off, wherever the change sat near a rounding edge (the golden records flipped on another one-row
+    kernel). Now it is recorded from limits.STAGE_SHOWN_CHANGE of a value; a bias on the top token is."""
+    x = logits_for(3, 1, 500)
+    rest = torch.logsumexp(torch.cat([x[0, :7], x[0, 8:]]), dim=0)
+    x[0, 7] = rest + math.log(2e-5)  # p(7) = 2e-5 / (1 + 2e-5)
+    top = int(x[0].argmax())
+    names = []
+    for bias in ((7, -5.0), (top, -5.0)):
+        settings = SamplingSettings(temperature=1.0, logit_bias=(bias,), seed=1)
+        (summary,) = summarise(run_stages(x, [settings], min_window=5), torch.tensor([top]), [5], ["hf"])
+        names.append([s.name for s in summary.stages])
+    assert "logit_bias" not in names[0] and "logit_bias" in names[1]
 
 
 def test_a_row_is_summarised_alike_alone_and_among_rows_of_other_orders():
