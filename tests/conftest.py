@@ -88,6 +88,13 @@ def embedded():
     return ModelService.load()
 
 
+def blas_threads_now() -> set[int]:
+    """The thread counts numpy's BLAS libraries run with now (threadpoolctl)."""
+    from threadpoolctl import threadpool_info
+
+    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

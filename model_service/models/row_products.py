@@ -52,11 +52,16 @@ class RowLinear(nn.Linear):
                 or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))):
             return super().forward(x)
         if self.kernel == "blas" and x.dtype == self.weight.dtype == torch.float32:
-            y = torch.from_numpy(self.weight.detach().numpy() @ x.detach().reshape(-1).numpy())
+            y = blas_row(self.weight, x)
         else:
             y = torch.mv(self.weight, x.reshape(-1).to(self.weight.dtype))
         y = y if self.bias is None else y + self.bias
         return y.reshape(*x.shape[:-1], self.out_features)
+
+
+def blas_row(weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """weight (out, in) times the one row x (in values, any shape), float32 on the CPU, through numpy's BLAS: (out,)."""
+    return torch.from_numpy(weight.detach().numpy() @ x.detach().reshape(-1).numpy())
 
 
 def rows_through(model: nn.Module, kernel: str, layers: list[tuple[nn.Module, str, nn.Linear]] | None = None) -> int:
@@ -84,10 +89,7 @@ def time_one_row(weights: list[torch.Tensor], kernel: str, rounds: int = 3, warm
         started = time.perf_counter()
         for w in weights:
             x = rows[w.shape[1]]
-            if kernel == "blas":
-                torch.from_numpy(w.detach().numpy() @ x.reshape(-1).numpy())
-            else:
-                F.linear(x, w)
+            blas_row(w, x) if kernel == "blas" else F.linear(x, w)
         times.append(time.perf_counter() - started)
     return statistics.median(times[int(warm):])
 
@@ -124,4 +126,4 @@ def blas_threads(threads: int) -> None:
     threadpool_limits(limits=threads, user_api="blas")
 
 
-__all__ = ["KERNELS", "RowLinear", "blas_threads", "fastest", "plain_linears", "rows_through", "time_one_row"]
+__all__ = ["KERNELS", "RowLinear", "blas_row", "blas_threads", "fastest", "plain_linears", "rows_through", "time_one_row"]

@@ -17,7 +17,7 @@ from model_service.engine.runner import Decoder
 from model_service.models import row_products
 from model_service.models.row_products import RowLinear, blas_threads, fastest, plain_linears, rows_through
 
-from ..conftest import tiny_llama
+from ..conftest import blas_threads_now, tiny_llama
 
 
 def _layer(out: int = 96, inp: int = 64, bias: bool = True, seed: int = 0) -> torch.nn.Linear:
@@ -156,14 +156,9 @@ def test_the_batch_invariant_switch_keeps_the_layers_own_kernel_when_the_mode_is
 
 
 def test_numpy_blas_threads_follow_the_number_given():
-    from threadpoolctl import threadpool_info
-
-    def blas() -> set[int]:
-        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
-
-    before = blas()
+    before = blas_threads_now()
     try:
         blas_threads(1)
-        assert blas() == {1}
+        assert blas_threads_now() == {1}
     finally:
         blas_threads(max(before) if before else 1)

@@ -10,26 +10,20 @@ from model_service import limits
 from model_service.models.loading import keep_freed_memory, serve_beside_web_server
 from model_service.models.switching import LoadingService
 
-from ...conftest import ROOT
-
-
-def _blas_threads() -> set[int]:
-    from threadpoolctl import threadpool_info
-
-    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+from ...conftest import ROOT, blas_threads_now
 
 
 def test_the_scheduler_gets_the_gil_back_quickly_and_leaves_a_core(monkeypatch):
     from model_service.models.row_products import blas_threads
 
-    threads, interval, blas = torch.get_num_threads(), sys.getswitchinterval(), _blas_threads()
+    threads, interval, blas = torch.get_num_threads(), sys.getswitchinterval(), blas_threads_now()
     try:
         monkeypatch.setenv("NTP_THREADS", "1")
         blas_threads(2)
         serve_beside_web_server()
         assert sys.getswitchinterval() == limits.GIL_SWITCH_INTERVAL_S < 0.005  # below Python's default
         assert torch.get_num_threads() == 1
-        assert _blas_threads() == {1}  # numpy's BLAS too (the one-row products, models/row_products.py)
+        assert blas_threads_now() == {1}  # numpy's BLAS too (the one-row products, models/row_products.py)
         sys.setswitchinterval(0.005)
         LoadingService(service=type("Loaded", (), {"description": "a stand-in"})())  # the app's path sets it up too
         assert sys.getswitchinterval() == limits.GIL_SWITCH_INTERVAL_S
