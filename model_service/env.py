@@ -29,6 +29,7 @@ CACHE_DIR = "NTP_CACHE_DIR"  # where dequantised GGUF weights are kept
 THREADS = "NTP_THREADS"  # CPU threads for the model (default: all cores but one)
 BATCH_INVARIANT = "NTP_BATCH_INVARIANT"  # true/false: a row's logits bit-identical in any batch (default by device)
 CUDA_GRAPHS = "NTP_CUDA_GRAPHS"  # true/false: the room's decode step at static shapes, CUDA graphs (default by device)
+NATIVE_STEP = "NTP_NATIVE_STEP"  # true/false: a lone row's CPU decode step compiled from C (default: on)
 # ---- set by others: Hugging Face (Spaces, the Hub client), Gradio -----------------------------------------
 SPACE_ID = "SPACE_ID"
 SPACE_HOST = "SPACE_HOST"  # the Space's own address (owner-name.hf.space)
@@ -94,6 +95,13 @@ def cuda_graphs() -> bool | None:
     """NTP_CUDA_GRAPHS as true or false, or None when unset (then the device's default, limits.py)."""
     value = text(CUDA_GRAPHS)
     return None if value is None else validation.boolean(CUDA_GRAPHS, value)
+
+
+def native_step() -> bool:
+    """Whether a CPU model may decode a lone row through the compiled C step (models/native_step.py): on unless
+    NTP_NATIVE_STEP says false."""
+    value = text(NATIVE_STEP)
+    return True if value is None else validation.boolean(NATIVE_STEP, value)
 
 
 

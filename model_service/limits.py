@@ -184,3 +184,7 @@ GRAPH_MIN_LENGTH = 256  # cache length buckets: powers of two from here
 # env NTP_CUDA_GRAPHS. On on CUDA: measured on an H200 (bench/bench_gpu.py (e), BENCHMARKS.md), an 8B model's step
 # took 1.7x less time at 1 row and 1.8x less at 64. The CPU has no graphs to replay; ZeroGPU has no torch.compile.
 CUDA_GRAPHS_DEFAULT = {"cpu": False, "cuda": True}
+
+# ---- the native decode step (models/native_step.py) -----------------------------------------------------------------
+NATIVE_BUILD_TIMEOUT_S = 300  # one compile of native/llama_step.c (1-3 s on this project's 2-core machine)
+NATIVE_MIN_CAPACITY = 256  # a row's first KV cache in the native step, in columns; doubled when full

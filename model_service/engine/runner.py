@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from transformers import DynamicCache
 
+from .invariant import active as invariant_now
+
 
 def sync(device: torch.device) -> None:
     """Wait for queued GPU work, so a timing covers the computation (a no-op on CPU)."""
@@ -43,6 +45,7 @@ class Decoder:
         self.model = model
         self.device = model.device
         self.pad_id = pad_id
+        self._run = None  # a lone row's native decoding (models/native_step.py), once it has stepped natively
         self.cache = DynamicCache()
         self.mask = torch.zeros((0, 0), dtype=torch.long, device=self.device)  # (B, T): 1 = token, 0 = pad
         self.next_position = torch.zeros(0, dtype=torch.long, device=self.device)  # (B,): each row's length
@@ -82,13 +85,44 @@ class Decoder:
 
     @torch.inference_mode()
     def step(self, tokens: list[int]) -> torch.Tensor:
-        """Feed one token per row (B, 1): the decode step."""
+        """Feed one token per row (B, 1): the decode step. A lone row on a model with a native step takes it."""
+        if self.rows == 1 and self._native_ready():
+            started = time.perf_counter()
+            logits = self._run.step(int(tokens[0]))
+            self._mask = torch.cat([self._mask, torch.ones_like(self._mask[:, :1])], dim=1)
+            self.next_position = self.next_position + 1
+            self.forward_ms = (time.perf_counter() - started) * 1000
+            return logits
         ids = torch.tensor(tokens, device=self.device).unsqueeze(1)
         # a column of ones changes no row's padding: set _mask directly, keeping _padded
         self._mask = torch.cat([self._mask, torch.ones_like(self._mask[:, :1])], dim=1)
         positions = self.next_position.unsqueeze(1)
         self.next_position = self.next_position + 1
         return self._forward(ids, positions)
+
+    def _native_ready(self) -> bool:
+        """Whether this step can be the model's native one (models/native_step.py): the model has one, nothing
+        hooks it, the batch-invariant mode is off, and the row's cache is (or is copied into) the native buffers."""
+        native = getattr(self.model, "ntp_native", None)
+        if native is None or native.hooked() or invariant_now(self.model):
+            return False
+        if self._run is None:
+            self._run = native.run()
+        width = self._mask.shape[1]
+        if self._run.length != width and int(self.next_position[0]) != width:
+            return False  # a row with pads in its cache (never seen alone): positions are not columns
+        return self._run.ready(self._cache, width)
+
+    @property
+    def cache(self) -> DynamicCache:
+        """The KV cache, brought up to date with the native step's buffers first (they hold a native row's)."""
+        if self._run is not None:
+            self._run.expose(self._cache)
+        return self._cache
+
+    @cache.setter
+    def cache(self, value: DynamicCache) -> None:
+        self._cache, self._run = value, None
 
     @torch.inference_mode()
     def keep(self, rows: list[int]) -> None:

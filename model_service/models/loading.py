@@ -22,6 +22,7 @@ import torch
 
 from .. import env, limits
 from ..records import validation
+from . import native_step
 from . import precision as modes
 from . import row_products as rows
 
@@ -244,6 +245,9 @@ def load(model: str | None = None, device: str | None = None, progress: Progress
             modes.quantise(lm, chosen)
     elif dev.type == "cpu":
         rows.fastest(lm)  # a lone learner's products through the kernel that reads them fastest here
+    if dev.type == "cpu":
+        report(0.95, f"Preparing {name}'s native decode step")
+        lm.ntp_decode_step = native_step.prepare(lm)  # a lone learner's step as one call into C
     lm.ntp_precision, lm.ntp_load = chosen, target  # model_info's, and the precision check's (precision_check.py)
     info = model_info(lm, tokenizer, name, source, time.perf_counter() - started, from_cache)
     report(1.0, f"Loaded {info.describe()}")
@@ -294,6 +298,7 @@ def model_info(lm, tokenizer, name: str, source: str, load_seconds: float = 0.0,
         device_name=torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else "",
         head_bytes=head.numel() * head.element_size(),
         row_products=getattr(lm, "ntp_row_products", ""),
+        decode_step=getattr(lm, "ntp_decode_step", ""),
     )
 
 

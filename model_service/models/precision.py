@@ -81,6 +81,13 @@ class Int4Linear(nn.Linear):
         scales_zeros = torch.stack([scale_b.squeeze(-1).t(), zero_b.squeeze(-1).t()], dim=-1).contiguous()
         self.register_buffer("packed", packed, persistent=False)
         self.register_buffer("scales_zeros", scales_zeros, persistent=False)
+        # the same numbers for the native step (native_step.py, groups of 32): byte j of a group holds its element j
+        # in the low nibble and j + 16 in the high one (llama.cpp's Q4 layout), 16 bytes a group
+        halves = q.to(torch.uint8).reshape(out, inp // group, 2, group // 2)
+        self.register_buffer("nibbles", (halves[:, :, 0] | (halves[:, :, 1] << 4)).reshape(out, inp // 2).contiguous(),
+                             persistent=False)
+        self.register_buffer("group_scale", scale_b.reshape(out, -1).contiguous(), persistent=False)
+        self.register_buffer("group_zero", zero_b.reshape(out, -1).contiguous(), persistent=False)
         with torch.no_grad():
             self.weight.copy_(((q - 8) * scale_b.float() + zero_b.float()).reshape(out, inp))
             if linear.bias is not None:
@@ -94,9 +101,9 @@ class Int4Linear(nn.Linear):
 
 
 def fits(precision: str, linear: nn.Linear) -> bool:
-    """Whether this layer can take the mode's kernel (int4 packs the input in groups and the output in 8s)."""
+    """Whether this layer can take the mode's kernel (int4 packs the input in groups and the output in 16s)."""
     if precision == "int4":
-        return linear.in_features % limits.INT4_GROUP == 0 and linear.out_features % 8 == 0
+        return linear.in_features % limits.INT4_GROUP == 0 and linear.out_features % 16 == 0  # torch packs N in 16s
     return True
 
 

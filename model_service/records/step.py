@@ -50,13 +50,18 @@ class ModelInfo:
     # a lone learner's one-row products where they do not take torch's own kernel, and what choosing it measured
     # ("numpy's BLAS (1.8x torch's)": models/row_products.py); "" = torch's
     row_products: str = ""
+    # a lone learner's decode step on a CPU: "native C step" (models/native_step.py) or "transformers' (why not)";
+    # "" = not asked (a GPU, a model passed in)
+    decode_step: str = ""
 
     def describe(self) -> str:
         device = f"{self.device} ({self.device_name})" if self.device_name else self.device
+        native = self.decode_step.startswith("native")
         return (
             f"{self.name} · {self.parameters / 1e6:.0f}M parameters · vocab {self.vocab_size:,} · "
             f"d {self.hidden_size} · {self.num_layers} layers · {device} · {self.dtype}"
-            + (f" · one-row products: {self.row_products}" if self.row_products else "")
+            + (f" · decode step: {self.decode_step}" if self.decode_step else "")
+            + (f" · one-row products: {self.row_products}" if self.row_products and not native else "")
         )
 
     def to_dict(self) -> dict:

@@ -123,7 +123,9 @@ def test_the_model_card_names_the_one_row_kernel_of_a_float32_cpu_load():
     model, _, info = load(precision="fp32")
     blas = [m for m in model.modules() if type(m) is RowLinear and m.kernel == "blas"]
     assert bool(blas) == bool(info.row_products)  # on this CPU or not: the card says what the layers run
-    assert ("one-row products: numpy's BLAS" in info.describe()) == bool(blas)
+    native = model.ntp_native is not None  # a lone row's step in C (native_step.py): the card names that instead
+    assert ("decode step: native C step" in info.describe()) == native
+    assert ("one-row products: numpy's BLAS" in info.describe()) == (bool(blas) and not native)
     assert info.dtype == "float32"
 
 
