@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from .. import env, limits
+from .native_layout import Model, layout_mismatch
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +96,6 @@ def build() -> tuple[Path, float]:
 def load() -> tuple[ctypes.CDLL, float]:
     """The library with its functions' signatures, checked against this module's view of its records, and the
     seconds a build took (0: it was cached). Raises BuildError."""
-    from .native_layout import Model, check_layout
-
     path, seconds = build()
     try:
         lib = ctypes.CDLL(str(path))
@@ -108,7 +107,9 @@ def load() -> tuple[ctypes.CDLL, float]:
     lib.ntp_scratch_floats.restype = ctypes.c_int64
     lib.ntp_layout.argtypes = [ctypes.c_int]
     lib.ntp_layout.restype = ctypes.c_int64
-    check_layout(lib)
+    mismatch = layout_mismatch(lib)
+    if mismatch:
+        raise BuildError(mismatch)
     if seconds:
         log.info("built the native decode step in %.1f s: %s", seconds, path)
     return lib, seconds

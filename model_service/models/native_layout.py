@@ -50,14 +50,11 @@ class Model(ctypes.Structure):
     ]
 
 
-def check_layout(lib) -> None:
-    """Raise BuildError unless the library lays Model and Matrix out as this module does."""
-    from .native_build import BuildError
-
+def layout_mismatch(lib) -> str | None:
+    """Why the library does not lay Model and Matrix out as this module does, or None when it does."""
     ours = (ctypes.sizeof(Model), ctypes.sizeof(Matrix), Model.scratch.offset, Model.lm_head.offset)
     theirs = tuple(lib.ntp_layout(i) for i in range(4))
-    if ours != theirs:
-        raise BuildError(f"the compiled step's records are laid out as {theirs}, this module's as {ours}")
+    return None if ours == theirs else f"the compiled step's records are laid out as {theirs}, this module's as {ours}"
 
 
-__all__ = ["BF16", "F32", "I4", "I8", "PER_LAYER", "Matrix", "Model", "check_layout"]
+__all__ = ["BF16", "F32", "I4", "I8", "PER_LAYER", "Matrix", "Model", "layout_mismatch"]

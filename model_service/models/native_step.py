@@ -127,6 +127,12 @@ class NativeLlama:
         kind = F32 if weight.dtype == torch.float32 else BF16
         return Matrix(self._pointer(weight), None, None, kind, weight.shape[0], weight.shape[1], 0)
 
+    def __deepcopy__(self, memo) -> None:
+        return None  # a copied model has weights of its own: it decodes with transformers' step until prepared
+
+    def __reduce__(self):
+        return _no_native, ()  # nor does a pickled one (the records point into this process's memory)
+
     def hooked(self) -> bool:
         """Whether a forward hook is on the model now (the native step would skip what it does)."""
         module = torch.nn.modules.module
@@ -218,6 +224,10 @@ class Run:
             layer.keys, layer.values = k, v
             shown.append((k, v))
         self.shown = shown
+
+
+def _no_native() -> None:
+    return None
 
 
 _BUILDING = threading.Lock()

@@ -225,3 +225,13 @@ def test_the_embedded_model_decodes_natively_with_transformers_tokens():
     assert decoder._run.length == len(prompt) + 24
     assert native == eager
     assert (native_logits - eager_logits).abs().max() < 1e-3
+
+
+def test_a_copied_or_pickled_model_has_no_native_step_pointing_at_the_originals_weights():
+    import copy
+    import pickle
+
+    model = _tiny()
+    assert copy.deepcopy(model).ntp_native is None
+    assert pickle.loads(pickle.dumps(model)).ntp_native is None
+    assert model.ntp_native is not None
