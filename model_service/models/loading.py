@@ -22,7 +22,7 @@ import torch
 
 from .. import env, limits
 from ..records import validation
-from . import native_step
+from . import huge_pages, native_step
 from . import precision as modes
 from . import row_products as rows
 
@@ -243,9 +243,10 @@ def load(model: str | None = None, device: str | None = None, progress: Progress
         report(0.9, f"Packing {name}'s weights as {chosen}")
         with torch.no_grad():
             modes.quantise(lm, chosen)
-    elif dev.type == "cpu":
-        rows.fastest(lm)  # a lone learner's products through the kernel that reads them fastest here
     if dev.type == "cpu":
+        huge_pages.move(lm)  # a step streams every weight: in 2 MB pages, not 4 KB ones
+        if chosen == "fp32":
+            rows.fastest(lm)  # a lone learner's products through the kernel that reads them fastest here
         report(0.95, f"Preparing {name}'s native decode step")
         lm.ntp_decode_step = native_step.prepare(lm)  # a lone learner's step as one call into C
     lm.ntp_precision, lm.ntp_load = chosen, target  # model_info's, and the precision check's (precision_check.py)
