@@ -11,6 +11,7 @@ from __future__ import annotations
 # ---- what a request asks for, when it does not say ------------------------------------------------
 DEFAULT_MAX_NEW_TOKENS = 48  # the lab's run length
 DEFAULT_TOP_N = 20  # candidates kept per step record (the bars of a stage chart)
+SAMPLER_PARAMS_CACHED = 64  # batches of settings whose knob tensors the sampler keeps made (sampling/pipeline.py)
 DEFAULT_LM_HEAD_TOP_K = 10  # tokens broken down as ‖h‖·‖w‖·cos
 DEFAULT_TRACE_TOP_N = 5  # top logits per position in a forward-pass trace
 DEFAULT_PROMPT_TOP_N = 5  # alternatives per prompt position in prompt_logprobs (OpenAI's echo with logprobs)

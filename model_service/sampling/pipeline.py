@@ -22,12 +22,14 @@ is ranked again, wider (WINDOW, then 4 x WINDOW, then the whole vocabulary), on 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 
+from .. import limits
 from ..records.knobs import KNOBS as ROWS
 from ..records.settings import ADJUSTERS, BANS, GREEDY_EPS, ORDERS, SamplingSettings, fresh_seed, stage_names
 from . import bans, penalties, transforms
@@ -49,15 +51,23 @@ class BatchParams:
 
     knobs: dict[str, torch.Tensor]
     greedy: torch.Tensor  # bool
+    offs: dict[str, bool] = field(default_factory=dict)  # off() per knob, read once when made
 
     @classmethod
     def from_settings(cls, settings: Sequence[SamplingSettings], device) -> BatchParams:
+        """The batch's knobs as tensors. A run steps with the same settings every step: the same rows' tensors are
+        made once and shared (they are never written), not 17 small tensors and 9 reductions a step."""
+        return _params_of(tuple(settings), torch.device(device))
+
+    @classmethod
+    def _made(cls, settings: Sequence[SamplingSettings], device) -> BatchParams:
         def column(name, dtype):
             values = [s.effective_temperature if name == "temperature" else getattr(s, name) for s in settings]
             return torch.tensor(values, dtype=dtype, device=device)
 
-        return cls({name: column(name, dtype) for name, (dtype, _) in KNOBS.items()},
-                   torch.tensor([s.greedy for s in settings], dtype=torch.bool, device=device))
+        knobs = {name: column(name, dtype) for name, (dtype, _) in KNOBS.items()}
+        offs = {name: bool((knobs[name] == KNOBS[name][1]).all()) for name in KNOBS}
+        return cls(knobs, torch.tensor([s.greedy for s in settings], dtype=torch.bool, device=device), offs)
 
     def __getattr__(self, name: str) -> torch.Tensor:
         try:
@@ -67,11 +77,16 @@ class BatchParams:
 
     def off(self, name: str) -> bool:
         """The knob is off in every row: its stage is skipped."""
-        return bool((self.knobs[name] == KNOBS[name][1]).all())
+        return self.offs[name]
 
     def to_dict(self) -> dict:
         """The lesson's knobs per row, as the Engine tab shows what entered the sampler."""
         return {name: getattr(self, name).tolist() for name in ("temperature", "top_k", "top_p", "min_p", "greedy")}
+
+
+@functools.lru_cache(maxsize=limits.SAMPLER_PARAMS_CACHED)
+def _params_of(settings: tuple[SamplingSettings, ...], device: torch.device) -> BatchParams:
+    return BatchParams._made(settings, device)
 
 
 @dataclass

@@ -253,11 +253,19 @@ static inline float dot(const float *a, const float *b, int d) {
     return s;
 }
 
-static inline void axpy(float *o, float p, const float *v, int d) {
-    if (d % W == 0)
-        for (int i = 0; i < d; i += W) *(vf *)(o + i) += p * *(const vf *)(v + i);
-    else
-        for (int i = 0; i < d; i++) o[i] += p * v[i];
+/* o = sum over t of p[t] * v[t] (v: `length` rows of d): a vector of o at a time, its sum kept in a register. */
+static inline void weighted_sum(float *o, const float *p, const float *v, int length, int d) {
+    if (d % W == 0) {
+        for (int i = 0; i < d; i += W) {
+            vf acc = {0};
+            for (int t = 0; t < length; t++) acc += p[t] * *(const vf *)(v + (size_t)t * d + i);
+            *(vf *)(o + i) = acc;
+        }
+        return;
+    }
+    memset(o, 0, sizeof(float) * d);
+    for (int t = 0; t < length; t++)
+        for (int i = 0; i < d; i++) o[i] += p[t] * v[(size_t)t * d + i];
 }
 
 static void attend(const Model *m, int layer, const float *q, float *out, float *scores, int length) {
@@ -273,9 +281,9 @@ static void attend(const Model *m, int layer, const float *q, float *out, float 
         }
         float total = 0.0f;
         for (int t = 0; t < length; t++) total += (scores[t] = expf(scores[t] - top));
-        float *o = out + h * d;
-        memset(o, 0, sizeof(float) * d);
-        for (int t = 0; t < length; t++) axpy(o, scores[t] / total, v + (size_t)t * d, d);
+        float *o = out + h * d, inv = 1.0f / total;
+        for (int t = 0; t < length; t++) scores[t] *= inv;
+        weighted_sum(o, scores, v, length, d);
     }
     round_all(out, m->n_heads * d, m->round_bf16);
 }
