@@ -106,7 +106,8 @@ class NativeLlama:
             lm_head=self._matrix(model.get_output_embeddings()), final_norm=self._floats(model.model.norm.weight),
             norms=self.norms, mats=self.mats,
         )
-        self._modules = list(model.modules())
+        # every module's forward-hook dicts (a module keeps its own for life): one list to read each step
+        self._hooks = [d for m in model.modules() for d in (m._forward_hooks, m._forward_pre_hooks)]
 
     def _pointer(self, tensor: torch.Tensor) -> int:
         self.keep.append(tensor)
@@ -136,8 +137,7 @@ class NativeLlama:
     def hooked(self) -> bool:
         """Whether a forward hook is on the model now (the native step would skip what it does)."""
         module = torch.nn.modules.module
-        return bool(module._global_forward_hooks or module._global_forward_pre_hooks) or any(
-            m._forward_hooks or m._forward_pre_hooks for m in self._modules)
+        return bool(module._global_forward_hooks or module._global_forward_pre_hooks) or any(self._hooks)
 
     def run(self) -> Run:
         return Run(self)

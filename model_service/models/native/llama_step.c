@@ -241,25 +241,48 @@ static void rope(float *v, int heads, int d, const float *cos_, const float *sin
     }
 }
 
-/* d floats: a . b, and o += p * v, in vectors where d is a multiple of W (64 in SmolLM2). */
-static inline float dot(const float *a, const float *b, int d) {
-    if (d % W == 0) {
-        vf s = {0};
-        for (int i = 0; i < d; i += W) s += *(const vf *)(a + i) * *(const vf *)(b + i);
-        return hsum(s);
+/* scores[t] = q . k[t] * scale for `length` keys of d floats: four keys at a time (four independent sums: the
+ * adds do not wait on each other), in vectors where d is a multiple of W (64 in SmolLM2). */
+static inline void key_scores(const float *q, const float *k, float *scores, int length, int d, float scale) {
+    int t = 0;
+    if (d % W == 0)
+        for (; t + 4 <= length; t += 4) {
+            const float *k0 = k + (size_t)t * d;
+            vf a = {0}, b = {0}, c = {0}, e = {0};
+            for (int i = 0; i < d; i += W) {
+                vf qv = *(const vf *)(q + i);
+                a += qv * *(const vf *)(k0 + i);
+                b += qv * *(const vf *)(k0 + d + i);
+                c += qv * *(const vf *)(k0 + 2 * d + i);
+                e += qv * *(const vf *)(k0 + 3 * d + i);
+            }
+            scores[t] = hsum(a) * scale;
+            scores[t + 1] = hsum(b) * scale;
+            scores[t + 2] = hsum(c) * scale;
+            scores[t + 3] = hsum(e) * scale;
+        }
+    for (; t < length; t++) {
+        float sum = 0.0f;
+        for (int i = 0; i < d; i++) sum += q[i] * k[(size_t)t * d + i];
+        scores[t] = sum * scale;
     }
-    float s = 0.0f;
-    for (int i = 0; i < d; i++) s += a[i] * b[i];
-    return s;
 }
 
-/* o = sum over t of p[t] * v[t] (v: `length` rows of d): a vector of o at a time, its sum kept in a register. */
+/* o = sum over t of p[t] * v[t] (v: `length` rows of d): a vector of o at a time, in four sums kept in registers. */
 static inline void weighted_sum(float *o, const float *p, const float *v, int length, int d) {
     if (d % W == 0) {
         for (int i = 0; i < d; i += W) {
-            vf acc = {0};
-            for (int t = 0; t < length; t++) acc += p[t] * *(const vf *)(v + (size_t)t * d + i);
-            *(vf *)(o + i) = acc;
+            vf a = {0}, b = {0}, c = {0}, e = {0};
+            int t = 0;
+            for (; t + 4 <= length; t += 4) {
+                const float *v0 = v + (size_t)t * d + i;
+                a += p[t] * *(const vf *)v0;
+                b += p[t + 1] * *(const vf *)(v0 + d);
+                c += p[t + 2] * *(const vf *)(v0 + 2 * d);
+                e += p[t + 3] * *(const vf *)(v0 + 3 * d);
+            }
+            for (; t < length; t++) a += p[t] * *(const vf *)(v + (size_t)t * d + i);
+            *(vf *)(o + i) = (a + b) + (c + e);
         }
         return;
     }
@@ -274,11 +297,9 @@ static void attend(const Model *m, int layer, const float *q, float *out, float 
     for (int h = 0; h < m->n_heads; h++) {
         const float *qh = q + h * d, *k = kc + (size_t)(h / group) * m->capacity * d;
         const float *v = vc + (size_t)(h / group) * m->capacity * d;
+        key_scores(qh, k, scores, length, d, m->scaling);
         float top = -INFINITY;
-        for (int t = 0; t < length; t++) {
-            scores[t] = dot(qh, k + (size_t)t * d, d) * m->scaling;
-            top = scores[t] > top ? scores[t] : top;
-        }
+        for (int t = 0; t < length; t++) top = scores[t] > top ? scores[t] : top;
         float total = 0.0f;
         for (int t = 0; t < length; t++) total += (scores[t] = expf(scores[t] - top));
         float *o = out + h * d, inv = 1.0f / total;
