@@ -360,7 +360,7 @@ class ModelService(InterventionCalls, PrecisionCalls, ModelClient):
             return batch_effect(self.model, self.loaded.pad_id, self.pieces, ids + prefix, settings, len(prefix), seed,
                                 strangers, self.batch_invariant, top_n,
                                 self.loaded.breakers(settings.dry_sequence_breakers) if settings.dry else frozenset(),
-                                self._stop_ids(settings))
+                                self._stop_ids(settings), room_native=getattr(self.model, "ntp_native", None) is not None)
 
     def _stop_ids(self, settings) -> frozenset:
         """The end tokens min_tokens holds back in a step computed outside a run (a run's row has its own)."""

@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from transformers import DynamicCache
 
+from ..models.native_step import skipped as native_skipped
+from ..models.native_step import step_rows
 from .invariant import active as invariant_now
 
 
@@ -45,7 +47,7 @@ class Decoder:
         self.model = model
         self.device = model.device
         self.pad_id = pad_id
-        self._run = None  # a lone row's native decoding (models/native_step.py), once it has stepped natively
+        self._rows = None  # the rows as native runs (models/native_step.py), once they have stepped natively
         self.cache = DynamicCache()
         self.mask = torch.zeros((0, 0), dtype=torch.long, device=self.device)  # (B, T): 1 = token, 0 = pad
         self.next_position = torch.zeros(0, dtype=torch.long, device=self.device)  # (B,): each row's length
@@ -85,10 +87,10 @@ class Decoder:
 
     @torch.inference_mode()
     def step(self, tokens: list[int]) -> torch.Tensor:
-        """Feed one token per row (B, 1): the decode step. A lone row on a model with a native step takes it."""
-        if self.rows == 1 and self._native_ready():
+        """Feed one token per row (B, 1): the decode step. On a model with a native step, the rows take it."""
+        if self.rows and self._native_ready():
             started = time.perf_counter()
-            logits = self._run.step(int(tokens[0]))
+            logits = step_rows(self._rows.runs, [int(t) for t in tokens])
             self._mask = torch.cat([self._mask, torch.ones_like(self._mask[:, :1])], dim=1)
             self.next_position = self.next_position + 1
             self.forward_ms = (time.perf_counter() - started) * 1000
@@ -102,27 +104,28 @@ class Decoder:
 
     def _native_ready(self) -> bool:
         """Whether this step can be the model's native one (models/native_step.py): the model has one, nothing
-        hooks it, the batch-invariant mode is off, and the row's cache is (or is copied into) the native buffers."""
+        hooks it, the batch-invariant mode is off, and the rows' caches are (or are copied into) native runs."""
         native = getattr(self.model, "ntp_native", None)
-        if native is None or native.hooked() or invariant_now(self.model):
+        if native is None or native_skipped() or native.hooked() or invariant_now(self.model):
             return False
-        if self._run is None:
-            self._run = native.run()
-        width = self._mask.shape[1]
-        if self._run.length != width and int(self.next_position[0]) != width:
-            return False  # a row with pads in its cache (never seen alone): positions are not columns
-        return self._run.ready(self._cache, width)
+        if self._rows is None:
+            self._rows = native.rows()
+        return self._rows.ready(self._cache, self.next_position.tolist())
+
+    def _native(self) -> bool:
+        """Whether the native runs hold the rows now (the DynamicCache is stale until something reads it)."""
+        return self._rows is not None and self._rows.shown is None and bool(self._rows.runs)
 
     @property
     def cache(self) -> DynamicCache:
-        """The KV cache, brought up to date with the native step's buffers first (they hold a native row's)."""
-        if self._run is not None:
-            self._run.expose(self._cache)
+        """The KV cache, written from the native runs first when they hold the rows."""
+        if self._rows is not None:
+            self._rows.show(self._cache, self._mask.shape[1])
         return self._cache
 
     @cache.setter
     def cache(self, value: DynamicCache) -> None:
-        self._cache, self._run = value, None
+        self._cache, self._rows = value, None
 
     @torch.inference_mode()
     def keep(self, rows: list[int]) -> None:
@@ -134,8 +137,11 @@ class Decoder:
             self.mask, self.next_position = self.mask[:0, :0], self.next_position[:0]
             return
         index = torch.tensor(rows, device=self.device)
-        for layer in self._layers():
-            layer.keys, layer.values = layer.keys[index], layer.values[index]
+        if self._native():  # the runs of the rows kept; the cache is written when read
+            self._rows.runs = [self._rows.runs[i] for i in rows]
+        else:
+            for layer in self._layers():
+                layer.keys, layer.values = layer.keys[index], layer.values[index]
         self.mask, self.next_position = self.mask[index], self.next_position[index]
         self._trim()
 
@@ -143,9 +149,15 @@ class Decoder:
     def join(self, other: Decoder) -> None:
         """Append other's rows to this batch (after this batch's rows). The shorter side is left-padded."""
         if self.rows == 0:
-            self.cache, self.mask, self.next_position = other.cache, other.mask, other.next_position
+            self._cache, self._rows = other._cache, other._rows
+            self.mask, self.next_position = other.mask, other.next_position
             return
         width = max(self.mask.shape[1], other.mask.shape[1])
+        if self._native() and other._native_ready():  # run joins runs: no cache is written
+            self._rows.runs = self._rows.runs + other._rows.runs
+            self.mask = torch.cat([_left_pad(self.mask, width, 1), _left_pad(other.mask, width, 1)])
+            self.next_position = torch.cat([self.next_position, other.next_position])
+            return
         for mine, theirs in zip(self._layers(), other._layers(), strict=True):
             mine.keys = torch.cat([_left_pad(mine.keys, width, 2), _left_pad(theirs.keys, width, 2)])
             mine.values = torch.cat([_left_pad(mine.values, width, 2), _left_pad(theirs.values, width, 2)])
@@ -171,8 +183,9 @@ class Decoder:
         """Cut the leading columns that are pads in every row (left by a long row that left)."""
         first = int(self.mask.any(dim=0).int().argmax())
         if first > 0:
-            for layer in self._layers():
-                layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
+            if not self._native():
+                for layer in self._layers():
+                    layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
             self.mask = self.mask[:, first:]
 
     @property

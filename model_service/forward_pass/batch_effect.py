@@ -27,6 +27,7 @@ import torch
 from .. import limits
 from ..engine import invariant
 from ..engine.runner import Decoder
+from ..models import native_step
 from ..records.batch_effect import ArithmeticCheck, BatchEffect
 from ..records.settings import SamplingSettings
 from ..records.step import Token, r6
@@ -121,7 +122,7 @@ def _interval(stages, token: int, row: int = 0) -> tuple[float, float]:
 def batch_effect(model, pad_id: int, pieces: Callable[[int], Token], ids: Sequence[int], settings: SamplingSettings,
                  step: int, seed: int, strangers: Sequence[Sequence[int]], room_invariant: bool,
                  top_n: int = limits.DEFAULT_TOP_N, breakers: frozenset = frozenset(),
-                 stop_ids: frozenset = frozenset()) -> BatchEffect:
+                 stop_ids: frozenset = frozenset(), *, room_native: bool = False) -> BatchEffect:
     """The step whose context is `ids` (prompt + the tokens generated before it), drawn with the u that a run
     seeded `seed` reads at `step`, alone and in a room of len(strangers) + 1 rows, in both arithmetics.
     The caller holds the model's lock (no other forward pass may see it made switchable). breakers: DRY's breaker
@@ -139,8 +140,9 @@ def batch_effect(model, pad_id: int, pieces: Callable[[int], Token], ids: Sequen
         for on in (False, True):
             if on and reason:
                 continue
-            # the default half runs the model as the room does (a plain model stays plain)
-            with invariant.switchable(model) if on else contextlib.nullcontext(), invariant.mode(on):
+            # the default half runs transformers' kernels, the arithmetic engines run (a plain model stays plain);
+            # a room on the native CPU step is batch-invariant by construction (room_native says so)
+            with invariant.switchable(model) if on else contextlib.nullcontext(), invariant.mode(on), native_step.off():
                 alone, room = _alone(model, pad_id, ids), _in_room(model, pad_id, ids, strangers)
             if candidates is None:
                 candidates = alone.topk(min(top_n, alone.shape[-1])).indices
@@ -151,6 +153,7 @@ def batch_effect(model, pad_id: int, pieces: Callable[[int], Token], ids: Sequen
         step=step, seed=seed, u=u, rows=len(strangers) + 1, joined_after=JOINED_AFTER,
         candidates=tuple(pieces(int(i)) for i in candidates), probs=probs, default=checks[False],
         invariant=checks.get(True), invariant_unavailable=reason or "", room_invariant=room_invariant,
+        room_native=room_native and not room_invariant,
         forward_ms=round((time.perf_counter() - started) * 1000, 1),
     )
 

@@ -1,6 +1,6 @@
 """Build the native decode step (native/llama_step.c) once per machine and load it.
 
-The C file is compiled by the host's own C compiler (cc, gcc or clang) with -O3 -march=native, so its products use
+The C file (and the header it includes) is compiled by the host's own C compiler (cc, gcc or clang) with -O3 -march=native, so its products use
 the vector unit this CPU has; the library is kept in the cache directory (env.cache_dir(), outside the repository)
 under a name that hashes the source, the compiler, the flags and the CPU, so a later start loads it in
 milliseconds, a changed source or another CPU builds its own, and a cache copied to another machine never runs
@@ -62,7 +62,8 @@ def _identity(compiler: str) -> str:
 
 def library_path(compiler: str, extra: tuple[str, ...]) -> Path:
     digest = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), _identity(compiler).encode(), " ".join(FLAGS + extra).encode()):
+    sources = [path.read_bytes() for path in sorted(SOURCE.parent.iterdir()) if path.suffix in (".c", ".h")]
+    for part in (*sources, _identity(compiler).encode(), " ".join(FLAGS + extra).encode()):
         digest.update(part)
     return env.cache_dir() / "native" / f"llama_step-{digest.hexdigest()[:16]}.so"
 
@@ -103,6 +104,8 @@ def load() -> tuple[ctypes.CDLL, float]:
         raise BuildError(f"could not load {path}: {e}") from e
     lib.ntp_step.argtypes = [ctypes.POINTER(Model), ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p]
     lib.ntp_step.restype = ctypes.c_int
+    lib.ntp_step_rows.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    lib.ntp_step_rows.restype = ctypes.c_int
     lib.ntp_scratch_floats.argtypes = [ctypes.POINTER(Model)]
     lib.ntp_scratch_floats.restype = ctypes.c_int64
     lib.ntp_layout.argtypes = [ctypes.c_int]

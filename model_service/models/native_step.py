@@ -25,6 +25,8 @@ is copied in again before the next native step (Run.adopt).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ctypes
 import logging
 import threading
@@ -139,8 +141,8 @@ class NativeLlama:
         module = torch.nn.modules.module
         return bool(module._global_forward_hooks or module._global_forward_pre_hooks) or any(self._hooks)
 
-    def run(self) -> Run:
-        return Run(self)
+    def rows(self) -> Rows:
+        return Rows(self)
 
 
 class Run:
@@ -152,32 +154,15 @@ class Run:
         self.length = 0  # columns of the cache that hold this row's keys and values
         self.capacity = 0
         self.keys = self.values = None
-        self.shown: list | None = None  # the tensors expose() put in the DynamicCache (None: not shown since)
         self.record = Model.from_buffer_copy(native.base)
 
-    def ready(self, cache, length: int) -> bool:
-        """Whether the buffers hold this row's `length` columns (adopting the DynamicCache's when they do not):
-        False when the cache is not one row of the model's shape (then this step is transformers')."""
-        if self.shown is None and self.length == length and self.keys is not None:
-            return True
-        if self.shown is not None and self.length == length and all(
-                layer.keys is k and layer.values is v for layer, (k, v) in zip(cache.layers, self.shown, strict=False)):
-            return True
-        return self.adopt(cache, length)
-
-    def adopt(self, cache, length: int) -> bool:
-        n = self.native
-        layers = getattr(cache, "layers", [])
-        shape = (1, n.n_kv, length, n.head_dim)
-        if len(layers) != n.n_layers or not all(
-                getattr(layer, "is_initialized", False) and tuple(layer.keys.shape) == shape for layer in layers):
-            return False
+    def take(self, layers, row: int, length: int) -> None:
+        """This row's last `length` columns of a DynamicCache's layers (left-padded: a row's own are its last)."""
         self._allocate(length + 1)
         for i, layer in enumerate(layers):
-            self.keys[i, :, :length] = layer.keys[0]
-            self.values[i, :, :length] = layer.values[0]
-        self.length, self.shown = length, None
-        return True
+            self.keys[i, :, :length] = layer.keys[row, :, layer.keys.shape[2] - length:]
+            self.values[i, :, :length] = layer.values[row, :, layer.values.shape[2] - length:]
+        self.length = length
 
     def _allocate(self, least: int) -> None:
         """Buffers of at least `least` columns (a power of two, at least limits.NATIVE_MIN_CAPACITY), the columns
@@ -201,29 +186,102 @@ class Run:
         self.record.scratch = self.scratch.data_ptr()
 
     def step(self, token: int) -> torch.Tensor:
-        """Feed `token` at the next column; the float32 logits (1, vocab). Call ready() first."""
-        if self.length + 1 > self.capacity:
-            self._allocate(self.length + 1)
-        logits = torch.empty((1, self.native.vocab))
-        if self.native.lib.ntp_step(ctypes.byref(self.record), token, self.length, logits.data_ptr()) != 0:
-            raise ValueError(f"token id {token} at position {self.length}: outside the vocabulary or the cache")
-        self.length += 1
-        self.shown = None
-        return logits
+        """Feed `token` at the next column; the float32 logits (1, vocab)."""
+        return step_rows([self], [token])
 
-    def expose(self, cache) -> None:
-        """Bring the DynamicCache's layers up to this row's columns (views of the buffers; bfloat16 copies for a
-        bfloat16 model, whose cache transformers keeps in bfloat16): before anything else reads or extends it."""
-        if self.shown is not None or self.keys is None:
+
+def step_rows(runs: list[Run], tokens: list[int]) -> torch.Tensor:
+    """One native step of these rows, each feeding its token at its next column: their float32 logits (n, vocab).
+    Each weight is read once for all of them; a row's numbers are those it would have alone (products.h)."""
+    native = runs[0].native
+    for run in runs:
+        if run.length + 1 > run.capacity:
+            run._allocate(run.length + 1)
+    n = len(runs)
+    records = (ctypes.c_void_p * n)(*[ctypes.addressof(run.record) for run in runs])
+    ids = (ctypes.c_int32 * n)(*tokens)
+    positions = (ctypes.c_int32 * n)(*[run.length for run in runs])
+    logits = torch.empty((n, native.vocab))
+    failed = native.lib.ntp_step_rows(records, n, ids, positions, logits.data_ptr())
+    if failed:
+        row = -1 - failed
+        raise ValueError(f"token id {tokens[row]} at position {runs[row].length} (row {row}): outside the vocabulary "
+                         f"or the cache")
+    for run in runs:
+        run.length += 1
+    return logits
+
+
+class Rows:
+    """A decoder's rows as native runs, in its row order. While `shown` is None the runs hold the rows' caches and
+    the decoder's DynamicCache is stale; show() writes it (a row alone: views of its buffers; a room: left-padded
+    copies) for whatever reads it, and a later step checks that nobody changed it (else takes it again)."""
+
+    def __init__(self, native: NativeLlama, runs: list[Run] | None = None):
+        self.native, self.runs = native, runs or []
+        self.shown: list | None = None  # the layers' (keys, values) show() put in the cache
+
+    def ready(self, cache, lengths: list[int]) -> bool:
+        """Whether the runs hold these rows (`lengths`: each row's tokens), taking the DynamicCache's when they do
+        not; False when it is not this model's cache (then the step is transformers')."""
+        if len(self.runs) == len(lengths) and [run.length for run in self.runs] == lengths and (
+                self.shown is None or all(layer.keys is k and layer.values is v
+                                          for layer, (k, v) in zip(cache.layers, self.shown, strict=False))):
+            self.shown = None
+            return True
+        n = self.native
+        layers = getattr(cache, "layers", [])
+        if len(layers) != n.n_layers or not all(getattr(layer, "is_initialized", False) and layer.keys.dim() == 4
+                                                and layer.keys.shape[0] == len(lengths) for layer in layers):
+            return False
+        if any(length > layers[0].keys.shape[2] for length in lengths):
+            return False
+        self.runs = [Run(n) for _ in lengths]
+        for row, (run, length) in enumerate(zip(self.runs, lengths, strict=True)):
+            run.take(layers, row, length)
+        self.shown = None
+        return True
+
+    def show(self, cache, width: int) -> None:
+        """Write the rows into the DynamicCache, `width` columns, each row left-padded (before anything reads it)."""
+        if self.shown is not None or not self.runs:
             return
         dtype = self.native.model.get_input_embeddings().weight.dtype
         shown = []
-        for i, layer in enumerate(cache.layers):
-            k = self.keys[i: i + 1, :, : self.length].to(dtype)
-            v = self.values[i: i + 1, :, : self.length].to(dtype)
-            layer.keys, layer.values = k, v
-            shown.append((k, v))
+        for i in range(self.native.n_layers):
+            if len(self.runs) == 1 and self.runs[0].length == width:
+                k = self.runs[0].keys[i: i + 1, :, :width].to(dtype)
+                v = self.runs[0].values[i: i + 1, :, :width].to(dtype)
+            else:
+                k = torch.zeros((len(self.runs), self.native.n_kv, width, self.native.head_dim), dtype=dtype)
+                v = torch.zeros_like(k)
+                for row, run in enumerate(self.runs):
+                    k[row, :, width - run.length:] = run.keys[i, :, : run.length]
+                    v[row, :, width - run.length:] = run.values[i, :, : run.length]
+            if i < len(cache.layers) and cache.layers[i].is_initialized:
+                cache.layers[i].keys, cache.layers[i].values = k, v
+            else:  # a cache with no such layer yet (a decoder made by split): transformers makes it
+                cache.update(k, v, i)
+            shown.append((cache.layers[i].keys, cache.layers[i].values))
         self.shown = shown
+
+
+_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("ntp_native_off", default=False)
+
+
+@contextlib.contextmanager
+def off():
+    """This thread's decode steps take transformers' kernels (a lesson that shows their arithmetic: batch_effect)."""
+    token = _OFF.set(True)
+    try:
+        yield
+    finally:
+        _OFF.reset(token)
+
+
+def skipped() -> bool:
+    """Whether this thread asked for transformers' kernels (off())."""
+    return _OFF.get()
 
 
 def _no_native() -> None:
@@ -252,4 +310,4 @@ def prepare(model: nn.Module) -> str:
     return "native C step" + (f" (built in {seconds:.0f} s)" if seconds >= 1 else "")
 
 
-__all__ = ["NativeLlama", "Run", "prepare", "unsupported"]
+__all__ = ["NativeLlama", "Rows", "Run", "off", "prepare", "skipped", "step_rows", "unsupported"]

@@ -54,6 +54,9 @@ class BatchEffect(_Record):
     invariant: ArithmeticCheck | None  # the batch-invariant mode; None when it cannot serve this model
     invariant_unavailable: str = ""  # why not, when invariant is None
     room_invariant: bool = False  # which of the two the live room runs now
+    # the live room decodes with the native CPU step (models/native_step.py): a row's numbers its own alone, bit for
+    # bit, whoever shares the step (a newcomer's prompt is read alone too)
+    room_native: bool = False
     forward_ms: float = 0.0  # the four forward passes' wall time
 
 

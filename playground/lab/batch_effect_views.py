@@ -131,7 +131,8 @@ def batch_effect_markdown(effect: BatchEffect | None, lang: str = "en", vocab: i
         lines.append(_row(tr(lang, "batch.row.margin"), [_sci(c.alone_draw.margin or 0.0) for c in checks]))
         lines.append(_row(tr(lang, "batch.row.shift"), [_sci(c.edge_shift) for c in checks]))
     lines.append(_row(tr(lang, "batch.row.verdict"), [_verdict(c, greedy, lang) for c in checks]))
-    notes = [tr(lang, "batch.room_mode.on" if effect.room_invariant else "batch.room_mode.off")]
+    mode = "on" if effect.room_invariant else "native" if effect.room_native else "off"
+    notes = [tr(lang, f"batch.room_mode.{mode}")]
     if effect.invariant is None:
         notes.append(tr(lang, "batch.unavailable", why=effect.invariant_unavailable))
     knife = effect.default.alone_draw.margin

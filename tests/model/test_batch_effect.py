@@ -56,6 +56,8 @@ def test_on_the_embedded_model_the_default_moves_every_logit_and_the_mode_none(e
     assert 0 < effect.default.max_delta < 1e-3 and effect.default.changed > 1000  # a measurement: round-off
     assert effect.invariant.max_delta == 0 and effect.invariant.alone == effect.invariant.room
     assert effect.room_invariant == embedded.batch_invariant
+    # the figure shows transformers' kernels; the note says the room itself decodes natively (bit for bit its own)
+    assert effect.room_native == (embedded.model.ntp_native is not None and not embedded.batch_invariant)
     if not embedded.batch_invariant:
         assert untouched(embedded.model)
 

@@ -16,7 +16,7 @@ from model_service.engine.invariant import make_batch_invariant
 from model_service.engine.runner import Decoder
 from model_service.models import native_build, native_step, precision
 from model_service.models.native_layout import Matrix
-from model_service.models.native_step import NativeLlama, Run, prepare, unsupported
+from model_service.models.native_step import NativeLlama, Run, prepare, step_rows, unsupported
 
 from ..conftest import tiny_llama
 
@@ -85,6 +85,11 @@ def test_each_kind_of_product_gives_its_torch_layers_numbers(lib, kind, shape):
     assert torch.allclose(got, torch_layer, rtol=2 ** -7, atol=1e-2)
 
 
+def _lengths(decoder) -> list[int] | None:
+    """Each row's columns in its native run, or None where the decoder never stepped natively."""
+    return None if decoder._rows is None else [run.length for run in decoder._rows.runs]
+
+
 def _dequantised(layer) -> torch.Tensor:
     """The float32 weights a layer's kernel multiplies by (its `weight` is those rounded to bfloat16)."""
     if hasattr(layer, "q"):
@@ -128,7 +133,7 @@ def test_a_lone_rows_native_step_is_transformers_step_up_to_round_off(mode):
     prompt = [1, 5, 9, 200, 17]
     eager, eager_logits, _ = _greedy(model, prompt, 12, None)
     native, native_logits, decoder = _greedy(model, prompt, 12, model.ntp_native)
-    assert decoder._run is not None and decoder._run.length == len(prompt) + 12  # it really stepped natively
+    assert _lengths(decoder) == [len(prompt) + 12]  # it really stepped natively
     if mode == "fp32":
         assert native == eager
         assert (native_logits - eager_logits).abs().max() < 1e-4
@@ -138,7 +143,7 @@ def test_a_lone_rows_native_step_is_transformers_step_up_to_round_off(mode):
         assert first <= 0.02 * eager_logits[0].abs().max()
 
 
-def test_the_cache_goes_to_a_room_and_back_and_the_tokens_are_the_eager_ones():
+def test_the_rows_go_to_a_room_and_back_and_the_tokens_are_the_eager_ones():
     model = _tiny()
     prompt, other = [1, 5, 9, 200, 17], [1, 44, 3]
     want, _, _ = _greedy(model, prompt, 10, None)
@@ -147,17 +152,17 @@ def test_the_cache_goes_to_a_room_and_back_and_the_tokens_are_the_eager_ones():
     got = [token]
     for _ in range(3):  # alone: native
         got.append(int(decoder.step([got[-1]])[0].argmax()))
-    assert decoder._run.length == len(prompt) + 3
+    assert _lengths(decoder) == [len(prompt) + 3]
     newcomer = Decoder(model)
     newcomer.prefill([other])
-    decoder.join(newcomer)  # a room: transformers' step on the joined cache
-    assert decoder.rows == 2
+    decoder.join(newcomer)  # a room: the newcomer's cache taken into a run of its own
+    assert decoder.rows == 2 and _lengths(decoder) == [len(prompt) + 3, len(other)]
     for _ in range(3):
         got.append(int(decoder.step([got[-1], 0])[0].argmax()))
-    decoder.keep([0])  # alone again: the cache is adopted back into native buffers
+    decoder.keep([0])  # alone again
     for _ in range(3):
         got.append(int(decoder.step([got[-1]])[0].argmax()))
-    assert decoder._run is not None and decoder._run.length == len(prompt) + 9
+    assert _lengths(decoder) == [len(prompt) + 9]
     assert got == want[:10]
     keys = decoder.cache.layers[0].keys  # handed back as transformers keeps it
     assert keys.shape[2] == len(prompt) + 9
@@ -172,11 +177,11 @@ def test_a_hook_on_the_model_or_the_batch_invariant_mode_takes_transformers_step
         _, _, decoder = _greedy(model, prompt, 3, model.ntp_native)
     finally:
         handle.remove()
-    assert len(seen) == 4 and decoder._run is None  # the prefill and 3 steps, all transformers'
+    assert len(seen) == 4 and decoder._rows is None  # the prefill and 3 steps, all transformers'
     make_batch_invariant(model, True)
     try:
         _, _, decoder = _greedy(model, prompt, 3, model.ntp_native)
-        assert decoder._run is None
+        assert decoder._rows is None
     finally:
         make_batch_invariant(model, False)
 
@@ -200,7 +205,7 @@ def test_no_compiler_keeps_transformers_step_and_says_why(monkeypatch, tmp_path)
     said = prepare(model)
     assert said.startswith("transformers' (no native build: no C compiler") and model.ntp_native is None
     tokens, _, decoder = _greedy(model, [1, 5, 9], 3, None)
-    assert len(tokens) == 3 and decoder._run is None
+    assert len(tokens) == 3 and decoder._rows is None
 
 
 def test_a_long_run_grows_the_cache_and_a_bad_token_names_itself(monkeypatch):
@@ -208,10 +213,10 @@ def test_a_long_run_grows_the_cache_and_a_bad_token_names_itself(monkeypatch):
     model = _tiny()
     eager, _, _ = _greedy(model, [1, 5, 9], 20, None)
     native, _, decoder = _greedy(model, [1, 5, 9], 20, model.ntp_native)
-    assert native == eager and decoder._run.capacity == 32
+    run = decoder._rows.runs[0]
+    assert native == eager and run.capacity == 32 and isinstance(run, Run)
     with pytest.raises(ValueError, match="token id 100000"):
-        decoder._run.step(100000)
-    assert isinstance(decoder._run, Run)
+        step_rows([run], [100000])
 
 
 def test_the_embedded_model_decodes_natively_with_transformers_tokens():
@@ -222,7 +227,7 @@ def test_the_embedded_model_decodes_natively_with_transformers_tokens():
     prompt = tokenizer("The capital of France is")["input_ids"]
     eager, eager_logits, _ = _greedy(model, prompt, 24, None)
     native, native_logits, decoder = _greedy(model, prompt, 24, model.ntp_native)
-    assert decoder._run.length == len(prompt) + 24
+    assert _lengths(decoder) == [len(prompt) + 24]
     assert native == eager
     assert (native_logits - eager_logits).abs().max() < 1e-3
 
@@ -235,3 +240,37 @@ def test_a_copied_or_pickled_model_has_no_native_step_pointing_at_the_originals_
     assert copy.deepcopy(model).ntp_native is None
     assert pickle.loads(pickle.dumps(model)).ntp_native is None
     assert model.ntp_native is not None
+
+
+@pytest.mark.parametrize("mode", ["fp32", "bf16", "int8", "int4"])
+def test_a_room_steps_natively_with_every_rows_alone_numbers_and_writes_no_cache_between(mode):
+    model = _tiny(mode)
+    first, second, third = [1, 5, 9, 200, 17], [1, 44, 3], [1, 7, 7, 7]
+    room = Decoder(model)
+    tokens = [int(room.prefill([first])[0].argmax())]
+    alone = {0: [], 1: [], 2: []}
+    history = {0: list(first), 1: list(second), 2: list(third)}
+    live = [0]
+    for step in range(9):
+        for at, key, prompt in ((2, 1, second), (4, 2, third)):
+            if step == at:  # a newcomer joins the running rows
+                newcomer = Decoder(model)
+                tokens.append(int(newcomer.prefill([prompt])[0].argmax()))
+                room.join(newcomer)
+                live.append(key)
+        if step == 7:  # the first row leaves
+            room.keep([1, 2])
+            tokens, live = tokens[1:], live[1:]
+        logits = room.step(tokens)
+        assert room._rows.shown is None  # joins and leaves moved runs, not caches
+        for row, key in enumerate(live):
+            history[key].append(tokens[row])
+            alone[key].append(logits[row])
+        tokens = logits.argmax(dim=-1).tolist()
+    for key, seen in alone.items():  # each row alone, fed the same tokens: the same numbers, bit for bit
+        fed = history[key]
+        prompt_len = {0: len(first), 1: len(second), 2: len(third)}[key]
+        decoder = Decoder(model)
+        decoder.prefill([fed[:prompt_len]])
+        for j, logits in enumerate(seen):
+            assert torch.equal(decoder.step([fed[prompt_len + j]])[0], logits)

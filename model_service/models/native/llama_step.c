@@ -111,105 +111,10 @@ static inline void load_nibbles(const uint8_t *p, vf *low, vf *high) {
 #endif
 }
 
-/* How far ahead of the products the weights are prefetched (2-3 KB: +7% read rate on this project's EPYC). */
-#define PREFETCH_BYTES 3072
-
-/* One row after another, two sums per row: the matrix is read as one sequential stream, which the hardware
- * prefetcher follows at the memory's bandwidth (measured on this project's EPYC: 39 GB/s on one core, where eight
- * rows side by side read at 32). LOAD(p) reads W weights as floats; SCALAR(v) one. */
-#define GEMV(name, type, LOAD, SCALE)                                                                          \
-    static void name(const type *w, const uint16_t *scale, const float *x, float *y, int rows, int cols) {    \
-        int pairs = cols - cols % (2 * W), body = cols - cols % W;                                             \
-        for (int r = 0; r < rows; r++) {                                                                       \
-            const type *a = w + (size_t)r * cols;                                                              \
-            vf s0 = {0}, s1 = {0};                                                                             \
-            int j = 0;                                                                                         \
-            for (; j < pairs; j += 2 * W) {                                                                    \
-                __builtin_prefetch((const char *)(a + j) + PREFETCH_BYTES, 0, 0);                              \
-                s0 += LOAD(a + j) * *(const vf *)(x + j);                                                      \
-                s1 += LOAD(a + j + W) * *(const vf *)(x + j + W);                                              \
-            }                                                                                                  \
-            for (; j < body; j += W) s0 += LOAD(a + j) * *(const vf *)(x + j);                                \
-            float t = hsum(s0 + s1);                                                                           \
-            for (; j < cols; j++) t += SCALAR(a[j]) * x[j];                                                    \
-            y[r] = SCALE(t, r);                                                                                \
-        }                                                                                                      \
-    }
-
-#define LOAD_F32(p) (*(const vf *)(p))
-#define LOAD_BF16(p) load_bf16(p)
-#define LOAD_I8(p) load_i8(p)
-#define NO_SCALE(t, row) (t)
-#define ROW_SCALE(t, row) ((t) * bf16_to_f32(scale[row]))
-
-#define SCALAR(v) (v)
-GEMV(gemv_f32, float, LOAD_F32, NO_SCALE)
-GEMV(gemv_i8, int8_t, LOAD_I8, ROW_SCALE)
-#undef SCALAR
-#define SCALAR(v) bf16_to_f32(v)
-GEMV(gemv_bf16, uint16_t, LOAD_BF16, NO_SCALE)
-#undef SCALAR
-
-#if defined(__AVX512BF16__)
-/* bfloat16 weights on a CPU with bfloat16 dot products (vdpbf16ps: 32 products a vector, summed in float32 pairs):
- * x is taken as bfloat16, which is exact in the modes that have bfloat16 weights (their activations are bfloat16
- * already: round_bf16). */
-static void gemv_bf16_dot(const uint16_t *w, const float *x, float *y, int rows, int cols) {
-    int blocks = cols / 32;
-    __m512bh xb[blocks];
-    for (int b = 0; b < blocks; b++) xb[b] = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + 32 * b + 16), _mm512_loadu_ps(x + 32 * b));
-    for (int r = 0; r < rows; r++) {
-        const uint16_t *a = w + (size_t)r * cols;
-        __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-        int b = 0;
-        for (; b + 2 <= blocks; b += 2) {
-            __builtin_prefetch((const char *)(a + 32 * b) + PREFETCH_BYTES, 0, 0);
-            s0 = _mm512_dpbf16_ps(s0, (__m512bh)_mm512_loadu_si512(a + 32 * b), xb[b]);
-            s1 = _mm512_dpbf16_ps(s1, (__m512bh)_mm512_loadu_si512(a + 32 * b + 32), xb[b + 1]);
-        }
-        if (b < blocks) s0 = _mm512_dpbf16_ps(s0, (__m512bh)_mm512_loadu_si512(a + 32 * b), xb[b]);
-        y[r] = hsum((vf)_mm512_add_ps(s0, s1));
-    }
-}
-#define BF16_DOT(w, x, y, rows, cols) ((cols) % 32 == 0 ? (gemv_bf16_dot(w, x, y, rows, cols), 1) : 0)
-#else
-#define BF16_DOT(w, x, y, rows, cols) 0
-#endif
-
-/* 4-bit groups of 32 (W = 16: a group's low nibbles are its first 16 elements, its high nibbles the next 16). Each
- * group's weights as floats are q * scale + (zero - 8 * scale): two FMAs a half-group, one sum per row. */
-static void gemv_i4(const uint8_t *w, const uint16_t *scale, const uint16_t *zero, const float *x, float *y, int rows,
-                    int cols) {
-    int groups = cols / 32;
-    for (int r = 0; r < rows; r++) {
-        const uint8_t *row = w + (size_t)r * groups * 16;
-        const uint16_t *sc = scale + (size_t)r * groups, *ze = zero + (size_t)r * groups;
-        vf s0 = {0}, s1 = {0};
-        for (int g = 0; g < groups; g++) {
-            __builtin_prefetch(row + g * 16 + PREFETCH_BYTES, 0, 0);
-            float a = bf16_to_f32(sc[g]), b = bf16_to_f32(ze[g]) - 8.0f * a;
-            vf low, high;
-            load_nibbles(row + g * 16, &low, &high);
-            s0 += (low * a + b) * *(const vf *)(x + g * 32);
-            s1 += (high * a + b) * *(const vf *)(x + g * 32 + 16);
-        }
-        y[r] = hsum(s0 + s1);
-    }
-}
-
-static void product(const Matrix *m, const float *x, float *y) {
-    switch (m->kind) {
-    case K_F32: gemv_f32(m->data, NULL, x, y, m->rows, m->cols); break;
-    case K_BF16:
-        if (!BF16_DOT(m->data, x, y, m->rows, m->cols)) gemv_bf16(m->data, NULL, x, y, m->rows, m->cols);
-        break;
-    case K_I8: gemv_i8(m->data, m->scale, x, y, m->rows, m->cols); break;
-    case K_I4: gemv_i4(m->data, m->scale, m->zero, x, y, m->rows, m->cols); break;
-    }
-}
+#include "products.h"
 
 /* One product on its own (tests, and the benchmark's kernel timing). */
-void ntp_product(const Matrix *m, const float *x, float *y) { product(m, x, y); }
+void ntp_product(const Matrix *m, const float *x, float *y) { product_rows(m, &x, &y, 1); }
 
 /* transformers' LlamaRMSNorm: float32 statistics, the weight times the normalised row (rounded first in bf16). */
 static void rms_norm(const float *x, const float *weight, float *out, int n, float eps, int bf16) {
@@ -333,57 +238,117 @@ static void add(float *h, const float *x, int n, int bf16) {
     for (int i = 0; i < n; i++) h[i] = bf16 ? round_bf16(h[i] + x[i]) : h[i] + x[i];
 }
 
-/* One decode step: the token at `position` (= the cache's length: one row, no pads). Writes its keys and values
- * into column `position` of every layer's cache and the vocabulary's logits into `logits`. Returns 0, or -1 when
- * the position is outside the cache or the token outside the vocabulary. */
-int ntp_step(const Model *m, int32_t token, int32_t position, float *logits) {
-    if (position < 0 || position >= m->capacity || token < 0 || token >= m->embed.rows) return -1;
-    int H = m->hidden, d = m->head_dim, wide = widest(m), bf = m->round_bf16;
-    int qn = m->n_heads * d, kvn = m->n_kv * d, half = d / 2;
-    /* the scratch: the residual row, a normalised row, q, k, v, a layer's output, gate, up, scores, cos, sin */
-    float *h = m->scratch, *x = h + H, *q = x + wide, *k = q + qn, *v = k + kvn, *tmp = v + kvn;
-    float *gate = tmp + wide, *up = gate + m->inter, *scores = up + m->inter;
-    float *cos_ = scores + m->capacity, *sin_ = cos_ + half;
-    for (int i = 0; i < half; i++) {
+/* A row's scratch: the residual row, a normalised row, q, k, v, a layer's output, gate, up, scores, cos, sin. */
+typedef struct {
+    float *h, *x, *q, *k, *v, *out, *gate, *up, *scores, *cos_, *sin_;
+} Scratch;
+
+static Scratch carve(const Model *m) {
+    int wide = widest(m), qn = m->n_heads * m->head_dim, kvn = m->n_kv * m->head_dim;
+    Scratch s;
+    s.h = m->scratch;
+    s.x = s.h + m->hidden;
+    s.q = s.x + wide;
+    s.k = s.q + qn;
+    s.v = s.k + kvn;
+    s.out = s.v + kvn;
+    s.gate = s.out + wide;
+    s.up = s.gate + m->inter;
+    s.scores = s.up + m->inter;
+    s.cos_ = s.scores + m->capacity;
+    s.sin_ = s.cos_ + m->head_dim / 2;
+    return s;
+}
+
+/* The rotary angles of one position, transformers' way: float32 position times inv_freq, cos and sin (bfloat16). */
+static void angles(const Model *m, int position, Scratch *s) {
+    for (int i = 0; i < m->head_dim / 2; i++) {
         float angle = (float)position * m->inv_freq[i];
-        cos_[i] = cosf(angle) * m->rope_scaling;
-        sin_[i] = sinf(angle) * m->rope_scaling;
-        if (bf) { cos_[i] = round_bf16(cos_[i]); sin_[i] = round_bf16(sin_[i]); }
+        s->cos_[i] = cosf(angle) * m->rope_scaling;
+        s->sin_[i] = sinf(angle) * m->rope_scaling;
+        if (m->round_bf16) { s->cos_[i] = round_bf16(s->cos_[i]); s->sin_[i] = round_bf16(s->sin_[i]); }
     }
-    embed_row(&m->embed, token, h);
-    for (int l = 0; l < m->n_layers; l++) {
-        const Matrix *w = m->mats + 7 * l;
-        rms_norm(h, m->norms[2 * l], x, H, m->eps, bf);
-        product(&w[0], x, q);
-        product(&w[1], x, k);
-        product(&w[2], x, v);
-        round_all(q, qn, bf); round_all(k, kvn, bf); round_all(v, kvn, bf);
-        rope(q, m->n_heads, d, cos_, sin_, bf);
-        rope(k, m->n_kv, d, cos_, sin_, bf);
+}
+
+/* One decoder layer for the n rows: each row's norms, rotary, cache and attention its own; the products shared. */
+static void layer(const Model *const *ms, int n, int l, const int32_t *positions, Scratch *s, const float **xs,
+                  float **ys) {
+    const Model *m = ms[0];
+    const Matrix *w = m->mats + 7 * l;
+    int H = m->hidden, d = m->head_dim, bf = m->round_bf16, qn = m->n_heads * d, kvn = m->n_kv * d;
+    float *qs[n], *ks[n], *vs[n];
+    for (int i = 0; i < n; i++) {
+        rms_norm(s[i].h, m->norms[2 * l], s[i].x, H, m->eps, bf);
+        xs[i] = s[i].x, qs[i] = s[i].q, ks[i] = s[i].k, vs[i] = s[i].v;
+    }
+    product_rows(&w[0], xs, qs, n);
+    product_rows(&w[1], xs, ks, n);
+    product_rows(&w[2], xs, vs, n);
+    for (int i = 0; i < n; i++) {
+        const Model *r = ms[i];
+        round_all(s[i].q, qn, bf); round_all(s[i].k, kvn, bf); round_all(s[i].v, kvn, bf);
+        rope(s[i].q, m->n_heads, d, s[i].cos_, s[i].sin_, bf);
+        rope(s[i].k, m->n_kv, d, s[i].cos_, s[i].sin_, bf);
         for (int g = 0; g < m->n_kv; g++) {
-            memcpy(m->kcache[l] + ((size_t)g * m->capacity + position) * d, k + g * d, sizeof(float) * d);
-            memcpy(m->vcache[l] + ((size_t)g * m->capacity + position) * d, v + g * d, sizeof(float) * d);
+            memcpy(r->kcache[l] + ((size_t)g * r->capacity + positions[i]) * d, s[i].k + g * d, sizeof(float) * d);
+            memcpy(r->vcache[l] + ((size_t)g * r->capacity + positions[i]) * d, s[i].v + g * d, sizeof(float) * d);
         }
-        attend(m, l, q, x, scores, position + 1);
-        product(&w[3], x, tmp);
-        round_all(tmp, H, bf);
-        add(h, tmp, H, bf);
-        rms_norm(h, m->norms[2 * l + 1], x, H, m->eps, bf);
-        product(&w[4], x, gate);
-        product(&w[5], x, up);
-        for (int i = 0; i < m->inter; i++) {
-            float g = bf ? round_bf16(gate[i]) : gate[i], u = bf ? round_bf16(up[i]) : up[i];
-            float act = g / (1.0f + expf(-g));
-            x[i] = bf ? round_bf16(round_bf16(act) * u) : act * u;
-        }
-        product(&w[6], x, tmp);
-        round_all(tmp, H, bf);
-        add(h, tmp, H, bf);
+        attend(r, l, s[i].q, s[i].x, s[i].scores, positions[i] + 1);
+        ys[i] = s[i].out;
     }
-    rms_norm(h, m->final_norm, x, H, m->eps, bf);
-    product(&m->lm_head, x, logits);
-    round_all(logits, m->lm_head.rows, bf);
+    product_rows(&w[3], xs, ys, n);
+    for (int i = 0; i < n; i++) {
+        round_all(s[i].out, H, bf);
+        add(s[i].h, s[i].out, H, bf);
+        rms_norm(s[i].h, m->norms[2 * l + 1], s[i].x, H, m->eps, bf);
+        qs[i] = s[i].gate, ks[i] = s[i].up;
+    }
+    product_rows(&w[4], xs, qs, n);
+    product_rows(&w[5], xs, ks, n);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m->inter; j++) {
+            float g = bf ? round_bf16(s[i].gate[j]) : s[i].gate[j], u = bf ? round_bf16(s[i].up[j]) : s[i].up[j];
+            float act = g / (1.0f + expf(-g));
+            s[i].x[j] = bf ? round_bf16(round_bf16(act) * u) : act * u;
+        }
+    product_rows(&w[6], xs, ys, n);
+    for (int i = 0; i < n; i++) {
+        round_all(s[i].out, H, bf);
+        add(s[i].h, s[i].out, H, bf);
+    }
+}
+
+/* One decode step of n rows, each with its own Model record (its own KV cache and scratch; the weights are the
+ * first's): row i feeds tokens[i] at positions[i] (= its cache's length: a row has no pads), writes its keys and
+ * values into that column of its cache and its logits into logits[i * vocab ...]. A row's numbers do not depend on
+ * the others (products.h). Returns 0, or -1 - i when row i's position is outside its cache or its token outside
+ * the vocabulary. */
+int ntp_step_rows(const Model *const *ms, int32_t n, const int32_t *tokens, const int32_t *positions, float *logits) {
+    const Model *m = ms[0];
+    Scratch s[n];
+    const float *xs[n];
+    float *ys[n];
+    for (int i = 0; i < n; i++) {
+        if (positions[i] < 0 || positions[i] >= ms[i]->capacity || tokens[i] < 0 || tokens[i] >= m->embed.rows)
+            return -1 - i;
+        s[i] = carve(ms[i]);
+        angles(m, positions[i], &s[i]);
+        embed_row(&m->embed, tokens[i], s[i].h);
+    }
+    for (int l = 0; l < m->n_layers; l++) layer(ms, n, l, positions, s, xs, ys);
+    for (int i = 0; i < n; i++) {
+        rms_norm(s[i].h, m->final_norm, s[i].x, m->hidden, m->eps, m->round_bf16);
+        xs[i] = s[i].x;
+        ys[i] = logits + (size_t)i * m->lm_head.rows;
+    }
+    product_rows(&m->lm_head, xs, ys, n);
+    round_all(logits, n * m->lm_head.rows, m->round_bf16);
     return 0;
+}
+
+/* One row's step (ntp_step_rows of one). */
+int ntp_step(const Model *m, int32_t token, int32_t position, float *logits) {
+    return ntp_step_rows(&m, 1, &token, &position, logits) == 0 ? 0 : -1;
 }
 
 /* The layout of Model as this build sees it, for the caller to check against its own (sizeof, then the offsets

@@ -63,3 +63,15 @@ def test_the_figure_draws_the_bar_u_and_each_arithmetics_deltas():
     assert any(a.text == "u = 0.4900" for a in fig.layout.annotations)
     assert "&lt;b&gt;" in "".join(fig.layout.yaxis2.ticktext)  # plotly labels escaped too
     assert batch_effect_figure(None, "vi").layout.annotations[0].text.startswith("Hãy tạo")
+
+
+def test_the_note_says_which_arithmetic_the_live_room_runs():
+    import dataclasses
+
+    base = effect(check(False), check(True))
+    notes = {mode: batch_effect_markdown(dataclasses.replace(base, **how), lang, 49_152)
+             for mode, how in (("off", {}), ("on", {"room_invariant": True}), ("native", {"room_native": True}))
+             for lang in ("en",)}
+    assert "**default arithmetic**" in notes["off"] and "**batch-invariant mode**" in notes["on"]
+    assert "**native CPU step**" in notes["native"] and "bit for bit" in notes["native"]
+    assert "**bước CPU gốc (native)**" in batch_effect_markdown(dataclasses.replace(base, room_native=True), "vi")
