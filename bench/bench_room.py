@@ -241,6 +241,7 @@ def main():
     ap.add_argument("--tokens", type=int, nargs="+", default=[16, 64])
     ap.add_argument("--app", default=None, help="URL of a running app: stream through gradio_client")
     ap.add_argument("--skip-solo", action="store_true")
+    ap.add_argument("--overhead-only", action="store_true", help="only the step and host overhead at 1, 4, 16 rows")
     ap.add_argument("--rounds-overhead", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=1,
                     help="rounds per N and length, each concurrent then one after another; with more than one, "
@@ -253,9 +254,9 @@ def main():
     if isinstance(source, Direct):
         list(source.stream(PROMPTS[0], 0, 4))  # warm-up
         host_overhead(source.service, rounds=args.rounds_overhead)
-        if not args.skip_solo:
+        if not args.skip_solo and not args.overhead_only:
             solo_overhead(source.service)
-    for n in args.n:
+    for n in [] if args.overhead_only else args.n:
         for tokens in args.tokens:
             ratios = [r for r in (compare(source, n, tokens) for _ in range(args.rounds)) if r is not None]
             if len(ratios) > 1:

@@ -50,13 +50,23 @@ typedef int32_t vi __attribute__((vector_size(W * 4), aligned(4)));
 typedef uint32_t vu __attribute__((vector_size(W * 4), aligned(4)));
 typedef uint16_t vh __attribute__((vector_size(W * 2), aligned(2)));
 
-/* The sum of a vector's lanes as a tree (halves, then quarters...): a few adds, not 16 in a chain. */
+/* The sum of a vector's lanes as a tree: lane i plus lane i + 8, then i + 4, i + 2, i + 1 (the same pairs in
+ * either branch, so the same sum). */
 static inline float hsum(vf v) {
+#if defined(__AVX512F__)
+    __m512 z = (__m512)v;
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(z), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(z), 1)));
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+#else
     float a[W];
     memcpy(a, &v, sizeof a);
     for (int n = W / 2; n > 0; n /= 2)
         for (int i = 0; i < n; i++) a[i] += a[i + n];
     return a[0];
+#endif
 }
 
 static inline float bf16_to_f32(uint16_t h) {
