@@ -274,3 +274,29 @@ def test_a_room_steps_natively_with_every_rows_alone_numbers_and_writes_no_cache
         decoder.prefill([fed[:prompt_len]])
         for j, logits in enumerate(seen):
             assert torch.equal(decoder.step([fed[prompt_len + j]])[0], logits)
+
+
+@pytest.mark.parametrize("mode", ["fp32", "int8"])
+def test_a_full_room_of_nine_rows_gives_each_row_its_alone_numbers(mode):
+    """Nine rows: the float32 room's two-weight-rows-by-four kernel (eight rows or more), a row left over, and an LM
+    head of an odd number of rows (257), bit for bit each row's numbers alone."""
+    model = _tiny(mode, vocab_size=257)
+    prompts = [[1, 5 + i, 9, 2 * i + 3][: 2 + i % 3] for i in range(9)]
+    room, tokens = Decoder(model), []
+    for prompt in prompts:  # each prompt read alone, as the scheduler reads a newcomer's
+        newcomer = Decoder(model)
+        tokens.append(int(newcomer.prefill([prompt])[0].argmax()))
+        room.join(newcomer)
+    fed = [[t] for t in tokens]
+    seen = []
+    for _ in range(3):
+        logits = room.step([f[-1] for f in fed])
+        seen.append(logits)
+        for f, t in zip(fed, logits.argmax(dim=-1).tolist(), strict=True):
+            f.append(t)
+    assert room._native() and len(room._rows.runs) == 9
+    for row, prompt in enumerate(prompts):
+        alone = Decoder(model)
+        alone.prefill([prompt])
+        for step in range(3):
+            assert torch.equal(alone.step([fed[row][step]])[0], seen[step][row])

@@ -280,6 +280,37 @@ static void angles(const Model *m, int position, Scratch *s) {
     }
 }
 
+/* e^x for W lanes (Cephes' expf: x = k ln 2 + r, a degree-6 polynomial in r, times 2^k; within 2 ulp of expf). */
+static inline vf vexp(vf x) {
+    for (int i = 0; i < W; i++) x[i] = x[i] < -87.3f ? -87.3f : x[i] > 88.376f ? 88.376f : x[i];  /* 2^k stays a normal float */
+    vf k = x * 1.44269504088896341f;
+    for (int i = 0; i < W; i++) k[i] = __builtin_floorf(k[i] + 0.5f);
+    vf r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    vf p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    vi bits = (__builtin_convertvector(k, vi) + 127) << 23;
+    return p * (vf)bits;
+}
+
+/* SwiGLU: silu(gate) * up, transformers' rounding in the bf16 modes (gate and up are bfloat16 there). */
+static void swiglu(const float *gate, const float *up, float *out, int n, int bf) {
+    int j = 0;
+    if (!bf)
+        for (; j + W <= n; j += W) {
+            vf g = *(const vf *)(gate + j);
+            *(vf *)(out + j) = g / (1.0f + vexp(-g)) * *(const vf *)(up + j);
+        }
+    for (; j < n; j++) {
+        float g = bf ? round_bf16(gate[j]) : gate[j], u = bf ? round_bf16(up[j]) : up[j];
+        float act = g / (1.0f + expf(-g));
+        out[j] = bf ? round_bf16(round_bf16(act) * u) : act * u;
+    }
+}
+
 /* One decoder layer for the n rows: each row's norms, rotary, cache and attention its own; the products shared. */
 static void layer(const Model *const *ms, int n, int l, const int32_t *positions, Scratch *s, const float **xs,
                   float **ys) {
@@ -315,12 +346,7 @@ static void layer(const Model *const *ms, int n, int l, const int32_t *positions
     }
     product_rows(&w[4], xs, qs, n);
     product_rows(&w[5], xs, ks, n);
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < m->inter; j++) {
-            float g = bf ? round_bf16(s[i].gate[j]) : s[i].gate[j], u = bf ? round_bf16(s[i].up[j]) : s[i].up[j];
-            float act = g / (1.0f + expf(-g));
-            s[i].x[j] = bf ? round_bf16(round_bf16(act) * u) : act * u;
-        }
+    for (int i = 0; i < n; i++) swiglu(s[i].gate, s[i].up, s[i].x, m->inter, bf);
     product_rows(&w[6], xs, ys, n);
     for (int i = 0; i < n; i++) {
         round_all(s[i].out, H, bf);
