@@ -110,7 +110,7 @@ class Decoder:
             return False
         if self._rows is None:
             self._rows = native.rows()
-        return self._rows.ready(self._cache, self.next_position.tolist())
+        return self._rows.ready(self._cache, self.rows, self.next_position.tolist)
 
     def _native(self) -> bool:
         """Whether the native runs hold the rows now (the DynamicCache is stale until something reads it)."""

@@ -221,12 +221,16 @@ class Rows:
         self.native, self.runs = native, runs or []
         self.shown: list | None = None  # the layers' (keys, values) show() put in the cache
 
-    def ready(self, cache, lengths: list[int]) -> bool:
-        """Whether the runs hold these rows (`lengths`: each row's tokens), taking the DynamicCache's when they do
-        not; False when it is not this model's cache (then the step is transformers')."""
-        if len(self.runs) == len(lengths) and [run.length for run in self.runs] == lengths and (
-                self.shown is None or all(layer.keys is k and layer.values is v
-                                          for layer, (k, v) in zip(cache.layers, self.shown, strict=False))):
+    def ready(self, cache, rows: int, lengths) -> bool:
+        """Whether the runs hold the decoder's `rows` rows (lengths(): each row's tokens), taking the DynamicCache's
+        when they do not; False when it is not this model's cache (then the step is transformers'). While nothing
+        has read the cache since the last native step (shown is None) the decoder changed the runs with its rows
+        (keep, join): they are its rows, no check needed."""
+        if self.shown is None and len(self.runs) == rows and rows:
+            return True
+        lengths = lengths()
+        if len(self.runs) == len(lengths) and [run.length for run in self.runs] == lengths and all(
+                layer.keys is k and layer.values is v for layer, (k, v) in zip(cache.layers, self.shown, strict=False)):
             self.shown = None
             return True
         n = self.native

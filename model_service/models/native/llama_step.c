@@ -156,6 +156,22 @@ static void rope(float *v, int heads, int d, const float *cos_, const float *sin
     }
 }
 
+/* e^x for W lanes (Cephes' expf: x = k ln 2 + r, a degree-6 polynomial in r, times 2^k; within 2 ulp of expf). */
+static inline vf vexp(vf x) {
+    for (int i = 0; i < W; i++) x[i] = x[i] < -87.3f ? -87.3f : x[i] > 88.376f ? 88.376f : x[i];  /* 2^k stays a normal float */
+    vf k = x * 1.44269504088896341f;
+    for (int i = 0; i < W; i++) k[i] = __builtin_floorf(k[i] + 0.5f);
+    vf r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    vf p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    vi bits = (__builtin_convertvector(k, vi) + 127) << 23;
+    return p * (vf)bits;
+}
+
 /* scores[t] = q . k[t] * scale for `length` keys of d floats: four keys at a time (four independent sums: the
  * adds do not wait on each other), in vectors where d is a multiple of W (64 in SmolLM2). */
 static inline void key_scores(const float *q, const float *k, float *scores, int length, int d, float scale) {
@@ -216,7 +232,13 @@ static void attend(const Model *m, int layer, const float *q, float *out, float 
         float top = -INFINITY;
         for (int t = 0; t < length; t++) top = scores[t] > top ? scores[t] : top;
         float total = 0.0f;
-        for (int t = 0; t < length; t++) total += (scores[t] = expf(scores[t] - top));
+        int t = 0;
+        for (; t + W <= length; t += W) {  /* e^(s - top), W at a time */
+            vf e = vexp(*(vf *)(scores + t) - top);
+            *(vf *)(scores + t) = e;
+        }
+        for (; t < length; t++) scores[t] = expf(scores[t] - top);
+        for (t = 0; t < length; t++) total += scores[t];
         float *o = out + h * d, inv = 1.0f / total;
         for (int t = 0; t < length; t++) scores[t] *= inv;
         weighted_sum(o, scores, v, length, d);
@@ -278,22 +300,6 @@ static void angles(const Model *m, int position, Scratch *s) {
         s->sin_[i] = sinf(angle) * m->rope_scaling;
         if (m->round_bf16) { s->cos_[i] = round_bf16(s->cos_[i]); s->sin_[i] = round_bf16(s->sin_[i]); }
     }
-}
-
-/* e^x for W lanes (Cephes' expf: x = k ln 2 + r, a degree-6 polynomial in r, times 2^k; within 2 ulp of expf). */
-static inline vf vexp(vf x) {
-    for (int i = 0; i < W; i++) x[i] = x[i] < -87.3f ? -87.3f : x[i] > 88.376f ? 88.376f : x[i];  /* 2^k stays a normal float */
-    vf k = x * 1.44269504088896341f;
-    for (int i = 0; i < W; i++) k[i] = __builtin_floorf(k[i] + 0.5f);
-    vf r = x - k * 0.693359375f + k * 2.12194440e-4f;
-    vf p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    vi bits = (__builtin_convertvector(k, vi) + 127) << 23;
-    return p * (vf)bits;
 }
 
 /* SwiGLU: silu(gate) * up, transformers' rounding in the bf16 modes (gate and up are bfloat16 there). */
