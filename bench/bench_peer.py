@@ -145,31 +145,49 @@ def read_bytes(linear) -> int:
 
 def floor_here(precision: str, steps: int = 30) -> None:
     """The child's side of --floor: in one decode step of this precision (1 row, 1 thread), the time of its matrix
-    products alone (every linear layer and the LM head, called one after another on one row, as a step calls them)
-    against the whole step (runner.Decoder, eager): what bounds a step, and the weights' read rate."""
+    products alone (every linear layer and the LM head, one after another on one row, through the kernel the step
+    uses: the native step's own where the model has one, else each layer's) against the whole step
+    (runner.Decoder): what bounds a step, and the weights' read rate."""
+    import ctypes
+
     from model_service.engine.runner import Decoder
     from model_service.models.loading import load
+    from model_service.models.native_layout import Matrix
 
     serve_beside_web_server(1)
     model, tokenizer, _ = load(precision=precision)
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    inputs = [torch.randn(1, 1, m.in_features, dtype=model.dtype) for m in linears]
     weights = sum(read_bytes(m) for m in linears)
+    native = model.ntp_native
+    if native is not None:  # the native step's products: its own records of the same weights
+        native.lib.ntp_product.argtypes = [ctypes.POINTER(Matrix), ctypes.c_void_p, ctypes.c_void_p]
+        mats = [*native.mats, native.base.lm_head]
+        weights = sum(m.rows * m.cols * {0: 4, 1: 2, 2: 1, 3: 0.625}[m.kind] for m in mats)
+        x, y = torch.randn(max(m.cols for m in mats)), torch.zeros(max(m.rows for m in mats))
+
+        def products():
+            for m in mats:
+                native.lib.ntp_product(ctypes.byref(m), x.data_ptr(), y.data_ptr())
+    else:
+        inputs = [torch.randn(1, 1, m.in_features, dtype=model.dtype) for m in linears]
+
+        def products():
+            for m, row in zip(linears, inputs, strict=True):
+                m(row)
     decoder = Decoder(model, 0)
     token = int(decoder.prefill([tokenizer(PROMPT).input_ids]).argmax())
-    products, whole = [], []
+    timed, whole = [], []
     with torch.inference_mode():
         for _ in range(steps):
             started = time.perf_counter()
-            for m, x in zip(linears, inputs, strict=True):
-                m(x)
-            products.append((time.perf_counter() - started) * 1000)
+            products()
+            timed.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
             token = int(decoder.step([token])[0].argmax())
             whole.append((time.perf_counter() - started) * 1000)
-    product, step = statistics.median(products[3:]), statistics.median(whole[3:])
+    product, step = statistics.median(timed[3:]), statistics.median(whole[3:])
     print(json.dumps({"precision": precision, "layers": len(linears), "mb": weights / 1e6, "products_ms": product,
-                      "step_ms": step}))
+                      "step_ms": step, "native": native is not None}))
 
 
 def kernels_here(rounds: int = 12) -> None:
@@ -204,7 +222,8 @@ def kernels_here(rounds: int = 12) -> None:
 def floors(modes: list[str]) -> None:
     """--floor: each precision in a fresh process at 1 thread (floor_here), printed side by side."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    print("one decode step, 1 row, 1 thread, medians of 27 steps: the matrix products alone against the whole step")
+    print("one decode step, 1 row, 1 thread, medians of 27 steps: the matrix products alone against the whole step "
+          "(the native step's kernels where it runs)")
     print(f"{'':8s}{'weights read':>14s}{'products':>11s}{'read rate':>12s}{'whole step':>12s}{'products share':>16s}"
           f"{'products only':>15s}")
     for mode in modes:
