@@ -73,6 +73,12 @@ if $DEV && ! command -v chromium >/dev/null 2>&1; then
     fail "installing Chromium with apt-get" "run: sudo apt-get install chromium, then run again"
 fi
 
+if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1 && ! command -v clang >/dev/null 2>&1; then
+  # Not a failure: the app runs transformers' decode step instead, about half as fast on a CPU (docs/hosting.md).
+  echo "setup: note: no C compiler (cc, gcc or clang) on PATH: the CPU decode step will be transformers', about half"
+  echo "  as fast as the native one; for it, install one (Debian/Ubuntu: sudo apt-get install build-essential)"
+fi
+
 if $DEV; then
   echo "setup done: .venv ready, test tools and chromium ready"
 else
