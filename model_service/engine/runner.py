@@ -6,6 +6,9 @@ join a running batch (`join`: its cache is left-padded to the batch's width, or 
 and leave it (`keep`); leading columns that are pads in every row are trimmed, so the cache of a
 long-lived batch grows only with its longest live row.
 
+On a CPU model with a native step (models/native_step.py) the decode steps are one call into C for every row, each
+row's cache in its own native run: no pads there, and the DynamicCache is written only when something reads it.
+
 The cache has plain (full) layers even for models with sliding-window attention (Gemma 3): a
 sliding layer drops old columns per batch, which would misalign rows joined at different times.
 The model still applies its window through the attention mask: within a row the pads are all on the

@@ -1,26 +1,30 @@
-"""A lone learner's decode step on a CPU as one call into C (native/llama_step.c), for Llama-family models.
+"""A CPU decode step as one call into C (native/llama_step.c, native/products.h), for Llama-family models: a lone
+learner's and a room's rows together.
 
 Why: an eager decode step of the embedded SmolLM2 launches ~700 torch operators from Python, and its one-row matrix
 products read the weights at 16-31 GB/s (bench/bench_peer.py --kernels), where llama.cpp reads the same weights at
 ~38 GB/s on one thread. The C step does what transformers' LlamaForCausalLM does for one new token (RMSNorm, the
-q/k/v products, rotary, attention over the row's KV cache, SwiGLU, the LM head) in one call that releases the GIL:
-the step costs the weights it reads.
+q/k/v products, rotary, attention over each row's KV cache, SwiGLU, the LM head) in one call that releases the GIL,
+every weight read once for all the rows: the step costs the weights it reads (BENCHMARKS.md, "The native decode
+step").
 
 What it covers, and what keeps transformers' step (Decoder falls back per step, nothing else changes):
-- one row only, on the CPU, a "llama" model with no biases, SiLU, a rotary embedding fixed at load; in every
-  precision mode (models/precision.py), with the mode's own weights: float32, bfloat16 (activations rounded to
-  bfloat16 where transformers' bfloat16 model rounds them), int8 (its int8 rows and scales) and int4 (its 4-bit
-  groups, scales and zeros);
-- never while a hook is on the model (the lessons' interventions, the attention trace) or in the batch-invariant
-  mode (whose promise is its own kernels), nor when NTP_NATIVE_STEP=false;
-- prompts (prefill) and a room's batches stay transformers'.
+- on the CPU, a "llama" model with no biases, SiLU, a rotary embedding fixed at load; in every precision mode
+  (models/precision.py), with the mode's own weights: float32, bfloat16 (activations rounded to bfloat16 where
+  transformers' bfloat16 model rounds them), int8 (its int8 rows and scales) and int4 (its 4-bit groups, scales and
+  zeros);
+- never while a hook is on the model (the lessons' interventions, the attention trace), in the batch-invariant mode
+  (whose promise is its own kernels), inside off() (a lesson that shows transformers' arithmetic), nor when
+  NTP_NATIVE_STEP=false;
+- prompts (prefill) stay transformers'.
 Its numbers equal transformers' up to float round-off (tests/model/test_native_step.py bounds the difference; the
-golden records hold); a replay of a seeded run on another machine may still draw another token near an edge, as
-with any change of kernel (docs/sampling.md).
+golden records hold), and a row's are the same alone or in any room, bit for bit (products.h sums every dot in one
+order); a replay on another machine, or with the step off, may still draw another token near an edge, as with any
+change of kernel (docs/sampling.md).
 
-The KV cache of a native row lives in this module's own buffers (float32, doubled when full); the Decoder's
-DynamicCache is brought up to date only when something reads it (Run.expose), and a cache changed by anyone else
-is copied in again before the next native step (Run.adopt).
+Each row's KV cache lives in its own Run (float32 buffers, doubled when full); the Decoder's DynamicCache is written
+from the runs only when something reads it (Rows.show: views for a row alone, left-padded copies for a room), and a
+cache changed since is taken into runs again before the next native step (Rows.ready).
 """
 
 from __future__ import annotations
