@@ -83,6 +83,7 @@ class Decoder:
             raise ValueError("extend feeds one row; a batch steps one token per row")
         n = len(tokens)
         ids = torch.tensor([tokens], device=self.device)  # (1, n)
+        self._written()
         self.mask = torch.cat([self.mask, torch.ones((1, n), dtype=torch.long, device=self.device)], dim=1)
         positions = self.next_position.unsqueeze(1) + torch.arange(n, device=self.device)
         self.next_position = self.next_position + n
@@ -99,6 +100,7 @@ class Decoder:
             self.forward_ms = (time.perf_counter() - started) * 1000
             return logits
         ids = torch.tensor(tokens, device=self.device).unsqueeze(1)
+        self._written()
         # a column of ones changes no row's padding: set _mask directly, keeping _padded
         self._mask = torch.cat([self._mask, torch.ones_like(self._mask[:, :1])], dim=1)
         positions = self.next_position.unsqueeze(1)
@@ -119,11 +121,16 @@ class Decoder:
         """Whether the native runs hold the rows now (the DynamicCache is stale until something reads it)."""
         return self._rows is not None and self._rows.shown is None and bool(self._rows.runs)
 
+    def _written(self) -> None:
+        """The DynamicCache written from the native runs at the mask's width now (before a transformers' pass widens
+        the mask)."""
+        if self._rows is not None:
+            self._rows.show(self._cache, self._mask.shape[1])
+
     @property
     def cache(self) -> DynamicCache:
         """The KV cache, written from the native runs first when they hold the rows."""
-        if self._rows is not None:
-            self._rows.show(self._cache, self._mask.shape[1])
+        self._written()
         return self._cache
 
     @cache.setter

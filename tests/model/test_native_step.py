@@ -300,3 +300,40 @@ def test_a_full_room_of_nine_rows_gives_each_row_its_alone_numbers(mode):
         alone.prefill([prompt])
         for step in range(3):
             assert torch.equal(alone.step([fed[row][step]])[0], seen[step][row])
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_a_hook_put_on_mid_run_takes_transformers_steps_then_the_rows_go_native_again(rows):
+    """A lesson's hook mid-run (alone or in a room): the cache written from the runs at the mask's width before the
+    transformers' pass (it once was written one column wide: a zero key the row attended to)."""
+    model = _tiny()
+    prompts = [[1, 5, 9, 200, 17], [1, 44, 3], [1, 7, 7]][:rows]
+
+    def run(hook_steps, native):
+        saved = model.ntp_native
+        model.ntp_native = native
+        try:
+            room, tokens = Decoder(model), []
+            for prompt in prompts:
+                newcomer = Decoder(model)
+                tokens.append(int(newcomer.prefill([prompt])[0].argmax()))
+                room.join(newcomer)
+            seen, natives = [], []
+            for step in range(8):
+                handle = (model.model.layers[1].register_forward_hook(lambda *a: None)
+                          if step in hook_steps else None)
+                logits = room.step(tokens)
+                if handle is not None:
+                    handle.remove()
+                natives.append(room._native())
+                seen.append(logits)
+                tokens = logits.argmax(dim=-1).tolist()
+            return torch.stack(seen), natives
+        finally:
+            model.ntp_native = saved
+
+    eager, _ = run(set(), None)
+    mixed, natives = run({3, 4}, model.ntp_native)
+    assert natives == [True, True, True, False, False, True, True, True]
+    assert torch.equal(eager.argmax(dim=-1), mixed.argmax(dim=-1))
+    assert (eager - mixed).abs().max() < 1e-4
