@@ -285,7 +285,9 @@ def choose(logits: torch.Tensor, rows: list[RowState], top_n, capture=True, us=N
     settings = [r.settings for r in rows]
     contexts = ([r.context() for r in rows] if any(s.penalised or s.xtc or s.dry or s.mirostat or s.bans for s in settings)
                 else None)
-    stages = run_stages(logits, settings, capture=any(capture), min_window=max(top_n), contexts=contexts)
+    # the draw needs each stage's normaliser, not its entropy: the summaries measure that (summarise_chosen, which a
+    # scheduler runs in its output thread while the next forward pass runs), off the step's critical path
+    stages = run_stages(logits, settings, capture=False, min_window=max(top_n), contexts=contexts)
     us = take_us([r.generator for r in rows]) if us is None else list(us)
     token_ids, draws = draw_at(stages, [None if s.greedy else u for s, u in zip(settings, us)])
     for row, d in zip(rows, draws):
@@ -299,7 +301,8 @@ def choose(logits: torch.Tensor, rows: list[RowState], top_n, capture=True, us=N
 @torch.inference_mode()
 def summarise_chosen(chosen: Chosen) -> tuple[list, float]:
     """Per row its Summary (None where capture is off), and the time they took. May run in another thread than
-    choose(): the stages' tensors are never written after."""
+    choose(): the stages' tensors are never written after, and their entropies are measured here (choose() does not
+    need them), which only this thread reads."""
     started = time.perf_counter()
     if not any(chosen.capture):
         return [None] * len(chosen.tokens), 0.0
