@@ -139,7 +139,9 @@ def test_closing_a_stream_frees_its_row_and_waiting_callers_see_their_place(tiny
         first.close()  # the row leaves at the next boundary; the waiting request takes it
         assert tokens(waiting) == tokens(service.generate("next", SamplingSettings(seed=2), 3, ignore_eos=True))
         room = service.room()
-        assert not room.rows and room.step < steps + 10  # the closed row stopped costing steps at once
+        # the closed row stopped costing steps: it had ~199 tokens to go, and took at most the steps that ran while
+        # its close crossed the pipe (a few ms: on the native CPU step, a tiny model's steps are fractions of a ms)
+        assert not room.rows and room.step < steps + 60
     finally:
         service.close()
     with pytest.raises(RuntimeError):
