@@ -152,7 +152,6 @@ def floor_here(precision: str, steps: int = 30) -> None:
 
     from model_service.engine.runner import Decoder
     from model_service.models.loading import load
-    from model_service.models.native_layout import Matrix
 
     serve_beside_web_server(1)
     model, tokenizer, _ = load(precision=precision)
@@ -160,7 +159,6 @@ def floor_here(precision: str, steps: int = 30) -> None:
     weights = sum(read_bytes(m) for m in linears)
     native = model.ntp_native
     if native is not None:  # the native step's products: its own records of the same weights
-        native.lib.ntp_product.argtypes = [ctypes.POINTER(Matrix), ctypes.c_void_p, ctypes.c_void_p]
         mats = [*native.mats, native.base.lm_head]
         weights = sum(m.rows * m.cols * {0: 4, 1: 2, 2: 1, 3: 0.625}[m.kind] for m in mats)
         x, y = torch.randn(max(m.cols for m in mats)), torch.zeros(max(m.rows for m in mats))

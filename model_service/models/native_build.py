@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from .. import env, limits
-from .native_layout import Model, layout_mismatch
+from .native_layout import Matrix, Model, layout_mismatch
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,8 @@ def load() -> tuple[ctypes.CDLL, float]:
     lib.ntp_step.restype = ctypes.c_int
     lib.ntp_step_rows.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     lib.ntp_step_rows.restype = ctypes.c_int
+    lib.ntp_product.argtypes = [ctypes.POINTER(Matrix), ctypes.c_void_p, ctypes.c_void_p]
+    lib.ntp_product.restype = None
     lib.ntp_scratch_floats.argtypes = [ctypes.POINTER(Model)]
     lib.ntp_scratch_floats.restype = ctypes.c_int64
     lib.ntp_layout.argtypes = [ctypes.c_int]

@@ -189,10 +189,6 @@ class Run:
         self.scratch = torch.zeros(int(n.lib.ntp_scratch_floats(ctypes.byref(self.record))))
         self.record.scratch = self.scratch.data_ptr()
 
-    def step(self, token: int) -> torch.Tensor:
-        """Feed `token` at the next column; the float32 logits (1, vocab)."""
-        return step_rows([self], [token])
-
 
 def step_rows(runs: list[Run], tokens: list[int]) -> torch.Tensor:
     """One native step of these rows, each feeding its token at its next column: their float32 logits (n, vocab).

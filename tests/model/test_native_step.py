@@ -15,7 +15,6 @@ import torch.nn.functional as F
 from model_service.engine.invariant import make_batch_invariant
 from model_service.engine.runner import Decoder
 from model_service.models import native_build, native_step, precision
-from model_service.models.native_layout import Matrix
 from model_service.models.native_step import NativeLlama, Run, prepare, step_rows, unsupported
 
 from ..conftest import tiny_llama
@@ -24,7 +23,6 @@ from ..conftest import tiny_llama
 @pytest.fixture(scope="module")
 def lib():
     lib, _ = native_build.load()
-    lib.ntp_product.argtypes = [ctypes.POINTER(Matrix), ctypes.c_void_p, ctypes.c_void_p]
     return lib
 
 
