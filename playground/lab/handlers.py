@@ -274,7 +274,8 @@ def stop_run(lab: LabComponents, state: Run, lang, shown: View = View(), on_page
     A handler streaming into the views (Generate, a branch) sees the press before its next update and sends
     the frozen views itself, as the last update of its own stream: the page renders a stream's updates in
     order, so none that was on its way can come after them. This waits for that (a step, STOP_WAIT_S at
-    most), then has nothing left to send but to an API caller; with nothing streaming it freezes the views: on
+    most), then has nothing left to send but to an API caller, or where the press landed as the handler ended,
+    after its last look at the presses (then it goes on as if nothing streamed); with nothing streaming it freezes the views: on
     the chips the page showed, if it counted the chips of this run's last update but fewer than it sent (a Stop
     pressed as the page took in the update before, its run's last on its way: those chips stay hidden, STOP_JS),
     else on every record."""
@@ -285,7 +286,11 @@ def stop_run(lab: LabComponents, state: Run, lang, shown: View = View(), on_page
     state.lang, state.stop_seen, state.stop_presses = lang, seen, state.stop_presses + 1
     streaming = state.streaming
     if streaming and wait_until(lambda: not state.streaming):
-        return frozen(lab, state, shown) if streaming == "run" and seen is None else unchanged(lab.chips)
+        if streaming == "branch" or (seen is not None and state.stop_requested):  # it froze the views itself
+            return unchanged(lab.chips)
+        # an API caller's; or the press landed as the run's handler ended, after its last look at the presses
+        # (it sent every chip, tagged: the page hid those past its count, STOP_JS): cut where the page was
+        streaming = ""
     if streaming == "branch":  # the branch did not answer in time: its parent stays on the page
         return {lab.chips: token_chips_html(state.records, lang=lang), lab.status: status_markdown(state, lang=lang)}
     if not streaming:  # nothing streams (a run that ended, a Step)

@@ -163,6 +163,17 @@ def test_a_stop_pressed_as_the_last_update_left_cuts_the_run_where_the_page_was(
     assert chips_in(again[lab.chips]) == 1
 
 
+def test_a_stop_that_lands_as_the_handler_ends_past_its_last_look_still_cuts_the_run(lab):
+    # the handler sent its last update (every chip, tagged), looked at the presses (none), and the press came
+    # before it said it had ended: Stop sees it streaming, waits, and must freeze the views itself (a CI run)
+    run = Run(request=object(), records=records(6), lang="en", tag="ab12cd34", streaming="run")
+    pressed = stop_in_thread(lab, run, "ab12cd34:2")
+    run.streaming = ""  # the handler ends without freezing anything
+    pressed["thread"].join(5)
+    out = pressed["out"]
+    assert chips_in(out[lab.chips]) == 2 and len(run.records) == 2 and "stopped by you at step 2" in out[lab.status]
+
+
 @pytest.mark.parametrize("value", ["15", "ab:x", "ab:-1", "ab:1.5", "XYZ:3", 7, ["ab", 3]])
 def test_what_the_page_sends_is_checked_and_a_bad_value_is_named(lab, value):
     with pytest.raises(ValueError, match="chips on the page"):
