@@ -233,10 +233,14 @@ def load(model: str | None = None, device: str | None = None, progress: Progress
     else:
         source = target
     report(0.8, f"Reading weights of {name} onto {dev}")
+    # their huge pages got beside the reading (a quantised mode's packed weights are smaller: they get their own)
+    reserved = huge_pages.reserve(target, dtype.itemsize) if dev.type == "cpu" and chosen not in modes.QUANTISED else None
     try:
         tokenizer = AutoTokenizer.from_pretrained(target, trust_remote_code=False)
         lm = AutoModelForCausalLM.from_pretrained(target, dtype=dtype, trust_remote_code=False)
     except (OSError, ValueError, KeyError) as e:
+        if reserved is not None:
+            reserved.close()
         raise ModelLoadError(_load_failure(name, target, e)) from e
     lm.to(dev).eval()
     if chosen != "fp32":
@@ -244,9 +248,9 @@ def load(model: str | None = None, device: str | None = None, progress: Progress
         with torch.no_grad():
             modes.quantise(lm, chosen)
     if dev.type == "cpu":
-        huge_pages.move(lm)  # a step streams every weight: in 2 MB pages, not 4 KB ones
+        huge_pages.move(lm, reserved)  # a step streams every weight: in 2 MB pages, not 4 KB ones
         if chosen == "fp32":
-            rows.fastest(lm)  # a lone learner's products through the kernel that reads them fastest here
+            rows.fastest(lm, env.cache_dir() / "row_products")  # a lone learner's products through the kernel that reads them fastest here
         report(0.95, f"Preparing {name}'s native decode step")
         lm.ntp_decode_step = native_step.prepare(lm)  # a lone learner's step as one call into C
     lm.ntp_precision, lm.ntp_load = chosen, target  # model_info's, and the precision check's (precision_check.py)

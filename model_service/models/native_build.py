@@ -14,7 +14,6 @@ import ctypes
 import hashlib
 import logging
 import os
-import platform
 import shutil
 import subprocess
 import tempfile
@@ -22,6 +21,7 @@ import time
 from pathlib import Path
 
 from .. import env, limits
+from .machine import cpu_identity
 from .native_layout import Matrix, Model, layout_mismatch
 
 log = logging.getLogger(__name__)
@@ -51,13 +51,7 @@ def _identity(compiler: str) -> str:
         version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError) as e:
         raise BuildError(f"{compiler} --version failed: {e}") from e
-    cpu = platform.machine() + platform.processor()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            cpu += "".join(sorted({line for line in info if line.startswith(("model name", "flags"))}))
-    except OSError:
-        pass  # not Linux: the machine name and processor stand for the CPU
-    return (version.splitlines()[0] if version else compiler) + cpu
+    return (version.splitlines()[0] if version else compiler) + cpu_identity()
 
 
 def library_path(compiler: str, extra: tuple[str, ...]) -> Path:
@@ -110,6 +104,8 @@ def load() -> tuple[ctypes.CDLL, float]:
     lib.ntp_product.restype = None
     lib.ntp_scratch_floats.argtypes = [ctypes.POINTER(Model)]
     lib.ntp_scratch_floats.restype = ctypes.c_int64
+    lib.ntp_rank.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p]
+    lib.ntp_rank.restype = ctypes.c_int
     lib.ntp_layout.argtypes = [ctypes.c_int]
     lib.ntp_layout.restype = ctypes.c_int64
     mismatch = layout_mismatch(lib)

@@ -18,15 +18,22 @@ or another thread count's do), no more.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import math
+import os
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .. import limits
+from .machine import cpu_identity
 
 log = logging.getLogger(__name__)
 
@@ -94,29 +101,68 @@ def time_one_row(weights: list[torch.Tensor], kernel: str, rounds: int = 3, warm
     return statistics.median(times[int(warm):])
 
 
-def fastest(model: nn.Module) -> int:
+def fastest(model: nn.Module, kept: Path | None = None) -> int:
     """On a CPU, float32: send the model's one-row products through numpy's BLAS where it reads the weights at least
     limits.ROW_BLAS_GAIN times as fast as torch's F.linear on this model's own layers (medians of
     limits.ROW_TIMING_ROUNDS interleaved rounds, so a moment's contention at start weighs on both; ~0.3 s), logging
-    what it measured, and on the model (`ntp_row_products`, the model card's) what it chose. Returns how many layers it
-    swapped (0: torch's kept)."""
+    what it measured, and on the model (`ntp_row_products`, the model card's) what it chose. `kept`: a directory
+    where the gain measured is kept for a later start on this machine, the same layers, libraries and threads (read
+    back, not measured again). Returns how many layers it swapped (0: torch's kept)."""
     layers = plain_linears(model)
     weights = [layer.weight for _, _, layer in layers]
     if not weights or any(w.device.type != "cpu" or w.dtype != torch.float32 for w in weights):
         return 0
-    times = {"torch": [], "blas": []}
-    for n in range(limits.ROW_TIMING_ROUNDS):
-        for kernel, seen in times.items():
-            seen.append(time_one_row(weights, kernel, rounds=1, warm=n == 0))
-    ours, blas = statistics.median(times["torch"]), statistics.median(times["blas"])
-    gain = ours / blas
+    path = None if kept is None else kept / f"{_key(weights)}.json"
+    gain = _read_gain(path)
+    if gain is None:
+        times = {"torch": [], "blas": []}
+        for n in range(limits.ROW_TIMING_ROUNDS):
+            for kernel, seen in times.items():
+                seen.append(time_one_row(weights, kernel, rounds=1, warm=n == 0))
+        ours, blas = statistics.median(times["torch"]), statistics.median(times["blas"])
+        gain = ours / blas
+        log.info("one-row products of %d float32 layers: torch %.1f ms, numpy's BLAS %.1f ms (%.2fx)", len(weights),
+                 ours * 1e3, blas * 1e3, gain)
+        _keep_gain(path, gain)
+    else:
+        log.info("one-row products of %d float32 layers: numpy's BLAS %.2fx torch's (measured at an earlier start, "
+                 "%s)", len(weights), gain, path)
     chosen = gain >= limits.ROW_BLAS_GAIN
-    log.info("one-row products of %d float32 layers: torch %.1f ms, numpy's BLAS %.1f ms (%.2fx) -> %s", len(weights),
-             ours * 1e3, blas * 1e3, gain, "numpy's BLAS" if chosen else "torch's")
+    log.info("one-row products -> %s", "numpy's BLAS" if chosen else "torch's")
     if not chosen:
         return 0
     model.ntp_row_products = f"numpy's BLAS ({gain:.1f}x torch's)"
     return rows_through(model, "blas", layers)
+
+
+def _key(weights: list[torch.Tensor]) -> str:
+    """What the gain depends on: the CPU, torch's and numpy's versions, the threads, the layers' shapes."""
+    import numpy
+
+    shapes = ",".join(f"{w.shape[0]}x{w.shape[1]}" for w in weights)
+    what = f"{cpu_identity()}|{torch.__version__}|{numpy.__version__}|{torch.get_num_threads()}|{shapes}"
+    return "row-gain-" + hashlib.sha256(what.encode()).hexdigest()[:16]
+
+
+def _read_gain(path: Path | None) -> float | None:
+    try:
+        gain = float(json.loads(path.read_text(encoding="utf-8"))["gain"]) if path is not None else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # none kept yet, or unreadable: measured again
+    return gain if gain is not None and math.isfinite(gain) and gain > 0 else None
+
+
+def _keep_gain(path: Path | None, gain: float) -> None:
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(suffix=".json", dir=path.parent)
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            json.dump({"gain": gain}, f)
+        os.replace(temporary, path)  # atomic: a start beside this one reads either
+    except OSError as e:
+        log.info("could not keep the one-row gain in %s: %s", path, e)
 
 
 def blas_threads(threads: int) -> None:

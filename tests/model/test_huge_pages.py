@@ -45,3 +45,39 @@ def test_without_the_advice_nothing_moves(monkeypatch):
     pointers = [p.data_ptr() for p in model.parameters()]
     assert huge_pages.move(model) == 0
     assert [p.data_ptr() for p in model.parameters()] == pointers
+
+
+def _saved(tmp_path, model) -> int:
+    """The model's checkpoint in tmp_path; the bytes of its large tensors, as move lays them out."""
+    model.save_pretrained(tmp_path)
+    return sum(-(-p.numel() * p.element_size() // huge_pages.ALIGN) * huge_pages.ALIGN
+               for p in model.parameters() if p.numel() * p.element_size() >= huge_pages.SMALLEST)
+
+
+def test_a_reservation_sized_from_the_checkpoint_holds_the_weights_it_was_read_for(monkeypatch, tmp_path):
+    monkeypatch.setattr(huge_pages, "SMALLEST", 1 << 12)
+    model = _model()
+    size = _saved(tmp_path, model)
+    assert huge_pages.checkpoint_bytes(tmp_path, 4) == size  # (the tied head saved once)
+    assert huge_pages.checkpoint_bytes(tmp_path, 2) < size and huge_pages.checkpoint_bytes(tmp_path / "no", 4) == 0
+    reserved = huge_pages.reserve(tmp_path, 4)
+    area = reserved.area
+    begin = torch.frombuffer(area, dtype=torch.uint8).data_ptr()
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    assert huge_pages.move(model, reserved) == size and reserved.area is None
+    large = [p for p in model.parameters() if p.numel() * p.element_size() >= huge_pages.SMALLEST]
+    assert all(begin <= p.data_ptr() < begin + len(area) for p in large)  # in the reserved mapping
+    assert all(torch.equal(p, before[name]) for name, p in model.named_parameters())
+
+
+def test_a_reservation_too_small_for_the_weights_is_let_go_and_they_get_their_own(monkeypatch, tmp_path):
+    monkeypatch.setattr(huge_pages, "SMALLEST", 1 << 12)
+    model = _model()
+    _saved(tmp_path, model)
+    reserved = huge_pages.reserve(tmp_path, 2)  # as if read in bfloat16: half what float32 needs
+    area = reserved.area
+    assert huge_pages.move(model) > 0 and huge_pages.move(_model(), reserved) > 0
+    assert area.closed
+    unused = huge_pages.reserve(tmp_path, 4)
+    unused.close()
+    assert unused.area is None and huge_pages.reserve(tmp_path / "no", 4) is None

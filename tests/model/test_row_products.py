@@ -5,6 +5,7 @@ keeps the layer's own kernel when the mode is off, and numpy's BLAS threads foll
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -115,6 +116,23 @@ def test_the_load_time_choice_takes_numpy_only_past_the_margin(monkeypatch, capl
     # what the model card says: the kernel and its gain, only where it was taken
     said = getattr(model, "ntp_row_products", "")
     assert said == (f"numpy's BLAS ({gain:.1f}x torch's)" if swapped else "")
+
+
+def test_a_kept_gain_is_read_back_at_a_later_start_and_a_spoilt_one_measured_again(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(row_products, "time_one_row",
+                        lambda weights, kernel, **how: calls.append(kernel) or {"torch": 2e-3, "blas": 1e-3}[kernel])
+    assert fastest(tiny_llama(layers=2), tmp_path) == 15 and len(calls) == 2 * limits.ROW_TIMING_ROUNDS
+    kept = list(tmp_path.iterdir())
+    assert len(kept) == 1 and json.loads(kept[0].read_text())["gain"] == 2.0
+    calls.clear()
+    model = tiny_llama(layers=2)
+    assert fastest(model, tmp_path) == 15 and calls == []  # read back: nothing timed
+    assert model.ntp_row_products == "numpy's BLAS (2.0x torch's)"
+    assert fastest(tiny_llama(layers=1), tmp_path) == 8 and calls  # other layers: measured for themselves
+    calls.clear()
+    kept[0].write_text("{not json")
+    assert fastest(tiny_llama(layers=2), tmp_path) == 15 and len(calls) == 2 * limits.ROW_TIMING_ROUNDS
 
 
 def test_the_model_card_names_the_one_row_kernel_of_a_float32_cpu_load():
