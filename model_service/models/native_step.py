@@ -39,6 +39,7 @@ import torch
 from torch import nn
 
 from .. import env, limits
+from ..sampling import window as ranking
 from . import native_build
 from .native_layout import BF16, F32, I4, I8, PER_LAYER, Matrix, Model
 
@@ -301,16 +302,17 @@ def prepare(model: nn.Module) -> str:
     model.ntp_native = None
     if not env.native_step():
         return "transformers' (NTP_NATIVE_STEP=false)"
-    reason = unsupported(model)
-    if reason is not None:
-        return f"transformers' ({reason})"
     try:
         with _BUILDING:
             lib, seconds = native_build.load()
-        model.ntp_native = NativeLlama(model, lib)
     except native_build.BuildError as e:
         log.warning("the native decode step is off: %s", e)
         return f"transformers' (no native build: {str(e)[:120]})"
+    ranking.use_native(lib.ntp_rank)  # the sampler's window, whatever the model (the same ids as torch's)
+    reason = unsupported(model)
+    if reason is not None:
+        return f"transformers' ({reason})"
+    model.ntp_native = NativeLlama(model, lib)
     return "native C step" + (f" (built in {seconds:.0f} s)" if seconds >= 1 else "")
 
 

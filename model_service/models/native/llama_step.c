@@ -122,6 +122,7 @@ static inline void load_nibbles(const uint8_t *p, vf *low, vf *high) {
 }
 
 #include "products.h"
+#include "rank.h"
 
 /* One product on its own (tests, and the benchmark's kernel timing). */
 void ntp_product(const Matrix *m, const float *x, float *y) { product_rows(m, &x, &y, 1); }
