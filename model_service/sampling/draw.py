@@ -87,7 +87,7 @@ def draw_at(stages, us: Sequence[float | None]):
     if not bool(exact.all()):
         ranks = torch.where(exact, ranks, rank_of(stages.logits, tokens))
     margins = _margins(target.squeeze(1), high, p_token, total)
-    gaps = _logit_gaps(stages.logits, greedy_t)
+    gaps = _logit_gaps(stages.logits, greedy_t, stages.window)
     # one copy to the host for the whole draw (on a GPU each .tolist() would wait for the device again)
     packed = torch.stack([ranks.double(), high.double(), p_token.double(), total, margins, gaps])
     host = packed.cpu().tolist()
@@ -122,12 +122,14 @@ def _margins(target: torch.Tensor, high: torch.Tensor, p_token: torch.Tensor, to
     return torch.minimum(target - low, high - target).clamp(min=0) / total
 
 
-def _logit_gaps(logits: torch.Tensor, greedy: torch.Tensor) -> torch.Tensor:
-    """The raw logits' top two apart, for the greedy rows (0 for the others: not read)."""
+def _logit_gaps(logits: torch.Tensor, greedy: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
+    """The raw logits' top two apart, for the greedy rows (0 for the others: not read); `window`: their ranking
+    (its first two are the top two)."""
     gaps = torch.zeros(logits.shape[0], dtype=torch.float64, device=logits.device)
     if bool(greedy.any()) and logits.shape[-1] > 1:
         rows = greedy.nonzero().view(-1)
-        top = logits[rows].topk(2, dim=-1).values.double()
+        top = (logits[rows].gather(1, window[rows, :2]) if window.shape[-1] >= 2
+               else logits[rows].topk(2, dim=-1).values).double()
         gaps[rows] = top[:, 0] - top[:, 1]
     return gaps
 

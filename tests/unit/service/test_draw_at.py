@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from model_service.records.settings import SamplingSettings
@@ -27,3 +28,17 @@ def test_u_at_is_the_u_a_seeded_run_draws_at_that_step():
     generator = make_generator(1234)
     seen = [draw(stages, [False], [generator])[1][0].u for _ in range(20)]
     assert [u_at(1234, step) for step in range(20)] == seen
+
+
+def test_a_greedy_rows_gap_is_its_top_two_apart_in_a_room_of_every_kind():
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(6, 3000, generator=g) * 4
+    logits[2, :2] = 20.0  # a tie at the top: gap 0
+    settings = [SamplingSettings(temperature=0), SamplingSettings(temperature=0.8, top_k=5),
+                SamplingSettings(temperature=0), SamplingSettings(temperature=0, repetition_penalty=1.3),
+                SamplingSettings(temperature=0.7, top_p=0.9, order="llama.cpp"), SamplingSettings(temperature=0)]
+    stages = run_stages(logits, settings, capture=False)
+    _, infos = draw_at(stages, [None if s.greedy else 0.5 for s in settings])
+    top = stages.logits.topk(2, dim=-1).values.double()
+    for i, (s, info) in enumerate(zip(settings, infos)):
+        assert info.logit_gap is None if not s.greedy else info.logit_gap == pytest.approx(float(top[i, 0] - top[i, 1]), rel=1e-5, abs=1e-6)
