@@ -54,6 +54,8 @@ def draw_at(stages, us: Sequence[float | None]):
     greedy = [v is None for v in us]
     final = stages.dists["final"]
     device = final.z.device
+    if all(greedy):  # no bar to read: each row's argmax, its whole bar [0, 1), rank 0 (as below)
+        return _greedy_draws(stages, final, len(us))
     u = torch.tensor([0.0 if v is None else v for v in us], dtype=torch.float64, device=device)
     vocab, width = final.z.shape[-1], min(ranking.WINDOW, final.z.shape[-1])
     greedy_t = torch.tensor(list(greedy), device=device)
@@ -97,6 +99,13 @@ def draw_at(stages, us: Sequence[float | None]):
         for v, r, h, p, t, m, g in zip(us, *host)
     ]
     return tokens, draws
+
+
+def _greedy_draws(stages, final, rows: int):
+    """draw_at's answer for rows that are all greedy (the general path gives each the same numbers)."""
+    tokens = final.top.squeeze(1)
+    gaps = _logit_gaps(stages.logits, torch.ones(rows, dtype=torch.bool, device=tokens.device), stages.window)
+    return tokens, [DrawInfo(u=None, rank=0, low=0.0, high=1.0, margin=None, logit_gap=r6(g)) for g in gaps.tolist()]
 
 
 def _on_window(final, window: torch.Tensor, rows: torch.Tensor | None = None):

@@ -42,3 +42,20 @@ def test_a_greedy_rows_gap_is_its_top_two_apart_in_a_room_of_every_kind():
     top = stages.logits.topk(2, dim=-1).values.double()
     for i, (s, info) in enumerate(zip(settings, infos)):
         assert info.logit_gap is None if not s.greedy else info.logit_gap == pytest.approx(float(top[i, 0] - top[i, 1]), rel=1e-5, abs=1e-6)
+
+
+def test_a_room_of_greedy_rows_draws_what_the_general_path_draws(monkeypatch):
+    from model_service.sampling import draw as draw_module
+
+    g = torch.Generator().manual_seed(5)
+    logits = torch.randn(5, 3000, generator=g) * 4
+    logits[1, :2] = 30.0  # a tie at the top
+    settings = [SamplingSettings(temperature=0), SamplingSettings(temperature=0),
+                SamplingSettings(temperature=0, repetition_penalty=1.3), SamplingSettings(temperature=0, top_k=3),
+                SamplingSettings(temperature=0, order="llama.cpp")]
+    stages = run_stages(logits, settings, capture=False)
+    fast = draw_at(stages, [None] * 5)
+    monkeypatch.setattr(draw_module, "all", lambda values: False, raising=False)  # the general path, every row
+    general = draw_at(stages, [None] * 5)
+    assert torch.equal(fast[0], general[0]) and fast[1] == general[1]
+    assert [d.rank for d in fast[1]] == [0] * 5 and int(fast[0][1]) == 0
