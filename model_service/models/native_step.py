@@ -275,6 +275,20 @@ _OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("ntp_native_off", de
 
 
 @contextlib.contextmanager
+def rebuilt(model: nn.Module, change):
+    """Run `change()` (which moves the model's weights: huge_pages.Later) with the native step let go (its tensors
+    held the old weights), then build it again on the weights where they are. No run may be alive (a run's record
+    points at the old weights). Returns what `change` returns."""
+    native = getattr(model, "ntp_native", None)
+    lib = None if native is None else native.lib
+    model.ntp_native = native = None
+    try:
+        return change()
+    finally:
+        if lib is not None:
+            model.ntp_native = NativeLlama(model, lib)
+
+
 def off():
     """This thread's decode steps take transformers' kernels (a lesson that shows their arithmetic: batch_effect)."""
     token = _OFF.set(True)
@@ -316,4 +330,4 @@ def prepare(model: nn.Module) -> str:
     return "native C step" + (f" (built in {seconds:.0f} s)" if seconds >= 1 else "")
 
 
-__all__ = ["NativeLlama", "Rows", "Run", "off", "prepare", "skipped", "step_rows", "unsupported"]
+__all__ = ["NativeLlama", "Rows", "Run", "off", "prepare", "rebuilt", "skipped", "step_rows", "unsupported"]

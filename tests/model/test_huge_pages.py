@@ -1,14 +1,21 @@
 """Weights moved into huge pages (models/huge_pages.py): every large tensor keeps its values and its identity (a tied
 head stays tied, a layer's Parameter is the one the model holds), they share one mapping, small ones stay, the model
-decodes what it decoded, and a system without the advice changes nothing."""
+decodes what it decoded, and a system without the advice changes nothing. A start moves nothing: the room's loop
+moves them once it has served a step and is idle, and its native step decodes the same numbers from there."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+import threading
+
 import torch
 
-from model_service.models import huge_pages
+from model_service import ModelService, SamplingSettings
+from model_service.models import huge_pages, native_step
 
-from ..conftest import tiny_llama
+from ..conftest import byte_tokenizer, tiny_llama
+from ..waiting import wait_until
 
 
 def _model():
@@ -47,37 +54,43 @@ def test_without_the_advice_nothing_moves(monkeypatch):
     assert [p.data_ptr() for p in model.parameters()] == pointers
 
 
-def _saved(tmp_path, model) -> int:
-    """The model's checkpoint in tmp_path; the bytes of its large tensors, as move lays them out."""
-    model.save_pretrained(tmp_path)
-    return sum(-(-p.numel() * p.element_size() // huge_pages.ALIGN) * huge_pages.ALIGN
-               for p in model.parameters() if p.numel() * p.element_size() >= huge_pages.SMALLEST)
 
-
-def test_a_reservation_sized_from_the_checkpoint_holds_the_weights_it_was_read_for(monkeypatch, tmp_path):
+def test_the_rooms_loop_moves_the_weights_when_idle_after_its_first_step_and_decodes_the_same(monkeypatch):
     monkeypatch.setattr(huge_pages, "SMALLEST", 1 << 12)
     model = _model()
-    size = _saved(tmp_path, model)
-    assert huge_pages.checkpoint_bytes(tmp_path, 4) == size  # (the tied head saved once)
-    assert huge_pages.checkpoint_bytes(tmp_path, 2) < size and huge_pages.checkpoint_bytes(tmp_path / "no", 4) == 0
-    reserved = huge_pages.reserve(tmp_path, 4)
-    area = reserved.area
-    begin = torch.frombuffer(area, dtype=torch.uint8).data_ptr()
-    before = {name: p.detach().clone() for name, p in model.named_parameters()}
-    assert huge_pages.move(model, reserved) == size and reserved.area is None
-    large = [p for p in model.parameters() if p.numel() * p.element_size() >= huge_pages.SMALLEST]
-    assert all(begin <= p.data_ptr() < begin + len(area) for p in large)  # in the reserved mapping
-    assert all(torch.equal(p, before[name]) for name, p in model.named_parameters())
+    native_step.prepare(model)
+    later = model.ntp_huge_pages = huge_pages.Later(model)
+    before = {name: p.data_ptr() for name, p in model.named_parameters()}
+    service = ModelService(model, byte_tokenizer())
+    try:
+        assert not later.due(False) and later.reserved is None  # a start moves nothing, nor an idle room before a step
+        greedy = SamplingSettings(temperature=0)
+        first = [r.token_id for r in service.generate("Once upon", greedy, max_new_tokens=12)]
+        wait_until(lambda: later.done, "the weights moved", timeout=30)
+        moved = [p for p in model.parameters() if p.numel() * p.element_size() >= huge_pages.SMALLEST]
+        ids = {id(p) for p in moved}
+        assert moved and all(p.data_ptr() != before[n] for n, p in model.named_parameters() if id(p) in ids)
+        starts = sorted(p.data_ptr() for p in moved)
+        assert starts[-1] - starts[0] < sum(p.numel() * p.element_size() + huge_pages.ALIGN for p in moved)
+        assert model.ntp_native is not None and model.ntp_native.base.embed.data == model.model.embed_tokens.weight.data_ptr()
+        assert [r.token_id for r in service.generate("Once upon", greedy, max_new_tokens=12)] == first
+    finally:
+        service.close()
 
 
-def test_a_reservation_too_small_for_the_weights_is_let_go_and_they_get_their_own(monkeypatch, tmp_path):
-    monkeypatch.setattr(huge_pages, "SMALLEST", 1 << 12)
+def test_a_copied_or_pickled_model_has_no_pages_to_move():
     model = _model()
-    _saved(tmp_path, model)
-    reserved = huge_pages.reserve(tmp_path, 2)  # as if read in bfloat16: half what float32 needs
-    area = reserved.area
-    assert huge_pages.move(model) > 0 and huge_pages.move(_model(), reserved) > 0
-    assert area.closed
-    unused = huge_pages.reserve(tmp_path, 4)
-    unused.close()
-    assert unused.area is None and huge_pages.reserve(tmp_path / "no", 4) is None
+    model.ntp_huge_pages = huge_pages.Later(model)
+    assert copy.deepcopy(model).ntp_huge_pages is None
+    assert pickle.loads(pickle.dumps(model.ntp_huge_pages)) is None
+
+
+def test_a_failed_move_leaves_the_weights_where_they_were_and_the_room_serving(monkeypatch):
+    model = _model()
+    later = huge_pages.Later(model)
+    later.work(threading.RLock())  # the pages got
+    wait_until(lambda: later.due(True), "the pages in", timeout=30)
+    monkeypatch.setattr(huge_pages, "move", lambda *a: (_ for _ in ()).throw(OSError("no room")))
+    pointers = [p.data_ptr() for p in model.parameters()]
+    later.work(threading.RLock())
+    assert later.done and not later.due(True) and [p.data_ptr() for p in model.parameters()] == pointers

@@ -18,15 +18,17 @@ SWITCH_AND_BACK = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from model_service import SamplingSettings
+from model_service.models import huge_pages
 from model_service.models.switching import LoadingService
 
 def rss_mb():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) / 1024 for line in f if line.startswith("VmRSS"))
 
-def use(loader):  # touch every weight: a generation, then a trace
+def use(loader):  # touch every weight: a generation, then a trace; and the room settled (its weights in huge pages)
     list(loader.generate("The capital of France is", SamplingSettings(temperature=0), max_new_tokens=4))
     loader.trace("The capital of France is")
+    assert huge_pages.settled(loader.service.model, 120)
 
 loader = LoadingService("smollm2", models=("smollm2", "gemma3-270m"))
 assert loader.wait(300).ready, loader.status
