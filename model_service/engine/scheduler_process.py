@@ -306,8 +306,8 @@ def serve(conn, source: tuple, max_rows: int, queue_size: int, batch_invariant: 
         return
     outbox = _Outbox(pipe, scheduler)
     _behind_the_web_server()
+    pipe.send(msg.Ready())  # (then the collection below runs while the web process finishes its own start)
     heap.settle()  # the model and the room live as long as this process: no full collection walks them again
-    pipe.send(msg.Ready())
     while True:
         try:
             if not conn.poll(1.0):
