@@ -130,19 +130,19 @@ class Later:
     def work(self, lock) -> None:
         """Start getting the pages; or, once they are in, move the weights into them under `lock` (no forward pass
         runs, and the caller's room has no rows: no native run points at the weights)."""
-        if self.reserved is None:
-            nbytes = sum(_bytes(_large(self.model)))
-            self.reserved = Reserved(nbytes) if nbytes and hasattr(mmap, "MADV_HUGEPAGE") else None
-            self.done = self.reserved is None or self.reserved.area is None
-            return
         from .native_step import rebuilt  # (the native step is built on the weights where they are)
 
         try:
+            if self.reserved is None:
+                nbytes = sum(_bytes(_large(self.model)))
+                self.reserved = Reserved(nbytes) if nbytes and hasattr(mmap, "MADV_HUGEPAGE") else None
+                self.done = self.reserved is None or self.reserved.area is None
+                return
             with lock:
                 rebuilt(self.model, lambda: move(self.model, self.reserved))
+            self.reserved, self.done = None, True
         except (OSError, RuntimeError, ValueError) as e:  # the weights stay where they are: every tensor is whole
             log.warning("could not move the weights into huge pages: %s", e)
-        finally:
             self.reserved, self.done = None, True
 
     def __deepcopy__(self, memo) -> None:

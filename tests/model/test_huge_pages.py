@@ -94,3 +94,11 @@ def test_a_failed_move_leaves_the_weights_where_they_were_and_the_room_serving(m
     pointers = [p.data_ptr() for p in model.parameters()]
     later.work(threading.RLock())
     assert later.done and not later.due(True) and [p.data_ptr() for p in model.parameters()] == pointers
+
+
+def test_no_memory_for_the_pages_leaves_the_weights_where_they_were(monkeypatch):
+    model = _model()
+    later = huge_pages.Later(model)
+    monkeypatch.setattr(huge_pages.mmap, "mmap", lambda *a, **k: (_ for _ in ()).throw(OSError("no memory")))
+    later.work(threading.RLock())
+    assert later.done and not later.due(True) and later.poll_s() is None
