@@ -5,23 +5,22 @@ Continuous (iteration-level) batching, as vLLM and TGI do it. Requests from any 
 Step, generate_batch, the API) wait in one FIFO queue; at every step boundary
 
   1. cancelled rows leave the batch: a closed stream costs no compute after this point;
-  2. waiting requests take free rows, first come first served, at most `max_rows` rows in all. A
-     caller's requests (generate_batch) start together. A long request (more than
-     limits.LONG_REQUEST_TOKENS new tokens) may hold at most half the rows; shorter requests behind
-     one that would exceed that share go first, so a room of short requests is never starved;
-  3. newcomers read their prompt in chunks within a token budget per step (first chunks of several
-     newcomers in padded passes, prompts of similar length together; later chunks of a long prompt
-     alone, round-robin), so a 1,024-token prompt never stalls everyone for the whole of its prefill;
+  2. waiting requests take free rows, first come first served, at most `max_rows` rows in all. A caller's
+     requests (generate_batch) start together. A long request (more than limits.LONG_REQUEST_TOKENS new
+     tokens) may hold at most half the rows; shorter requests behind one that would exceed that share go
+     first, so a room of short requests is never starved;
+  3. newcomers read their prompt in chunks within a token budget per step (first chunks of several newcomers
+     in padded passes, prompts of similar length together; later chunks of a long prompt alone,
+     round-robin), so a 1,024-token prompt never stalls everyone for the whole of its prefill;
   4. one forward pass for every decoding row, then one sampling pass over those rows plus the
      newcomers whose prompt is read (the decode step of model_service/engine/step.py);
   5. each row's record goes to its own caller; finished rows leave; newcomers' caches join the batch.
 
-Each row keeps its own settings, seeded generator and stop conditions, so a seeded request gets the
-same tokens alone, or joining strangers mid-flight. An error in one row (its prefill, its record)
-fails that row's caller only; an error in the shared forward or sampling pass fails the rows of that
-step, and the loop goes on.
-
-The model lock is held for each forward pass: a trace or an LM-head view waits at most one step.
+Each row keeps its own settings, seeded generator and stop conditions, so a seeded request gets the same
+tokens alone, or joining strangers mid-flight. An error in one row (its prefill, its record) fails that row's
+caller only; an error in the shared forward or sampling pass fails the rows of that step, and the loop goes on.
+The model lock is held for each forward pass: a trace or an LM-head view waits at most one step. At idle
+moments after its first step the loop moves a CPU model's weights into huge pages (models/huge_pages.py).
 """
 
 from __future__ import annotations
@@ -51,10 +50,8 @@ class Scheduler:
     def __init__(self, loaded: LoadedModel, max_rows: int, queue_size: int):
         if max_rows < 1 or queue_size < 0:
             raise ValueError(f"max_rows must be >= 1 and queue_size >= 0, got {max_rows} and {queue_size}")
-        self.loaded = loaded
+        self.loaded, self.lock, self._pad = loaded, loaded.lock, loaded.pad_id
         self.max_rows, self.queue_size = max_rows, queue_size
-        self.lock = loaded.lock
-        self._pad = loaded.pad_id
         self._cond = threading.Condition()
         self._queue: deque[list[Job]] = deque()  # one entry per caller: its jobs that wait for rows
         self._prefilling: list[Job] = []  # hold a row, reading their prompt
@@ -67,8 +64,7 @@ class Scheduler:
         self._reason: Exception = RuntimeError("the model service is shutting down")
         self._thread = threading.Thread(target=self._loop, name="model-scheduler", daemon=True)
         self._thread.start()
-        # A daemon thread killed inside a torch op at interpreter exit aborts the process: end the
-        # loop first (it finishes the step under way).
+        # a daemon thread killed inside a torch op at interpreter exit aborts the process: the loop ends first
         atexit.register(_stop, weakref.ref(self))
 
     def stop(self, timeout: float = 10.0, reason: Exception | str = "the model service is shutting down") -> None:

@@ -274,7 +274,6 @@ class Rows:
 _OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("ntp_native_off", default=False)
 
 
-@contextlib.contextmanager
 def rebuilt(model: nn.Module, change):
     """Run `change()` (which moves the model's weights: huge_pages.Later) with the native step let go (its tensors
     held the old weights), then build it again on the weights where they are. No run may be alive (a run's record
@@ -289,6 +288,7 @@ def rebuilt(model: nn.Module, change):
             model.ntp_native = NativeLlama(model, lib)
 
 
+@contextlib.contextmanager
 def off():
     """This thread's decode steps take transformers' kernels (a lesson that shows their arithmetic: batch_effect)."""
     token = _OFF.set(True)

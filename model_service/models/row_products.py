@@ -19,6 +19,7 @@ or another thread count's do), no more.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import logging
 import math
@@ -137,10 +138,12 @@ def fastest(model: nn.Module, kept: Path | None = None) -> int:
 
 def _key(weights: list[torch.Tensor]) -> str:
     """What the gain depends on: the CPU, torch's and numpy's versions, the threads, the layers' shapes."""
-    import numpy
-
+    try:
+        blas = importlib.metadata.version("numpy")  # (numpy's BLAS: the version of the wheel that ships it)
+    except importlib.metadata.PackageNotFoundError:
+        blas = "none"
     shapes = ",".join(f"{w.shape[0]}x{w.shape[1]}" for w in weights)
-    what = f"{cpu_identity()}|{torch.__version__}|{numpy.__version__}|{torch.get_num_threads()}|{shapes}"
+    what = f"{cpu_identity()}|{torch.__version__}|{blas}|{torch.get_num_threads()}|{shapes}"
     return "row-gain-" + hashlib.sha256(what.encode()).hexdigest()[:16]
 
 
