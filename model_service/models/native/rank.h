@@ -110,6 +110,8 @@ static int rank_row(const float *x, int32_t vocab, int32_t width, float *maxima,
     }
     for (int32_t i = groups * g * W; i < vocab; i++)
         if (x[i] >= t) found[n++] = (Ranked){x[i], i};
+    /* n >= width: blocks >= width (g = 1: a block per logit; else vocab >= 4 * width * g and blocks >= vocab / g) */
+    if (n < width) return -1; /* (never: then the caller ranks the row its own way) */
     sort_ranked(found, n); /* (3) */
     for (int32_t k = 0; k < width; k++) out[k] = found[k].id;
     return 0;
