@@ -74,8 +74,8 @@ def _touch(area: mmap.mmap) -> None:
 
 
 class Reserved:
-    """A mapping for `nbytes` of weights, touched page by page by a thread of its own. `take(nbytes)` waits for it
-    and hands it over if it is large enough."""
+    """A mapping for `nbytes` of weights (and a huge page to align them), touched page by page by a thread of its
+    own. `take()` waits for it and hands the mapping over."""
 
     def __init__(self, nbytes: int):
         self.area = _advised(nbytes + HUGE_PAGE)
@@ -88,22 +88,12 @@ class Reserved:
         """Whether the thread has touched every page."""
         return self._thread is None or not self._thread.is_alive()
 
-    def take(self, nbytes: int) -> mmap.mmap | None:
-        """The mapping, its pages in, if it holds `nbytes` and a huge page to align them (then it is no longer this
-        reservation's); else None (the caller maps its own)."""
+    def take(self) -> mmap.mmap | None:
+        """The mapping, its pages in (then it is no longer this reservation's)."""
         if self._thread is not None:
             self._thread.join()
         area, self.area = self.area, None
-        if area is not None and len(area) < nbytes + HUGE_PAGE:
-            area.close()
-            return None
         return area
-
-    def close(self) -> None:
-        """Give the pages back unused."""
-        area = self.take(0)
-        if area is not None:
-            area.close()
 
 
 def _bytes(tensors) -> list[int]:
@@ -167,15 +157,15 @@ def _none() -> None:
 
 
 def move(model: nn.Module, reserved: Reserved | None = None) -> int:
-    """Move the model's large CPU tensors into one mapping advised for huge pages, in place: `reserved`'s if it holds
-    them, else a new one. Returns the bytes moved (0 where this system has no such advice)."""
+    """Move the model's large CPU tensors into one mapping advised for huge pages, in place: `reserved`'s (Later's,
+    sized for them), else a new one. Returns the bytes moved (0 where this system has no such advice)."""
     if not hasattr(mmap, "MADV_HUGEPAGE"):
         return 0
     tensors = _large(model)
     sizes = _bytes(tensors)
     if not tensors:
         return 0
-    area = reserved.take(sum(sizes)) if reserved is not None else None
+    area = reserved.take() if reserved is not None else None  # (sized by Later from these same tensors)
     area = area if area is not None else _advised(sum(sizes) + HUGE_PAGE)
     if area is None:
         return 0
@@ -191,9 +181,6 @@ def move(model: nn.Module, reserved: Reserved | None = None) -> int:
             else:
                 owner._buffers[name] = moved
             offset += size
-    if len(area) - offset >= HUGE_PAGE:  # a reservation larger than the weights: its tail's pages go back
-        tail = (offset + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE
-        area.madvise(mmap.MADV_DONTNEED, tail, len(area) - tail)
     log.info("moved %d tensors (%.0f MB) of weights into huge pages", len(tensors), sum(sizes) / 1e6)
     return sum(sizes)
 

@@ -322,7 +322,7 @@ def prepare(model: nn.Module) -> str:
     except native_build.BuildError as e:
         log.warning("the native decode step is off: %s", e)
         return f"transformers' (no native build: {str(e)[:120]})"
-    ranking.use_native(lib.ntp_rank)  # the sampler's window, whatever the model (the same ids as torch's)
+    ranking.use_native(lib.ntp_rank)  # the sampler's window, whatever the model (native/rank.h)
     reason = unsupported(model)
     if reason is not None:
         return f"transformers' ({reason})"

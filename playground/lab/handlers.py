@@ -275,8 +275,8 @@ def stop_run(lab: LabComponents, state: Run, lang, shown: View = View(), on_page
     the frozen views itself, as the last update of its own stream: the page renders a stream's updates in
     order, so none that was on its way can come after them. This waits for that (a step, STOP_WAIT_S at
     most), then has nothing left to send but to an API caller, or where the press landed as the handler ended,
-    after its last look at the presses (then it goes on as if nothing streamed); with nothing streaming it freezes the views: on
-    the chips the page showed, if it counted the chips of this run's last update but fewer than it sent (a Stop
+    after its last look at the presses (then it goes on as if nothing streamed). With nothing streaming it
+    freezes the views: on the chips the page showed, if it counted the chips of this run's last update but fewer than it sent (a Stop
     pressed as the page took in the update before, its run's last on its way: those chips stay hidden, STOP_JS),
     else on every record."""
     try:
