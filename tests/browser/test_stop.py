@@ -14,17 +14,24 @@ from ..conftest import launched
 
 pytestmark = pytest.mark.browser
 LONG_RUN = "max_new_tokens=120&temperature=0.8&seed=3"
-# In one task: count what the page shows (the most visible chips in any of the `groups`: Compare's columns), press
-# Stop, and from then on keep the most chips ever visible.
-PRESS = """([groups, chips, button]) => {
+# Armed before the click that starts the stream: in the task that first shows `at_least` chips (the most visible in
+# any of the `groups`: Compare's columns), count them and press Stop; from then on keep the most chips ever visible.
+# (Pressing from the test's side, a round trip after it saw them, let a busy machine's page draw the whole of a short
+# stream first: a CI run's "Stop on the first chips" pressed on all 24.)
+ARM = """([groups, chips, button, atLeast]) => {
   const visible = () => Math.max(0, ...[...document.querySelectorAll(groups)].map(
     g => [...g.querySelectorAll(chips)].filter(c => c.checkVisibility()).length));
-  const shown = visible();
-  window.__most = shown;
-  new MutationObserver(() => { window.__most = Math.max(window.__most, visible()); })
-    .observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true});
-  document.querySelector(button).click();
-  return shown;
+  delete window.__shown;
+  const watch = new MutationObserver(() => {
+    const now = visible();
+    if (window.__shown === undefined && now >= atLeast) {
+      window.__shown = window.__most = now;
+      document.querySelector(button).click();
+    } else if (window.__shown !== undefined) {
+      window.__most = Math.max(window.__most, now);
+    }
+  });
+  watch.observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true});
 }"""
 
 
@@ -45,7 +52,7 @@ def process_url():
 def stop_lands_late(page, button: str = "stop", status: str = "#run-status", ended: str = "reached max new tokens"):
     """Hold the request of every press of the Stop `button` (its elem_id) in the page until the run on screen has
     ended on the server (`status` says `ended`): its last update reaches the page after the press (the race a busy
-    machine makes). Returns what lets them go (press_stop_after calls it). Only the Stop's requests wait: the page's
+    machine makes). Returns what lets them go (stop_pressed calls it). Only the Stop's requests wait: the page's
     other requests (its "I have these chips") go on, and the route's handler returns at once (a sleep there would
     hold every other route and the test's own calls)."""
     stop = page.evaluate("""(button) => {
@@ -85,21 +92,26 @@ def open_page(browser, url):
     return page
 
 
-def press_stop_after(page, groups: str, chips: str, button: str, at_least: int, release=None) -> int:
-    """Press Stop (the page's own script) once `at_least` chips show; `release`: a held Stop's (stop_lands_late)."""
-    expect(page.locator(f"{groups} {chips}").nth(at_least - 1)).to_be_attached(timeout=120_000)
-    shown = page.evaluate(PRESS, [groups, chips, button])
+def arm_stop(page, groups: str, chips: str, button: str, at_least: int) -> None:
+    """Have the page's own script press Stop once `at_least` chips show (call it before the click that starts)."""
+    page.evaluate(ARM, [groups, chips, button, at_least])
+
+
+def stop_pressed(page, release=None) -> int:
+    """Wait for the armed Stop's press; `release`: a held Stop's (stop_lands_late). Returns the chips it counted."""
+    page.wait_for_function("window.__shown !== undefined", timeout=120_000)
     if release is not None:
         release()
     page.wait_for_timeout(3000)
-    return shown
+    return page.evaluate("window.__shown")
 
 
 @pytest.mark.parametrize("view", ["", "present=1&"], ids=["lab", "presenter"])
 def test_stop_freezes_the_lab_on_the_chips_shown(browser, process_url, view):
     page = open_page(browser, f"{process_url}?{view}{LONG_RUN}")
+    arm_stop(page, "#chips", ".ntp-chip", "#stop", 15)
     page.locator("#generate").click()
-    shown = press_stop_after(page, "#chips", ".ntp-chip", "#stop", 15)
+    shown = stop_pressed(page)
     status = page.locator("#run-status")
     expect(status).to_contain_text("stopped by you at step", timeout=30_000)
     print(f"lab{' (presenter)' if view else ''}: {shown} chips at the click, at most {page.evaluate('window.__most')} after")
@@ -117,8 +129,10 @@ def test_stop_on_the_first_chips_of_a_run_that_ends_at_once_cuts_it_there(browse
     # cut the run where the page was (the last update's chips keep the run's tag: the page hides the rest)
     page = open_page(browser, f"{process_url}?max_new_tokens=24&temperature=0.8&seed=3")
     release = stop_lands_late(page)
+    arm_stop(page, "#chips", ".ntp-chip", "#stop", 1)
     page.locator("#generate").click()
-    shown = press_stop_after(page, "#chips", ".ntp-chip", "#stop", 1, release)
+    shown = stop_pressed(page, release)
+    assert shown < 24, "the page had the whole run at the press: nothing was left to cut"
     expect(page.locator("#run-status")).to_contain_text("stopped by you at step", timeout=30_000)
     print(f"short run: {shown} chips at the click, at most {page.evaluate('window.__most')} after")
     assert page.evaluate("window.__most") <= shown + 1
@@ -148,8 +162,9 @@ def test_stop_freezes_compare_on_the_steps_shown(browser, process_url):
     page.get_by_role("tab", name="Compare").click()
     page.locator("#compare-max-new input[type=number]").fill("120")
     page.locator("#compare-max-new input[type=number]").press("Enter")
+    arm_stop(page, "#compare-texts .ntp-col", ".ntp-ctok", "#compare-stop", 15)
     page.locator("#compare-run").click()
-    shown = press_stop_after(page, "#compare-texts .ntp-col", ".ntp-ctok", "#compare-stop", 15)
+    shown = stop_pressed(page)
     status = page.locator("#compare-status")
     expect(status).to_contain_text("stopped by you at step", timeout=30_000)
     print(f"compare: {shown} steps at the click, at most {page.evaluate('window.__most')} after")
@@ -167,8 +182,10 @@ def test_stop_on_the_first_steps_of_a_comparison_that_ends_at_once_cuts_it_there
     page.locator("#compare-max-new input[type=number]").fill("24")
     page.locator("#compare-max-new input[type=number]").press("Enter")
     release = stop_lands_late(page, "compare-stop", "#compare-status", "done")
+    arm_stop(page, "#compare-texts .ntp-col", ".ntp-ctok", "#compare-stop", 1)
     page.locator("#compare-run").click()
-    shown = press_stop_after(page, "#compare-texts .ntp-col", ".ntp-ctok", "#compare-stop", 1, release)
+    shown = stop_pressed(page, release)
+    assert shown < 24, "the page had the whole comparison at the press: nothing was left to cut"
     status = page.locator("#compare-status")
     expect(status).to_contain_text("stopped by you at step", timeout=30_000)
     print(f"short comparison: {shown} steps at the click, at most {page.evaluate('window.__most')} after")
@@ -194,11 +211,13 @@ def stop_a_branch(browser, url: str, at_least: int, late: bool = False) -> tuple
     parent = page.locator("#chips .ntp-chips").get_attribute("data-run") or ""
     # late: until the branch has ended (the run it is forced from said "reached max new tokens" already)
     release = stop_lands_late(page, ended=f"Step {max_new} of {max_new}") if late else None
-    page.locator("#branch-force").click()
     # the branch's streaming chips carry a tag of their own (the parent's last chips keep the parent's: Stop on
     # them would reach the finished parent, before the branch began)
-    groups = f'#chips .ntp-chips[data-run]:not([data-run="{parent}"])'
-    return page, press_stop_after(page, groups, ".ntp-chip", "#stop", at_least, release)
+    arm_stop(page, f'#chips .ntp-chips[data-run]:not([data-run="{parent}"])', ".ntp-chip", "#stop", at_least)
+    page.locator("#branch-force").click()
+    shown = stop_pressed(page, release)
+    assert shown < max_new, "the page had the whole branch at the press: nothing was left to cut"
+    return page, shown
 
 
 def expect_branch_stopped_at(page, shown: int) -> None:
