@@ -215,9 +215,11 @@ def force(panel: BranchPanel, index, token, current: Run, tree: Tree, lang):
         current.streaming = ""
         raise
     try:
-        stopped = current.stop_presses > presses
+        current.stop_looked = current.stop_presses
+        stopped = current.stop_looked > presses
         yield shown_branch(panel, current, tree, new_path, records, lang, stopped)
-        if not stopped and current.stop_presses > presses:  # Stop came while that update was on its way: the
+        current.stop_looked = current.stop_presses  # its last look (Stop reads it once streaming is "")
+        if not stopped and current.stop_looked > presses:  # Stop came while that update was on its way: the
             yield shown_branch(panel, current, tree, new_path, records, lang, True)  # branch as far as the page had it
     finally:
         current.streaming = ""  # (after the update has gone out: the lab's Stop waits for this)
@@ -245,7 +247,8 @@ def shown_branch(panel: BranchPanel, current: Run, tree: Tree, path, records: li
     seen = current.stop_seen if stopped else None
     keep = len(records) if seen is None else min(seen[1], len(records)) if seen[0] == current.tag else 0
     if keep == 0:
-        return show(panel, run_of(panel, tree, current.records, lang, tree.branches[tree.current].path), tree, lang)
+        current.successor = run_of(panel, tree, current.records, lang, tree.branches[tree.current].path)
+        return show(panel, current.successor, tree, lang)
     try:
         tree.add(Branch(path, tuple(records[:keep]), parent_of(tree, path)))
     except ValueError as e:
@@ -253,7 +256,7 @@ def shown_branch(panel: BranchPanel, current: Run, tree: Tree, path, records: li
     run = run_of(panel, tree, records[:keep], lang, path)
     # its chips keep the branch's tag: a Stop pressed as this update left still cuts the branch where the page was
     # (handlers.stop_run, then cut_short)
-    run.stop_requested, run.tag = stopped, current.tag
+    run.stop_requested, run.tag, current.successor = stopped, current.tag, run
     return show(panel, run, tree, lang)
 
 

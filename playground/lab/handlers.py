@@ -275,24 +275,26 @@ def stop_run(lab: LabComponents, state: Run, lang, shown: View = View(), on_page
     the frozen views itself, as the last update of its own stream: the page renders a stream's updates in
     order, so none that was on its way can come after them. This waits for that (a step, STOP_WAIT_S at
     most), then has nothing left to send but to an API caller, or where the press landed as the handler ended,
-    after its last look at the presses (then it goes on as if nothing streamed). With nothing streaming it
-    freezes the views: on the chips the page showed, if it counted the chips of this run's last update but fewer than it sent (a Stop
-    pressed as the page took in the update before, its run's last on its way: those chips stay hidden, STOP_JS),
-    else on every record."""
+    after its last look at the presses (then on as if nothing streamed, on the run a branch left on the page).
+    With nothing streaming it freezes the views: on the chips the page showed, if it counted the chips of this
+    run's last update but fewer than it sent (a Stop pressed as the page took in the update before, its run's
+    last on its way: those chips stay hidden, STOP_JS), else on every record."""
     try:
         seen = parse_seen(on_page)
     except ValueError as e:
         raise bad(e, lang) from None
     state.lang, state.stop_seen, state.stop_presses = lang, seen, state.stop_presses + 1
-    streaming = state.streaming
+    press, streaming = state.stop_presses, state.streaming
     if streaming and wait_until(lambda: not state.streaming):
-        if streaming == "branch" or (seen is not None and state.stop_requested):  # it froze the views itself
-            return unchanged(lab.chips)
-        # an API caller's; or the press landed as the run's handler ended, after its last look at the presses
-        # (it sent every chip, tagged: the page hid those past its count, STOP_JS): cut where the page was
+        if state.stop_looked >= press if streaming == "branch" else seen is not None and state.stop_requested:
+            return unchanged(lab.chips)  # it froze the views itself
+        # an API caller's, or a press after the handler's last look (every chip sent, tagged; STOP_JS hid the rest)
         streaming = ""
     if streaming == "branch":  # the branch did not answer in time: its parent stays on the page
         return {lab.chips: token_chips_html(state.records, lang=lang), lab.status: status_markdown(state, lang=lang)}
+    while not streaming and state.successor is not None:  # a branch forced from this run ended as the press came:
+        state = state.successor  # the run it left on the page
+    state.lang, state.stop_seen = lang, seen
     if not streaming:  # nothing streams (a run that ended, a Step)
         if state.request is None and not state.records:  # no run yet
             return unchanged(lab.chips)

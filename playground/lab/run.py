@@ -62,6 +62,10 @@ class Run:
     # writes both, as a link does
     branch_root: RunRequest | None = None
     branch_path: tuple = ()
+    # a branch forced from this run (branch_panel.force): the presses of Stop it had seen at its last look, and the
+    # run it left on the page (a Stop that read this run as the branch ended cuts that one: handlers.stop_run)
+    stop_looked: int = 0
+    successor: Run | None = None
 
     @property
     def finished(self) -> bool:

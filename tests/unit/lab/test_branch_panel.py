@@ -8,11 +8,19 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
+from playground.lab import handlers
 from playground.lab.branch_panel import cut_short
 from playground.lab.branches import Branch, Tree
 from playground.lab.run import Run
+from playground.lab.view import View
 
 from .test_charts import make_record
+from .test_stop import fake_lab
+
+
+@pytest.fixture()
+def lab():
+    return fake_lab()
 
 
 def panel():
@@ -48,20 +56,16 @@ def test_anything_else_leaves_the_tree_as_it_is():
     assert len(tree.branches[1].records) == 8
 
 
-def test_a_stop_that_comes_while_the_branchs_last_update_leaves_cuts_the_branch_where_the_page_was():
-    # the branch decided it was not stopped and sent itself whole; a Stop pressed on its first chips reached the
-    # server then (clean run 56: the Stop held in the page while the branch ended), and the lab's Stop, seeing a
-    # branch stream, leaves the views to it: the branch must send the cut itself, after that update
+def branch_to_its_end(lab) -> tuple:
+    """A branch forced at step 4 of an 8-step run, driven to its last update (the branch whole, in the tree):
+    (the panel, the run it was forced from, that update, the generator)."""
     from playground.lab.branch_panel import BranchPanel, force
     from playground.lab.request import parse_request
 
-    from .test_stop import CONTROLS, FakeStream, Part, chips_in, records
+    from .test_stop import CONTROLS, FakeStream, Part, records
 
-    parts = {name: Part(name) for name in ("chips", "status", "stage_plot", "draw_plot", "scrub", "run_plot",
-                                           "run_state")}
     service = SimpleNamespace(info=SimpleNamespace(name="fake", eos_token_ids=(0,)))
     service.generate = lambda *a, **k: FakeStream([make_record(step=i) for i in range(3, 12)])
-    lab = SimpleNamespace(**parts)
     branch = BranchPanel(service, lab, "en", *(Part(n) for n in ("tree_state", "candidate", "force", "note",
                                                                    "tree_list", "path", "link_button", "link")))
     current = Run(parse_request(*CONTROLS), records(8), lang="en")
@@ -69,7 +73,17 @@ def test_a_stop_that_comes_while_the_branchs_last_update_leaves_cuts_the_branch_
     out = next(updates)
     while branch.tree_state not in out:  # the branch's chips as they come, then the branch in the tree
         out = next(updates)
-    assert len(out[lab.run_state].records) == 12
+    assert len(out[lab.run_state].records) == 12 and current.streaming == "branch"
+    return branch, current, out, updates
+
+
+def test_a_stop_that_comes_while_the_branchs_last_update_leaves_cuts_the_branch_where_the_page_was(lab):
+    # the branch decided it was not stopped and sent itself whole; a Stop pressed on its first chips reached the
+    # server then (clean run 56: the Stop held in the page while the branch ended), and the lab's Stop, seeing a
+    # branch stream, leaves the views to it: the branch must send the cut itself, after that update
+    from .test_stop import chips_in
+
+    branch, current, out, updates = branch_to_its_end(lab)
     current.stop_seen, current.stop_presses = (current.tag, 5), current.stop_presses + 1  # 5 chips on the page
     out = next(updates)
     assert len(out[lab.run_state].records) == 5 and out[lab.run_state].stop_requested
@@ -77,3 +91,33 @@ def test_a_stop_that_comes_while_the_branchs_last_update_leaves_cuts_the_branch_
     with pytest.raises(StopIteration):
         next(updates)
     assert current.streaming == ""
+
+
+def test_a_stop_past_the_branchs_last_look_cuts_the_run_it_left_on_the_page(lab):
+    # the press came after the branch's last look at the presses, before it said it had ended (a CI run's Stop
+    # did nothing): the lab's Stop waits, sees the branch did not answer it, and cuts the run the branch left
+    from .test_stop import chips_in, stop_in_thread
+
+    branch, current, out, updates = branch_to_its_end(lab)
+    shown = out[lab.run_state]
+    pressed = stop_in_thread(lab, current, f"{current.tag}:5")
+    updates.close()  # the branch ends without one more look
+    pressed["thread"].join(5)
+    stopped = pressed["out"]
+    assert stopped[lab.run_state] is shown and len(shown.records) == 5 and shown.stop_requested
+    assert chips_in(stopped[lab.chips]) == 5 and "stopped by you at step 5" in stopped[lab.status]
+    cut_short(branch, shown, out[branch.tree_state], "en")  # the tree keeps what the page showed (Stop's .then)
+    assert len(out[branch.tree_state].branches[1].records) == 5
+
+
+def test_a_stop_that_read_the_run_before_its_branch_ended_cuts_the_branch(lab):
+    # the press read the run a branch was forced from (the session's then), and the branch ended before Stop ran:
+    # the branch's run is on the page, and that one is cut, not the run under it
+    from .test_stop import chips_in
+
+    branch, current, out, updates = branch_to_its_end(lab)
+    with pytest.raises(StopIteration):
+        next(updates)
+    stopped = handlers.stop_run(lab, current, "en", View(), f"{current.tag}:6")
+    assert stopped[lab.run_state] is out[lab.run_state] and len(out[lab.run_state].records) == 6
+    assert chips_in(stopped[lab.chips]) == 6 and len(current.records) == 8 and not current.stop_requested

@@ -57,6 +57,11 @@ def records(n: int, last_stops: bool = True) -> list:
 
 @pytest.fixture()
 def lab():
+    return fake_lab()
+
+
+def fake_lab() -> LabComponents:
+    """The lab's components, each a distinct key, on a fake service that streams made-up records."""
     service = SimpleNamespace(info=SimpleNamespace(name="fake"), streams=[])
 
     def generate(*args, **kwargs):
