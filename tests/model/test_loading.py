@@ -15,7 +15,7 @@ from ..conftest import ROOT
 
 def test_second_load_comes_from_the_cache(embedded):
     _, _, info = load()
-    assert info.from_cache and info.load_seconds < 10
+    assert info.from_cache  # (how long it took is a benchmark's to say, not a test's: bench/)
     assert info.name == embedded.info.name
 
 
