@@ -49,16 +49,21 @@ def process_url():
         service.close()
 
 
+def stop_event(page, button: str) -> int:
+    """The fn_index of the click of the button with elem_id `button` (its requests carry it)."""
+    return page.evaluate("""(button) => {
+      const config = window.gradio_config, id = config.components.find(c => c.props.elem_id === button).id;
+      return config.dependencies.find(d => d.targets.some(([target, event]) => target === id && event === "click")).id;
+    }""", button)
+
+
 def stop_lands_late(page, button: str = "stop", status: str = "#run-status", ended: str = "reached max new tokens"):
     """Hold the request of every press of the Stop `button` (its elem_id) in the page until the run on screen has
     ended on the server (`status` says `ended`): its last update reaches the page after the press (the race a busy
     machine makes). Returns what lets them go (stop_pressed calls it). Only the Stop's requests wait: the page's
     other requests (its "I have these chips") go on, and the route's handler returns at once (a sleep there would
     hold every other route and the test's own calls)."""
-    stop = page.evaluate("""(button) => {
-      const config = window.gradio_config, id = config.components.find(c => c.props.elem_id === button).id;
-      return config.dependencies.find(d => d.targets.some(([target, event]) => target === id && event === "click")).id;
-    }""", button)
+    stop = stop_event(page, button)
     held = []
 
     def hold(route):
@@ -92,33 +97,50 @@ def open_page(browser, url):
     return page
 
 
-def arm_stop(page, groups: str, chips: str, button: str, at_least: int) -> None:
-    """Have the page's own script press Stop once `at_least` chips show (call it before the click that starts)."""
+def arm_stop(page, groups: str, chips: str, button: str, at_least: int) -> list:
+    """Have the page's own script press Stop once `at_least` chips show (call it before the click that starts).
+    Returns the list that gets what the press's request says the page had ("tag:count", the Stop's js)."""
     page.evaluate(ARM, [groups, chips, button, at_least])
+    stop, said = stop_event(page, button.lstrip("#")), []
+
+    def heard(request) -> None:
+        if "/run/predict" in request.url and (request.post_data_json or {}).get("fn_index") == stop:
+            said.append(request.post_data_json["data"][-1])
+
+    page.on("request", heard)
+    return said
 
 
-def stop_pressed(page, release=None) -> int:
-    """Wait for the armed Stop's press; `release`: a held Stop's (stop_lands_late). Returns the chips it counted."""
+def stop_pressed(page, said: list, release=None) -> tuple[int, int]:
+    """Wait for the armed Stop's press; `release`: a held Stop's (stop_lands_late). Returns the chips visible at the
+    click and those its js counted as it ran: the same, or one update more (Gradio runs an event's js a moment
+    after the click; that update is the one in flight, the most the page may show after a Stop)."""
     page.wait_for_function("window.__shown !== undefined", timeout=120_000)
+    for _ in range(600):
+        if said:
+            break
+        page.wait_for_timeout(50)
     if release is not None:
         release()
     page.wait_for_timeout(3000)
-    return page.evaluate("window.__shown")
+    shown, counted = page.evaluate("window.__shown"), int(said[0].rsplit(":", 1)[1])
+    most = page.evaluate("window.__most")
+    print(f"{shown} at the click, {counted} counted by Stop's js, at most {most} shown after")
+    assert shown <= counted <= shown + 1 and most <= counted
+    return shown, counted
 
 
 @pytest.mark.parametrize("view", ["", "present=1&"], ids=["lab", "presenter"])
 def test_stop_freezes_the_lab_on_the_chips_shown(browser, process_url, view):
     page = open_page(browser, f"{process_url}?{view}{LONG_RUN}")
-    arm_stop(page, "#chips", ".ntp-chip", "#stop", 15)
+    said = arm_stop(page, "#chips", ".ntp-chip", "#stop", 15)
     page.locator("#generate").click()
-    shown = stop_pressed(page)
+    _, cut = stop_pressed(page, said)
     status = page.locator("#run-status")
     expect(status).to_contain_text("stopped by you at step", timeout=30_000)
-    print(f"lab{' (presenter)' if view else ''}: {shown} chips at the click, at most {page.evaluate('window.__most')} after")
-    assert page.evaluate("window.__most") <= shown + 1
-    expect(page.locator("#chips .ntp-chip")).to_have_count(shown)  # the run is cut there, on the server too
-    expect(status).to_contain_text(f"stopped by you at step {shown}")
-    expect(status).to_contain_text(f"Step {shown} of {shown}")
+    expect(page.locator("#chips .ntp-chip")).to_have_count(cut)  # the run is cut there, on the server too
+    expect(status).to_contain_text(f"stopped by you at step {cut}")
+    expect(status).to_contain_text(f"Step {cut} of {cut}")
     expect(page.locator("#scrub")).to_be_visible()
     page.context.close()
 
@@ -129,15 +151,13 @@ def test_stop_on_the_first_chips_of_a_run_that_ends_at_once_cuts_it_there(browse
     # cut the run where the page was (the last update's chips keep the run's tag: the page hides the rest)
     page = open_page(browser, f"{process_url}?max_new_tokens=24&temperature=0.8&seed=3")
     release = stop_lands_late(page)
-    arm_stop(page, "#chips", ".ntp-chip", "#stop", 1)
+    said = arm_stop(page, "#chips", ".ntp-chip", "#stop", 1)
     page.locator("#generate").click()
-    shown = stop_pressed(page, release)
-    assert shown < 24, "the page had the whole run at the press: nothing was left to cut"
+    _, cut = stop_pressed(page, said, release)
+    assert cut < 24, "the page had the whole run at the press: nothing was left to cut"
     expect(page.locator("#run-status")).to_contain_text("stopped by you at step", timeout=30_000)
-    print(f"short run: {shown} chips at the click, at most {page.evaluate('window.__most')} after")
-    assert page.evaluate("window.__most") <= shown + 1
-    expect(page.locator("#chips .ntp-chip")).to_have_count(shown)
-    expect(page.locator("#run-status")).to_contain_text(f"stopped by you at step {shown}")
+    expect(page.locator("#chips .ntp-chip")).to_have_count(cut)
+    expect(page.locator("#run-status")).to_contain_text(f"stopped by you at step {cut}")
     page.context.close()
 
 
@@ -162,16 +182,13 @@ def test_stop_freezes_compare_on_the_steps_shown(browser, process_url):
     page.get_by_role("tab", name="Compare").click()
     page.locator("#compare-max-new input[type=number]").fill("120")
     page.locator("#compare-max-new input[type=number]").press("Enter")
-    arm_stop(page, "#compare-texts .ntp-col", ".ntp-ctok", "#compare-stop", 15)
+    said = arm_stop(page, "#compare-texts .ntp-col", ".ntp-ctok", "#compare-stop", 15)
     page.locator("#compare-run").click()
-    shown = stop_pressed(page)
+    _, cut = stop_pressed(page, said)
     status = page.locator("#compare-status")
-    expect(status).to_contain_text("stopped by you at step", timeout=30_000)
-    print(f"compare: {shown} steps at the click, at most {page.evaluate('window.__most')} after")
-    assert page.evaluate("window.__most") <= shown + 1
-    expect(status).to_contain_text(f"stopped by you at step {shown}")
+    expect(status).to_contain_text(f"stopped by you at step {cut}", timeout=30_000)
     steps = [page.locator(f"#compare-col-{c} .ntp-ctok").count() for c in "AB"]
-    assert max(steps) == shown  # every column cut there (one that ended before keeps its end)
+    assert max(steps) == cut  # every column cut there (one that ended before keeps its end)
     expect(page.locator("#compare-scrub")).to_be_visible()
     page.context.close()
 
@@ -182,22 +199,18 @@ def test_stop_on_the_first_steps_of_a_comparison_that_ends_at_once_cuts_it_there
     page.locator("#compare-max-new input[type=number]").fill("24")
     page.locator("#compare-max-new input[type=number]").press("Enter")
     release = stop_lands_late(page, "compare-stop", "#compare-status", "done")
-    arm_stop(page, "#compare-texts .ntp-col", ".ntp-ctok", "#compare-stop", 1)
+    said = arm_stop(page, "#compare-texts .ntp-col", ".ntp-ctok", "#compare-stop", 1)
     page.locator("#compare-run").click()
-    shown = stop_pressed(page, release)
-    assert shown < 24, "the page had the whole comparison at the press: nothing was left to cut"
-    status = page.locator("#compare-status")
-    expect(status).to_contain_text("stopped by you at step", timeout=30_000)
-    print(f"short comparison: {shown} steps at the click, at most {page.evaluate('window.__most')} after")
-    assert page.evaluate("window.__most") <= shown + 1
-    expect(status).to_contain_text(f"stopped by you at step {shown}")
-    assert max(page.locator(f"#compare-col-{c} .ntp-ctok").count() for c in "AB") == shown
+    _, cut = stop_pressed(page, said, release)
+    assert cut < 24, "the page had the whole comparison at the press: nothing was left to cut"
+    expect(page.locator("#compare-status")).to_contain_text(f"stopped by you at step {cut}", timeout=30_000)
+    assert max(page.locator(f"#compare-col-{c} .ntp-ctok").count() for c in "AB") == cut
     page.context.close()
 
 
 def stop_a_branch(browser, url: str, at_least: int, late: bool = False) -> tuple:
     """A run of `url`'s settings, a branch forced at its step 3, and Stop pressed by the page's own script once the
-    branch shows `at_least` chips (held `late` in the page: stop_lands_late); returns (page, chips at the click)."""
+    branch shows `at_least` chips (held `late` in the page: stop_lands_late); returns (page, the chips it was cut at)."""
     page = open_page(browser, url)
     max_new = int(re.search(r"max_new_tokens=(\d+)", url).group(1))
     page.locator("#generate").click()
@@ -213,21 +226,19 @@ def stop_a_branch(browser, url: str, at_least: int, late: bool = False) -> tuple
     release = stop_lands_late(page, ended=f"Step {max_new} of {max_new}") if late else None
     # the branch's streaming chips carry a tag of their own (the parent's last chips keep the parent's: Stop on
     # them would reach the finished parent, before the branch began)
-    arm_stop(page, f'#chips .ntp-chips[data-run]:not([data-run="{parent}"])', ".ntp-chip", "#stop", at_least)
+    said = arm_stop(page, f'#chips .ntp-chips[data-run]:not([data-run="{parent}"])', ".ntp-chip", "#stop", at_least)
     page.locator("#branch-force").click()
-    shown = stop_pressed(page, release)
-    assert shown < max_new, "the page had the whole branch at the press: nothing was left to cut"
-    return page, shown
+    _, cut = stop_pressed(page, said, release)
+    assert cut < max_new, "the page had the whole branch at the press: nothing was left to cut"
+    return page, cut
 
 
-def expect_branch_stopped_at(page, shown: int) -> None:
-    """The lab and the tree keep the branch as far as the page showed it at the click."""
+def expect_branch_stopped_at(page, cut: int) -> None:
+    """The lab and the tree keep the branch as far as the page had it when Stop's js ran."""
     expect(page.locator("#run-status")).to_contain_text("stopped by you at step", timeout=30_000)
-    print(f"branch: {shown} chips at the click, at most {page.evaluate('window.__most')} after")
-    assert page.evaluate("window.__most") <= shown + 1
-    expect(page.locator("#chips .ntp-chip")).to_have_count(shown)
-    expect(page.locator("#run-status")).to_contain_text(f"stopped by you at step {shown}")
-    expect(page.locator("#branch-list")).to_contain_text(f"{shown} tokens")
+    expect(page.locator("#chips .ntp-chip")).to_have_count(cut)
+    expect(page.locator("#run-status")).to_contain_text(f"stopped by you at step {cut}")
+    expect(page.locator("#branch-list")).to_contain_text(f"{cut} tokens")
     page.context.close()
 
 
