@@ -30,7 +30,7 @@ SOURCE = Path(__file__).with_name("native") / "llama_step.c"
 COMPILERS = ("cc", "gcc", "clang")
 # tried in turn: the CPU's own vector unit (-march on x86 and GCC, -mcpu on Apple's clang), then the baseline
 ATTEMPTS = (("-march=native",), ("-mcpu=native",), ())
-FLAGS = ("-O3", "-std=c11", "-ffp-contract=fast", "-fPIC", "-shared")  # contract: a*b+c as one FMA
+FLAGS = ("-O3", "-std=c11", "-ffp-contract=fast", "-fPIC", "-shared", "-pthread")  # contract: a*b+c as one FMA
 
 
 class BuildError(RuntimeError):
@@ -74,7 +74,7 @@ def build() -> tuple[Path, float]:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(suffix=".so", dir=path.parent)
         os.close(handle)
-        command = [compiler, *FLAGS, *extra, "-o", temporary, str(SOURCE), "-lm"]
+        command = [compiler, *FLAGS, *extra, "-o", temporary, str(SOURCE), "-lm", "-lpthread"]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=limits.NATIVE_BUILD_TIMEOUT_S)
         except (OSError, subprocess.SubprocessError) as e:
@@ -106,6 +106,8 @@ def load() -> tuple[ctypes.CDLL, float]:
     lib.ntp_scratch_floats.restype = ctypes.c_int64
     lib.ntp_rank.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p]
     lib.ntp_rank.restype = ctypes.c_int
+    lib.ntp_threads.argtypes = [ctypes.c_int]
+    lib.ntp_threads.restype = ctypes.c_int
     lib.ntp_layout.argtypes = [ctypes.c_int]
     lib.ntp_layout.restype = ctypes.c_int64
     mismatch = layout_mismatch(lib)

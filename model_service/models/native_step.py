@@ -203,6 +203,7 @@ def step_rows(runs: list[Run], tokens: list[int]) -> torch.Tensor:
     ids = (ctypes.c_int32 * n)(*tokens)
     positions = (ctypes.c_int32 * n)(*[run.length for run in runs])
     logits = torch.empty((n, native.vocab))
+    native.lib.ntp_threads(torch.get_num_threads())  # the host's model threads (loading.serving_threads), as torch's
     failed = native.lib.ntp_step_rows(records, n, ids, positions, logits.data_ptr())
     if failed:
         row = -1 - failed

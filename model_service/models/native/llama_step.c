@@ -3,7 +3,8 @@
  * ~700 operators launched from Python (model_service/models/native_step.py builds and calls it).
  *
  * Portable C with GCC/Clang vector extensions: compiled on the host's own machine with -O3 -march=native, the
- * products use whatever vector unit the CPU has (AVX-512, AVX2, NEON). One thread.
+ * products use whatever vector unit the CPU has (AVX-512, AVX2, NEON). Its products share their weight rows among
+ * ntp_threads' threads (pool.h), with the same numbers at any count.
  *
  * Weights come as Matrix records of four kinds:
  *   K_F32   float32 (rows, cols)
@@ -122,6 +123,7 @@ static inline void load_nibbles(const uint8_t *p, vf *low, vf *high) {
 }
 
 #include "products.h"
+#include "pool.h"
 #include "rank.h"
 
 /* One product on its own (tests, and the benchmark's kernel timing). */
@@ -371,9 +373,11 @@ int ntp_step_rows(const Model *const *ms, int32_t n, const int32_t *tokens, cons
     Scratch s[n];
     const float *xs[n];
     float *ys[n];
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if (positions[i] < 0 || positions[i] >= ms[i]->capacity || tokens[i] < 0 || tokens[i] >= m->embed.rows)
             return -1 - i;
+    pool_begin();
+    for (int i = 0; i < n; i++) {
         s[i] = carve(ms[i]);
         angles(m, positions[i], &s[i]);
         embed_row(&m->embed, tokens[i], s[i].h);
@@ -385,6 +389,7 @@ int ntp_step_rows(const Model *const *ms, int32_t n, const int32_t *tokens, cons
         ys[i] = logits + (size_t)i * m->lm_head.rows;
     }
     product_rows(&m->lm_head, xs, ys, n);
+    pool_end();
     round_all(logits, n * m->lm_head.rows, m->round_bf16);
     return 0;
 }

@@ -301,27 +301,42 @@ static void gemm_f32_rows(const float *w, const float *const *xs, float *const *
 #endif
 }
 
-/* ys[i] = m xs[i] for the n rows. */
-static void product_rows(const Matrix *m, const float *const *xs, float *const *ys, int n) {
+/* ys[i][r] = (m xs[i])[r] for the n rows and the weight rows r0 <= r < r1 (a chunk of them: pool.h). A row's sums
+ * do not depend on the rows beside it, so any split gives the numbers of the whole. */
+static void product_range(const Matrix *m, const float *const *xs, float *const *ys, int n, int r0, int r1) {
+    int rows = r1 - r0, cols = m->cols, groups = cols / 32;
+    const uint16_t *scale = m->scale, *zero = m->zero;
+    size_t at = (size_t)r0 * cols;
     if (n == 1) {
         const float *x = xs[0];
-        float *y = ys[0];
+        float *y = ys[0] + r0;
         switch (m->kind) {
-        case K_F32: gemv_f32(m->data, NULL, x, y, m->rows, m->cols); break;
+        case K_F32: gemv_f32((const float *)m->data + at, NULL, x, y, rows, cols); break;
         case K_BF16:
-            if (!BF16_DOT(m->data, x, y, m->rows, m->cols)) gemv_bf16(m->data, NULL, x, y, m->rows, m->cols);
+            if (!BF16_DOT((const uint16_t *)m->data + at, x, y, rows, cols))
+                gemv_bf16((const uint16_t *)m->data + at, NULL, x, y, rows, cols);
             break;
-        case K_I8: gemv_i8(m->data, m->scale, x, y, m->rows, m->cols); break;
-        case K_I4: gemv_i4(m->data, m->scale, m->zero, x, y, m->rows, m->cols); break;
+        case K_I8: gemv_i8((const int8_t *)m->data + at, scale + r0, x, y, rows, cols); break;
+        case K_I4:
+            gemv_i4((const uint8_t *)m->data + at / 2, scale + (size_t)r0 * groups, zero + (size_t)r0 * groups, x, y,
+                    rows, cols);
+            break;
         }
         return;
     }
+    float *out[n];
+    for (int i = 0; i < n; i++) out[i] = ys[i] + r0;
+    float *const *o = out;
     switch (m->kind) {
-    case K_F32: gemm_f32_rows(m->data, xs, ys, n, m->rows, m->cols); break;
+    case K_F32: gemm_f32_rows((const float *)m->data + at, xs, o, n, rows, cols); break;
     case K_BF16:
-        if (!gemm_bf16_dot(m->data, xs, ys, n, m->rows, m->cols)) gemm_bf16(m->data, NULL, xs, ys, n, m->rows, m->cols);
+        if (!gemm_bf16_dot((const uint16_t *)m->data + at, xs, o, n, rows, cols))
+            gemm_bf16((const uint16_t *)m->data + at, NULL, xs, o, n, rows, cols);
         break;
-    case K_I8: gemm_i8(m->data, m->scale, xs, ys, n, m->rows, m->cols); break;
-    case K_I4: gemm_i4(m->data, m->scale, m->zero, xs, ys, n, m->rows, m->cols); break;
+    case K_I8: gemm_i8((const int8_t *)m->data + at, scale + r0, xs, o, n, rows, cols); break;
+    case K_I4:
+        gemm_i4((const uint8_t *)m->data + at / 2, scale + (size_t)r0 * groups, zero + (size_t)r0 * groups, xs, o, n,
+                rows, cols);
+        break;
     }
 }
