@@ -74,7 +74,7 @@ def build() -> tuple[Path, float]:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(suffix=".so", dir=path.parent)
         os.close(handle)
-        command = [compiler, *FLAGS, *extra, "-o", temporary, str(SOURCE), "-lm", "-lpthread"]
+        command = [compiler, *FLAGS, *extra, "-o", temporary, str(SOURCE), "-lm"]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=limits.NATIVE_BUILD_TIMEOUT_S)
         except (OSError, subprocess.SubprocessError) as e:

@@ -292,10 +292,10 @@ def stop_run(lab: LabComponents, state: Run, lang, shown: View = View(), on_page
         streaming = ""
     if streaming == "branch":  # the branch did not answer in time: its parent stays on the page
         return {lab.chips: token_chips_html(state.records, lang=lang), lab.status: status_markdown(state, lang=lang)}
-    while not streaming and state.successor is not None:  # a branch forced from this run ended as the press came:
-        state = state.successor  # the run it left on the page
-    state.lang, state.stop_seen = lang, seen
     if not streaming:  # nothing streams (a run that ended, a Step)
+        while state.successor is not None:  # a branch forced from this run ended as the press came: the run it left
+            state = state.successor
+        state.lang, state.stop_seen = lang, seen
         if state.request is None and not state.records:  # no run yet
             return unchanged(lab.chips)
         if not state.tag or seen is None or seen[0] != state.tag:  # the page counted none of its stream's chips

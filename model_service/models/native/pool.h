@@ -8,10 +8,9 @@
  * waits only for the workers that hold a chunk, never for one the system has not scheduled yet (on a busy machine
  * the caller does the work alone).
  * Between jobs a worker spins briefly (a step's products follow each other within microseconds), then sleeps on a
- * condition variable: an idle room costs no CPU. ntp_threads(n) sets the count (the caller's thread and n - 1
+ * condition variable; at a step's end it sleeps at once and the next step wakes it: an idle room costs no CPU. ntp_threads(n) sets the count (the caller's thread and n - 1
  * workers); a step called from two threads at once runs the second alone; a forked child starts with none. */
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -143,14 +142,20 @@ static void wake_workers(void) {
     }
 }
 
+/* A job of `chunks` chunks for the workers (0: a wake-up call), the pool held by the caller: its generation. */
+static uint32_t publish(int chunks) {
+    uint32_t gen = (uint32_t)(atomic_load(&pool.ticket) >> 32) + 1;
+    atomic_store(&pool.ticket, (uint64_t)gen << 32 | (uint64_t)chunks << 16);
+    wake_workers();
+    return gen;
+}
+
 /* A step begins: the workers wake while its first row is embedded and normalised (not at its first product). */
 static void pool_begin(void) {
     atomic_store(&pool.resting, 0);
     int expected = 0;
     if (atomic_load(&pool.workers) && atomic_compare_exchange_strong(&pool.busy, &expected, 1)) {
-        uint32_t gen = (uint32_t)(atomic_load(&pool.ticket) >> 32) + 1;
-        atomic_store(&pool.ticket, (uint64_t)gen << 32);  /* a generation with no chunks: a wake-up call */
-        wake_workers();
+        publish(0);
         atomic_store(&pool.busy, 0);
     }
 }
@@ -172,10 +177,7 @@ static void product_rows(const Matrix *m, const float *const *xs, float *const *
     int chunk = (m->rows + 4 * threads - 1) / (4 * threads);
     chunk = (chunk + 15) / 16 * 16;
     pool.job = (Job){m, xs, ys, n, m->rows, chunk, (m->rows + chunk - 1) / chunk};
-    uint32_t gen = (uint32_t)(atomic_load(&pool.ticket) >> 32) + 1;
-    atomic_store(&pool.ticket, (uint64_t)gen << 32 | (uint64_t)pool.job.chunks << 16);
-    wake_workers();
-    take_chunks(gen, 0);
+    take_chunks(publish(pool.job.chunks), 0);
     while (atomic_load(&pool.inflight)) relax();
     atomic_store(&pool.busy, 0);
 }

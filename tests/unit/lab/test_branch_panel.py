@@ -9,13 +9,14 @@ import gradio as gr
 import pytest
 
 from playground.lab import handlers
-from playground.lab.branch_panel import cut_short
+from playground.lab.branch_panel import BranchPanel, cut_short, force
 from playground.lab.branches import Branch, Tree
+from playground.lab.request import parse_request
 from playground.lab.run import Run
 from playground.lab.view import View
 
 from .test_charts import make_record
-from .test_stop import fake_lab
+from .test_stop import CONTROLS, FakeStream, Part, chips_in, fake_lab, records, stop_in_thread
 
 
 @pytest.fixture()
@@ -59,11 +60,6 @@ def test_anything_else_leaves_the_tree_as_it_is():
 def branch_to_its_end(lab) -> tuple:
     """A branch forced at step 4 of an 8-step run, driven to its last update (the branch whole, in the tree):
     (the panel, the run it was forced from, that update, the generator)."""
-    from playground.lab.branch_panel import BranchPanel, force
-    from playground.lab.request import parse_request
-
-    from .test_stop import CONTROLS, FakeStream, Part, records
-
     service = SimpleNamespace(info=SimpleNamespace(name="fake", eos_token_ids=(0,)))
     service.generate = lambda *a, **k: FakeStream([make_record(step=i) for i in range(3, 12)])
     branch = BranchPanel(service, lab, "en", *(Part(n) for n in ("tree_state", "candidate", "force", "note",
@@ -81,8 +77,6 @@ def test_a_stop_that_comes_while_the_branchs_last_update_leaves_cuts_the_branch_
     # the branch decided it was not stopped and sent itself whole; a Stop pressed on its first chips reached the
     # server then (clean run 56: the Stop held in the page while the branch ended), and the lab's Stop, seeing a
     # branch stream, leaves the views to it: the branch must send the cut itself, after that update
-    from .test_stop import chips_in
-
     branch, current, out, updates = branch_to_its_end(lab)
     current.stop_seen, current.stop_presses = (current.tag, 5), current.stop_presses + 1  # 5 chips on the page
     out = next(updates)
@@ -96,8 +90,6 @@ def test_a_stop_that_comes_while_the_branchs_last_update_leaves_cuts_the_branch_
 def test_a_stop_past_the_branchs_last_look_cuts_the_run_it_left_on_the_page(lab):
     # the press came after the branch's last look at the presses, before it said it had ended (a CI run's Stop
     # did nothing): the lab's Stop waits, sees the branch did not answer it, and cuts the run the branch left
-    from .test_stop import chips_in, stop_in_thread
-
     branch, current, out, updates = branch_to_its_end(lab)
     shown = out[lab.run_state]
     pressed = stop_in_thread(lab, current, f"{current.tag}:5")
@@ -113,8 +105,6 @@ def test_a_stop_past_the_branchs_last_look_cuts_the_run_it_left_on_the_page(lab)
 def test_a_stop_that_read_the_run_before_its_branch_ended_cuts_the_branch(lab):
     # the press read the run a branch was forced from (the session's then), and the branch ended before Stop ran:
     # the branch's run is on the page, and that one is cut, not the run under it
-    from .test_stop import chips_in
-
     branch, current, out, updates = branch_to_its_end(lab)
     with pytest.raises(StopIteration):
         next(updates)
