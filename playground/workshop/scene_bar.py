@@ -42,11 +42,12 @@ ACTION_JS = """(action) => {
       const under = band ? band.offsetHeight + Math.min(0, parseFloat(getComputedStyle(band).top) || 0) + 8 : 0;
       window.scrollTo({top: el.getBoundingClientRect().top + window.scrollY - under});
     }
-    // the run button wakes once the page's link is applied (page.run_buttons): a scene opened by a link waits
+    // the run button wakes once the page's link is applied (page.run_buttons): a scene opened by a link waits;
+    // on a busy machine its tab may mount after the section was looked for: wait for the button itself too
     const press = (left) => {
       const b = a.run && document.getElementById(a.run);
       const button = b && (b.tagName === "BUTTON" ? b : b.querySelector("button"));
-      if (button && button.disabled && left > 0) { setTimeout(() => press(left - 1), 100); return; }
+      if (a.run && (!button || button.disabled) && left > 0) { setTimeout(() => press(left - 1), 100); return; }
       if (button) button.click();
     };
     press(600);

@@ -229,3 +229,25 @@ def test_a_captions_numbers_are_the_runs_own_in_both_languages(browser, app_url)
         assert "{" not in caption.inner_text() and "(xem lượt chạy)" not in caption.inner_text()
     finally:
         context.close()
+
+
+def test_a_scenes_button_that_mounts_late_is_still_pressed(browser):
+    # a busy CI machine mounted the Forward tab after the scene's script had looked for its section (5 s): the
+    # knock-out scene's button was never pressed and the tab stayed on "Restored"
+    from playground.workshop.scene_bar import ACTION_JS
+
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_content("<body></body>")
+        page.evaluate(ACTION_JS, json.dumps({"id": "s", "focus": "late-section", "run": "late-button"}))
+        page.wait_for_timeout(6_000)  # past the look for the section
+        page.evaluate("""() => {
+          const section = document.createElement("div"); section.id = "late-section";
+          const button = document.createElement("button"); button.id = "late-button";
+          button.onclick = () => { window.__pressed = (window.__pressed || 0) + 1; };
+          section.appendChild(button); document.body.appendChild(section);
+        }""")
+        page.wait_for_function("window.__pressed === 1", timeout=5_000)
+    finally:
+        context.close()
